@@ -1,0 +1,3 @@
+"""kiwb: the Knowledge Integration WorkBench."""
+
+__version__ = "0.1.0"

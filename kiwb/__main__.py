@@ -1,0 +1,3 @@
+from kiwb.cli import main
+
+raise SystemExit(main())

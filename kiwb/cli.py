@@ -1,0 +1,72 @@
+"""The `kiwb` command line. Heavy libraries are imported inside the subcommands that need them."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from kiwb import __version__
+from kiwb.errors import KiwbError
+
+
+def _project_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("project", nargs="?", default=".", type=Path,
+                        help="project folder (default: the current folder)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="kiwb",
+        description="Knowledge Integration WorkBench: merge teacher classifiers into one "
+        "student using Monte-Carlo-dropout uncertainty (MUKI).",
+    )
+    parser.add_argument("--version", action="version", version=f"kiwb {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    init = commands.add_parser("init", help="create a project folder with a commented kiwb.toml")
+    init.add_argument("project", type=Path, help="folder to create (or fill)")
+    init.add_argument("--name", help="project name (default: the folder name)")
+    init.add_argument("--teacher", action="append", default=[], metavar="NAME=PATH",
+                      help="a teacher checkpoint folder or hub id (repeat for each teacher)")
+    init.add_argument("--unlabeled", metavar="PATH", help="unlabeled texts (csv/jsonl/parquet/folder)")
+    init.add_argument("--text-column", default="text", help="text column of the data (default: text)")
+    init.add_argument("--eval", metavar="PATH", help="optional labeled evaluation data")
+    init.add_argument("--label-column", default="label", help="label column of --eval (default: label)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing kiwb.toml")
+
+    score = commands.add_parser("score", help="MC-dropout scores of every text by every teacher")
+    _project_arg(score)
+    score.add_argument("--device", help="override [scoring] device (auto, cpu, cuda, cuda:N)")
+    score.add_argument("--batch-size", type=int, help="override [scoring] batch_size")
+
+    integrate = commands.add_parser("integrate", help="integrate scores into training targets")
+    _project_arg(integrate)
+    integrate.add_argument("--method", help="muki-hard, muki-soft, vanilla-kd or uhc")
+    integrate.add_argument("--tau", type=float, help="MUKI-Soft temperature")
+    integrate.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
+                           help="do not weight texts by their confidence margin")
+    integrate.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
+                           help="ablation: route by plain (deterministic) entropy")
+    integrate.add_argument("--threshold", type=float, dest="conflict_threshold",
+                           help="margin under which a text counts as conflicting")
+    integrate.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    from kiwb import commands
+
+    try:
+        return getattr(commands, f"cmd_{args.command.replace('-', '_')}")(args) or 0
+    except KiwbError as error:
+        print(f"kiwb: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("kiwb: interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,1 @@
+"""Pure tensor math for kiwb: uncertainty, label alignment, integration targets and losses."""

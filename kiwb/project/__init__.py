@@ -1,0 +1,1 @@
+"""The project folder: kiwb.toml settings, paths, the store and event records."""

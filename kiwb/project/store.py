@@ -1,0 +1,271 @@
+"""The project store: one SQLite file (WAL mode) holding run records, events and summaries.
+
+Per-text score arrays live beside it as shard files; the store records which shards are
+finished, so a reader never trusts a file whose row is missing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from kiwb.errors import KiwbError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_hashes (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS score_sets (
+    key TEXT PRIMARY KEY,
+    teacher TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    num_texts INTEGER NOT NULL,
+    num_shards INTEGER NOT NULL,
+    meta_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS score_shards (
+    score_key TEXT NOT NULL REFERENCES score_sets(key),
+    shard INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('claimed', 'done')),
+    owner TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    finished_at REAL,
+    rows INTEGER,
+    seconds REAL,
+    PRIMARY KEY (score_key, shard)
+);
+CREATE TABLE IF NOT EXISTS integrations (
+    key TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    summary_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER,
+    ts REAL NOT NULL,
+    kind TEXT NOT NULL,
+    data_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, id);
+"""
+
+# A claim held by a process on another host cannot be checked for liveness; after this
+# long without the shard finishing we assume that process is gone.
+FOREIGN_CLAIM_TIMEOUT_S = 2 * 3600
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class Store:
+    """A connection to a project's SQLite store."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("PRAGMA busy_timeout=30000")
+        self._migrate()
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        """A write transaction taken up front, so concurrent writers queue instead of racing."""
+        self._db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self._db
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
+
+    def _migrate(self) -> None:
+        with self.transaction() as db:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                db.execute(
+                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
+                )
+            elif int(row["value"]) > SCHEMA_VERSION:
+                raise KiwbError(
+                    f"{self.path}: store schema version {row['value']} is newer than this kiwb "
+                    f"understands ({SCHEMA_VERSION}); upgrade kiwb to open this project"
+                )
+
+    @property
+    def schema_version(self) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row["value"])
+
+    # -- content-hash cache ------------------------------------------------------------
+    def cached_hash(self, path: str, size: int, mtime_ns: int) -> str | None:
+        """The recorded sha256 of a file if its size and mtime are unchanged."""
+        row = self._db.execute(
+            "SELECT sha256 FROM file_hashes WHERE path=? AND size=? AND mtime_ns=?",
+            (path, size, mtime_ns),
+        ).fetchone()
+        return row["sha256"] if row else None
+
+    def remember_hash(self, path: str, size: int, mtime_ns: int, sha256: str) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO file_hashes VALUES (?, ?, ?, ?)",
+                (path, size, mtime_ns, sha256),
+            )
+
+    # -- score sets and shards ---------------------------------------------------------
+    def register_score_set(
+        self, key: str, *, teacher: str, dataset: str, num_texts: int, num_shards: int,
+        meta: dict[str, Any],
+    ) -> None:
+        """Record a score set (idempotent: an existing key is left as it is)."""
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR IGNORE INTO score_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (key, teacher, dataset, num_texts, num_shards, json.dumps(meta), time.time()),
+            )
+
+    def score_set(self, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM score_sets WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        record = dict(row)
+        record["meta"] = json.loads(record.pop("meta_json"))
+        return record
+
+    def done_shards(self, key: str) -> set[int]:
+        rows = self._db.execute(
+            "SELECT shard FROM score_shards WHERE score_key=? AND status='done'", (key,)
+        )
+        return {row["shard"] for row in rows}
+
+    def claim_shard(self, key: str, shard: int, owner: str) -> bool:
+        """Claim a shard for this process unless it is done or held by a live process."""
+        host, pid, now = socket.gethostname(), os.getpid(), time.time()
+        with self.transaction() as db:
+            row = db.execute(
+                "SELECT * FROM score_shards WHERE score_key=? AND shard=?", (key, shard)
+            ).fetchone()
+            if row is not None and not self._claim_is_free(row, owner, now):
+                return False
+            db.execute(
+                "INSERT OR REPLACE INTO score_shards "
+                "(score_key, shard, status, owner, pid, host, claimed_at) "
+                "VALUES (?, ?, 'claimed', ?, ?, ?, ?)",
+                (key, shard, owner, pid, host, now),
+            )
+        return True
+
+    @staticmethod
+    def _claim_is_free(row: sqlite3.Row, owner: str, now: float) -> bool:
+        if row["status"] == "done":
+            return False
+        if row["owner"] == owner:
+            return True
+        if row["host"] == socket.gethostname():
+            return not pid_alive(row["pid"])
+        return now - row["claimed_at"] > FOREIGN_CLAIM_TIMEOUT_S
+
+    def finish_shard(self, key: str, shard: int, *, rows: int, seconds: float) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "UPDATE score_shards SET status='done', finished_at=?, rows=?, seconds=? "
+                "WHERE score_key=? AND shard=?",
+                (time.time(), rows, seconds, key, shard),
+            )
+
+    def release_shard(self, key: str, shard: int, owner: str) -> None:
+        """Give back an unfinished claim (on a clean stop), so others may take it at once."""
+        with self.transaction() as db:
+            db.execute(
+                "DELETE FROM score_shards WHERE score_key=? AND shard=? AND owner=? "
+                "AND status='claimed'",
+                (key, shard, owner),
+            )
+
+    def shard_progress(self, key: str) -> tuple[int, int]:
+        """(finished shards, total shards) of a score set."""
+        record = self.score_set(key)
+        total = record["num_shards"] if record else 0
+        return len(self.done_shards(key)), total
+
+    # -- integrations ------------------------------------------------------------------
+    def record_integration(
+        self, key: str, *, dataset: str, settings: dict[str, Any], summary: dict[str, Any]
+    ) -> None:
+        with self.transaction() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO integrations VALUES (?, ?, ?, ?, ?)",
+                (key, dataset, json.dumps(settings), json.dumps(summary), time.time()),
+            )
+
+    def integration(self, key: str) -> dict[str, Any] | None:
+        row = self._db.execute("SELECT * FROM integrations WHERE key=?", (key,)).fetchone()
+        if row is None:
+            return None
+        return {
+            "key": row["key"],
+            "dataset": row["dataset"],
+            "settings": json.loads(row["settings_json"]),
+            "summary": json.loads(row["summary_json"]),
+            "created_at": row["created_at"],
+        }
+
+    # -- events ------------------------------------------------------------------------
+    def append_event(self, kind: str, data: dict[str, Any], job_id: int | None = None) -> int:
+        with self.transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO events (job_id, ts, kind, data_json) VALUES (?, ?, ?, ?)",
+                (job_id, time.time(), kind, json.dumps(data)),
+            )
+        return int(cursor.lastrowid)
+
+    def events_after(self, after_id: int = 0, job_id: int | None = None) -> list[dict[str, Any]]:
+        """Events with id > after_id, oldest first (optionally of one job)."""
+        query = "SELECT * FROM events WHERE id > ?"
+        params: list[Any] = [after_id]
+        if job_id is not None:
+            query += " AND job_id = ?"
+            params.append(job_id)
+        rows = self._db.execute(query + " ORDER BY id", params)
+        return [
+            {"id": r["id"], "job_id": r["job_id"], "ts": r["ts"], "kind": r["kind"],
+             "data": json.loads(r["data_json"])}
+            for r in rows
+        ]

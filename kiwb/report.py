@@ -1,0 +1,50 @@
+"""Rich tables summarising results, for the CLI."""
+
+from __future__ import annotations
+
+from rich.table import Table
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def integration_tables(summary: dict, settings) -> list[Table]:
+    """The integration summary: wins per teacher, margins, conflicts, routing accuracy."""
+    head = Table(title=f"Integration · {settings.method}"
+                 + (f" (tau {settings.tau})" if settings.method == "muki-soft" else "")
+                 + ("" if settings.use_mc else " · no MC dropout")
+                 + ("" if settings.reweight else " · no re-weighting"))
+    head.add_column("teacher")
+    head.add_column("texts won", justify="right")
+    head.add_column("share", justify="right")
+    total = max(summary["num_texts"], 1)
+    for teacher, wins in summary["wins"].items():
+        head.add_row(teacher, f"{wins:,}", _percent(wins / total))
+
+    margins = Table(title="Confidence margin (c_max − c_second)")
+    for quantile in summary["margin_quantiles"]:
+        margins.add_column(_quantile_name(quantile), justify="right")
+    margins.add_row(*(f"{v:.3f}" for v in summary["margin_quantiles"].values()))
+
+    facts = Table(show_header=False, title="Summary")
+    facts.add_column()
+    facts.add_column(justify="right")
+    facts.add_row("texts", f"{summary['num_texts']:,}")
+    facts.add_row("union labels", ", ".join(summary["labels"]))
+    if summary["overlapping_labels"]:
+        facts.add_row("shared by several teachers", ", ".join(summary["overlapping_labels"]))
+    facts.add_row(f"conflicting (margin < {summary['conflict_threshold']})",
+                  f"{summary['conflicts']:,} ({_percent(summary['conflicts'] / total)})")
+    for scope, block in (("unlabeled", summary), ("eval", summary.get("eval") or {})):
+        routing = block.get("routing_accuracy")
+        if routing:
+            facts.add_row(f"routing accuracy on {scope}: MC dropout", _percent(routing["mc_dropout"]))
+            facts.add_row(f"routing accuracy on {scope}: plain entropy", _percent(routing["plain_entropy"]))
+    if (summary.get("eval") or {}).get("ensemble_accuracy") is not None:
+        facts.add_row("Ensemble accuracy on eval", _percent(summary["eval"]["ensemble_accuracy"]))
+    return [head, margins, facts]
+
+
+def _quantile_name(quantile: str) -> str:
+    return {"0.0": "min", "0.5": "median", "1.0": "max"}.get(quantile, f"p{round(float(quantile) * 100)}")

@@ -1,0 +1,1 @@
+"""Job code run in worker processes: the only layer that loads models and data sets."""

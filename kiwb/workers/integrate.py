@@ -1,0 +1,163 @@
+"""`kiwb integrate`: turn stored scores into training targets and summarise them."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+import torch
+
+from kiwb.core import integration as integ
+from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
+from kiwb.errors import DataError
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import settings_key
+from kiwb.project.store import Store
+from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
+
+MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+HISTOGRAM_BINS = 20
+
+
+@dataclass(frozen=True)
+class IntegrationSettings:
+    """The choices that turn scores into targets; changing them never rescores."""
+
+    method: str = "muki-hard"
+    tau: float = 0.2
+    reweight: bool = True
+    use_mc: bool = True
+    conflict_threshold: float = 0.1
+
+    @classmethod
+    def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
+        section = config.integration
+        values = {
+            "method": section.method, "tau": section.tau, "reweight": section.reweight,
+            "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**values)
+
+
+@dataclass
+class TeacherScores:
+    """Scores of all teachers on one data set, as tensors, plus the union-label mapping."""
+
+    teachers: list[str]
+    teacher_labels: list[tuple[str, ...]]
+    labels: list[str]
+    positions: list[torch.Tensor]
+    coverage: torch.Tensor
+    mc_confidence: torch.Tensor   # (n, N)
+    det_confidence: torch.Tensor  # (n, N)
+    det_probs: list[torch.Tensor]
+    det_logits: list[torch.Tensor]
+    mc_probs: list[torch.Tensor]
+    true_labels: list[str] | None = None
+    score_keys: list[str] = field(default_factory=list)
+
+    def true_label_ids(self) -> torch.Tensor | None:
+        """The true labels as union indices, refusing labels no teacher knows."""
+        if self.true_labels is None:
+            return None
+        index = {label: i for i, label in enumerate(self.labels)}
+        unknown = sorted({label for label in self.true_labels if label not in index})
+        if unknown:
+            raise DataError(
+                f"labels {', '.join(map(repr, unknown[:5]))} of the labeled data are in no "
+                f"teacher's label set ({', '.join(self.labels)}); fix the label column"
+            )
+        return torch.tensor([index[label] for label in self.true_labels])
+
+    def integrate(self, settings: IntegrationSettings) -> integ.Integration:
+        return integ.integrate(
+            settings.method, mc_confidences=self.mc_confidence,
+            det_confidences=self.det_confidence, det_probs=self.det_probs,
+            det_logits=self.det_logits, positions=self.positions, num_union=len(self.labels),
+            tau=settings.tau, reweight=settings.reweight, use_mc=settings.use_mc,
+        )
+
+
+def collect_scores(config: ProjectConfig, store: Store, dataset: str) -> TeacherScores:
+    """Load every teacher's finished scores on one data set (`unlabeled` or `eval`)."""
+    tasks = [task for task in plan_scoring(config, store) if task.dataset == dataset]
+    if not tasks:
+        raise DataError(f"{config.file}: no [data.{dataset}] section, so there is nothing to read")
+    return scores_from_tasks(config, store, tasks)
+
+
+def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> TeacherScores:
+    arrays = [load_scores(config, store, task) for task in tasks]
+    label_sets = [task.teacher.labels for task in tasks]
+    labels = union_labels(label_sets)
+
+    def stack(name: str) -> torch.Tensor:
+        return torch.from_numpy(np.stack([a[name] for a in arrays], axis=1))  # (n, N)
+
+    return TeacherScores(
+        teachers=[task.teacher.name for task in tasks], teacher_labels=label_sets,
+        labels=labels, positions=label_positions(label_sets, labels),
+        coverage=coverage_mask(label_sets, labels),
+        mc_confidence=stack("mc_confidence"), det_confidence=stack("det_confidence"),
+        det_probs=[torch.from_numpy(a["det_probs"]) for a in arrays],
+        det_logits=[torch.from_numpy(a["det_logits"]) for a in arrays],
+        mc_probs=[torch.from_numpy(a["mc_probs"]) for a in arrays],
+        true_labels=tasks[0].table.labels, score_keys=[task.key for task in tasks],
+    )
+
+
+def summarize(scores: TeacherScores, result: integ.Integration, threshold: float) -> dict:
+    """Counts per winning teacher, the margin distribution and the conflicting texts."""
+    margin = result.margin.numpy()
+    wins = torch.bincount(result.routed, minlength=len(scores.teachers)).tolist()
+    counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
+    summary = {
+        "num_texts": int(margin.shape[0]),
+        "labels": scores.labels,
+        "overlapping_labels": overlapping_labels(scores.teacher_labels),
+        "wins": dict(zip(scores.teachers, wins, strict=True)),
+        "margin_quantiles": {str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
+        "margin_histogram": counts.tolist(),
+        "conflict_threshold": threshold,
+        "conflicts": int((margin < threshold).sum()),
+    }
+    true_ids = scores.true_label_ids()
+    if true_ids is not None:
+        summary["routing_accuracy"] = routing_accuracies(scores, true_ids)
+    return summary
+
+
+def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
+    """How often the most confident teacher knows the true label: MC vs plain entropy."""
+    return {
+        "mc_dropout": integ.routing_accuracy(scores.mc_confidence, true_ids, scores.coverage),
+        "plain_entropy": integ.routing_accuracy(scores.det_confidence, true_ids, scores.coverage),
+    }
+
+
+def ensemble_accuracy(scores: TeacherScores) -> float | None:
+    """Accuracy of the untrained Ensemble baseline (softmax over concatenated logits)."""
+    true_ids = scores.true_label_ids()
+    if true_ids is None:
+        return None
+    probs = integ.concatenated_logit_probs(scores.det_logits, scores.positions, len(scores.labels))
+    return float((probs.argmax(-1) == true_ids).float().mean())
+
+
+def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings) -> dict:
+    """Integrate the unlabeled scores with `settings`, record and return the summary."""
+    scores = collect_scores(config, store, "unlabeled")
+    result = scores.integrate(settings)
+    summary = summarize(scores, result, settings.conflict_threshold)
+    if config.data.eval is not None:
+        eval_scores = collect_scores(config, store, "eval")
+        summary["eval"] = {
+            "num_texts": len(eval_scores.true_labels or []),
+            "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids()),
+            "ensemble_accuracy": ensemble_accuracy(eval_scores),
+        }
+    key = settings_key({"scores": scores.score_keys, **asdict(settings)})
+    store.record_integration(key, dataset="unlabeled", settings=asdict(settings), summary=summary)
+    summary["key"] = key
+    return summary

@@ -1,0 +1,63 @@
+"""Device, precision and seeding choices shared by the workers."""
+
+from __future__ import annotations
+
+import contextlib
+
+import torch
+
+from kiwb.errors import KiwbError
+
+_DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
+
+
+def resolve_device(name: str) -> torch.device:
+    """`auto` picks CUDA when present, then Apple MPS, else the CPU."""
+    if name == "auto":
+        if torch.cuda.is_available():
+            return torch.device("cuda")
+        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            return torch.device("mps")
+        return torch.device("cpu")
+    device = torch.device(name)
+    if device.type == "cuda":
+        if not torch.cuda.is_available():
+            raise KiwbError(f"device {name!r}: CUDA is not available here; use device = \"auto\" or \"cpu\"")
+        if device.index is not None and device.index >= torch.cuda.device_count():
+            raise KiwbError(
+                f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) here; "
+                f"use cuda:0 .. cuda:{torch.cuda.device_count() - 1}"
+            )
+    return device
+
+
+def autocast_context(device: torch.device, dtype_name: str):
+    """Mixed precision on CUDA when a half type is asked for; a no-op elsewhere."""
+    dtype = _DTYPES[dtype_name]
+    if device.type == "cuda" and dtype != torch.float32:
+        return torch.autocast("cuda", dtype=dtype)
+    return contextlib.nullcontext()
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+
+
+def free_accelerator_memory(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+def device_description(device: torch.device) -> dict:
+    """What a job records about its device (GPU name and memory on CUDA)."""
+    if device.type != "cuda":
+        return {"device": str(device)}
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    return {"device": f"cuda:{index}", "gpu": props.name, "gpu_memory_gb": round(props.total_memory / 2**30, 1)}
+
+
+def peak_memory_gb(device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    return round(torch.cuda.max_memory_allocated(device) / 2**30, 3)

@@ -1,0 +1,170 @@
+"""`kiwb score`: MC-dropout scores for every (teacher, text), in resumable shards."""
+
+from __future__ import annotations
+
+import io
+import os
+import socket
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from kiwb.errors import KiwbError
+from kiwb.project.atomic import atomic_write_with
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import settings_key
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers.data import TextTable
+from kiwb.workers.project_inputs import inspect_teachers, load_datasets
+from kiwb.workers.shard_scoring import SCORE_FIELDS, ScoringSettings, prepare_tokenizer, score_texts
+from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
+
+# Bump when the stored arrays or their meaning change, so old caches are not reused.
+SCORE_FORMAT = 1
+HISTOGRAM_BINS = 20
+
+
+@dataclass(frozen=True)
+class ScoreTask:
+    """One score set: one teacher over one data set."""
+
+    teacher: TeacherInfo
+    dataset: str
+    table: TextTable
+    key: str
+    num_shards: int
+    shard_size: int
+
+    def shard_rows(self, shard: int) -> range:
+        start = shard * self.shard_size
+        return range(start, min(start + self.shard_size, len(self.table)))
+
+
+ProgressCallback = Callable[[str, int], None]  # (description, texts just finished)
+
+
+def plan_scoring(config: ProjectConfig, store: Store) -> list[ScoreTask]:
+    """Every score set the project needs, keyed by content (teacher, data, settings)."""
+    config.require_scoring_inputs()
+    tables = load_datasets(config)
+    teachers = inspect_teachers(config)
+    scoring = config.scoring
+    tasks = []
+    for teacher in teachers:
+        teacher_hash = teacher_content_hash(teacher, store)
+        for dataset, table in tables.items():
+            key = settings_key({
+                "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
+                "data": table.fingerprint, "passes": scoring.mc_passes,
+                "max_length": scoring.max_length, "seed": scoring.seed,
+                "shard_size": scoring.shard_size, "dtype": scoring.dtype,
+                "strategy": resolved_strategy(scoring.strategy),
+            })
+            num_shards = -(-len(table) // scoring.shard_size)
+            tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
+    return tasks
+
+
+def resolved_strategy(strategy: str) -> str:
+    """`auto` loops the K passes; replicating gives other random draws, so it is keyed apart."""
+    return "loop" if strategy == "auto" else strategy
+
+
+def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
+    for task in tasks:
+        store.register_score_set(
+            task.key, teacher=task.teacher.name, dataset=task.dataset,
+            num_texts=len(task.table), num_shards=task.num_shards,
+            meta={"labels": list(task.teacher.labels), "data": task.table.fingerprint,
+                  "source": task.table.source, "shard_size": task.shard_size},
+        )
+
+
+def pending_texts(store: Store, tasks: list[ScoreTask]) -> int:
+    """How many texts still need scoring across all tasks."""
+    total = 0
+    for task in tasks:
+        done = store.done_shards(task.key)
+        total += sum(len(task.shard_rows(s)) for s in range(task.num_shards) if s not in done)
+    return total
+
+
+def run_scoring(
+    config: ProjectConfig, store: Store, tasks: list[ScoreTask], *, device,
+    progress: ProgressCallback | None = None, should_stop: Callable[[], bool] | None = None,
+    job_id: int | None = None,
+) -> None:
+    """Score every unfinished shard this process can claim, teacher by teacher."""
+    paths = ProjectPaths(config.root)
+    owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    scoring = config.scoring
+    settings = ScoringSettings(
+        passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
+        strategy=resolved_strategy(scoring.strategy), dtype=scoring.dtype,
+        seed=scoring.seed,
+    )
+    for teacher_name in dict.fromkeys(task.teacher.name for task in tasks):
+        teacher_tasks = [task for task in tasks if task.teacher.name == teacher_name]
+        if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
+            continue  # cached: do not even load the model
+        model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
+        prepare_tokenizer(tokenizer, model)
+        for task in teacher_tasks:
+            _score_task(task, model, tokenizer, settings, device, store, paths, owner,
+                        progress, should_stop, job_id)
+        del model
+
+
+def _score_task(task, model, tokenizer, settings, device, store, paths, owner, progress,
+                should_stop, job_id) -> None:
+    description = f"{task.teacher.name} · {task.dataset}"
+    for shard in range(task.num_shards):
+        if shard in store.done_shards(task.key) or not store.claim_shard(task.key, shard, owner):
+            continue
+        rows = task.shard_rows(shard)
+        started = time.perf_counter()
+        try:
+            arrays = score_texts(
+                model, tokenizer, task.table.texts[rows.start:rows.stop], settings, device,
+                shard_seed=settings.seed * 1_000_003 + shard,
+                on_batch=(lambda n: progress(description, n)) if progress else None,
+                should_stop=should_stop,
+            )
+        except BaseException:
+            store.release_shard(task.key, shard, owner)
+            raise
+        arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
+        atomic_write_with(paths.shard_file(task.key, shard), lambda h: np.savez(h, **arrays))
+        seconds = time.perf_counter() - started
+        store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
+        store.append_event("score.shard", {
+            "teacher": task.teacher.name, "dataset": task.dataset, "key": task.key,
+            "shard": shard, "rows": len(rows), "seconds": round(seconds, 3),
+            "mc_confidence_hist": _histogram(arrays["mc_confidence"]),
+            "det_confidence_hist": _histogram(arrays["det_confidence"]),
+        }, job_id=job_id)
+
+
+def _histogram(values: np.ndarray) -> list[int]:
+    counts, _ = np.histogram(values, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
+    return counts.tolist()
+
+
+def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[str, np.ndarray]:
+    """A finished score set's arrays, concatenated in row order."""
+    done = store.done_shards(task.key)
+    if len(done) != task.num_shards:
+        raise KiwbError(
+            f"scores of teacher {task.teacher.name!r} on the {task.dataset} data are incomplete "
+            f"({len(done)}/{task.num_shards} shards); run: kiwb score {config.root}"
+        )
+    paths = ProjectPaths(config.root)
+    parts = []
+    for shard in range(task.num_shards):
+        with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
+            parts.append({name: data[name] for name in (*SCORE_FIELDS, "rows")})
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

@@ -1,0 +1,120 @@
+"""Scoring one shard of texts with one teacher: length-sorted batches, per-batch padding."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from kiwb.core.mc_dropout import deterministic_logits, mc_logits
+from kiwb.core.uncertainty import confidence, entropy, summarize_passes
+from kiwb.workers.runtime import autocast_context, free_accelerator_memory, is_out_of_memory
+
+# Arrays stored per (text, teacher). Shapes: (n, C) for the first three, (n,) for the rest.
+SCORE_FIELDS = (
+    "det_logits", "det_probs", "mc_probs",
+    "det_entropy", "mc_entropy", "det_confidence", "mc_confidence", "mutual_information",
+)
+
+
+@dataclass
+class ScoringSettings:
+    """How a shard is scored (the part of the settings that is not the teacher or data)."""
+
+    passes: int
+    batch_size: int
+    max_length: int
+    strategy: str
+    dtype: str
+    seed: int
+
+
+def prepare_tokenizer(tokenizer, model) -> None:
+    """Give tokenizers without a pad token (GPT-2 style) one, so batches can be padded."""
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        model.config.pad_token_id = tokenizer.pad_token_id
+
+
+def effective_max_length(tokenizer, settings: ScoringSettings) -> int:
+    """The configured max length, capped by what the teacher's tokenizer declares it supports."""
+    declared = tokenizer.model_max_length
+    # Tokenizers without a recorded limit report a huge sentinel (int(1e30)).
+    return min(settings.max_length, declared) if declared < 1_000_000 else settings.max_length
+
+
+def length_sorted_batches(lengths: list[int], batch_size: int) -> list[np.ndarray]:
+    """Row indices grouped into batches of similar length, longest first.
+
+    Longest first means an out-of-memory error shows on the first batch, not the last.
+    """
+    order = np.argsort(-np.asarray(lengths), kind="stable")
+    return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def score_texts(
+    model, tokenizer, texts: list[str], settings: ScoringSettings, device: torch.device,
+    *, shard_seed: int, on_batch: Callable[[int], None] | None = None,
+    should_stop: Callable[[], bool] | None = None,
+) -> dict[str, np.ndarray]:
+    """All score arrays for `texts`, in input order; halves the batch on CUDA OOM."""
+    encodings = tokenizer(texts, truncation=True, max_length=effective_max_length(tokenizer, settings))
+    features = [
+        {name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))
+    ]
+    lengths = [len(feature["input_ids"]) for feature in features]
+    batch_size = settings.batch_size
+    while True:
+        try:
+            return _score_features(
+                model, tokenizer, features, lengths, settings, batch_size, device,
+                shard_seed, on_batch, should_stop,
+            )
+        except RuntimeError as error:
+            if not (is_out_of_memory(error) and batch_size > 1):
+                raise
+            free_accelerator_memory(device)
+            batch_size //= 2
+
+
+def _score_features(
+    model, tokenizer, features, lengths, settings, batch_size, device, shard_seed,
+    on_batch, should_stop,
+) -> dict[str, np.ndarray]:
+    # Seeded per shard, so a shard's MC draws do not depend on which process scores it
+    # or what it scored before: a resumed run reproduces an uninterrupted one.
+    torch.manual_seed(shard_seed)
+    columns: dict[str, np.ndarray] = {}
+    for batch_rows in length_sorted_batches(lengths, batch_size):
+        if should_stop is not None and should_stop():
+            raise InterruptedError("scoring stopped at a batch boundary")
+        batch = tokenizer.pad([features[row] for row in batch_rows], return_tensors="pt")
+        inputs = {name: value.to(device) for name, value in batch.items()}
+        with autocast_context(device, settings.dtype):
+            det = deterministic_logits(model, inputs)
+            passes = mc_logits(model, inputs, settings.passes, settings.strategy)
+        for name, values in _batch_scores(det, passes).items():
+            if name not in columns:
+                columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)
+            columns[name][batch_rows] = values
+        if on_batch is not None:
+            on_batch(len(batch_rows))
+    return columns
+
+
+def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor) -> dict[str, np.ndarray]:
+    det_probs = det_logits.softmax(-1)
+    summary = summarize_passes(pass_logits.softmax(-1))  # pass_logits: (K, n, C)
+    arrays = {
+        "det_logits": det_logits,
+        "det_probs": det_probs,
+        "mc_probs": summary.mean_probs,
+        "det_entropy": entropy(det_probs),
+        "mc_entropy": summary.entropy,
+        "det_confidence": confidence(det_probs),
+        "mc_confidence": summary.confidence,
+        "mutual_information": summary.mutual_information,
+    }
+    return {name: value.float().cpu().numpy() for name, value in arrays.items()}
