@@ -51,6 +51,34 @@ def build_parser() -> argparse.ArgumentParser:
     integrate.add_argument("--threshold", type=float, dest="conflict_threshold",
                            help="margin under which a text counts as conflicting")
     integrate.add_argument("--json", action="store_true", help="print the summary as JSON")
+
+    train = commands.add_parser("train", help="train the student on the integrated targets")
+    _project_arg(train)
+    train.add_argument("--run", help="run name (default: from the method, e.g. muki-hard)")
+    train.add_argument("--method", help="muki-hard, muki-soft, vanilla-kd, uhc or supervised")
+    train.add_argument("--tau", type=float, help="MUKI-Soft temperature")
+    train.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
+                       help="ablation: every text counts the same")
+    train.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
+                       help="ablation: route by plain (deterministic) entropy")
+    train.add_argument("--student", help="override [training] student (base checkpoint)")
+    train.add_argument("--epochs", type=float, help="override [training] epochs")
+    train.add_argument("--device", help="override [training] device (auto, cpu, cuda, cuda:N)")
+    train.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
+
+    export = commands.add_parser("export", help="write a trained student as a Hugging Face model")
+    _project_arg(export)
+    export.add_argument("--run", required=True, help="the run to export")
+    export.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+    export.add_argument("--to", dest="destination", type=Path, help="destination folder "
+                        "(default: PROJECT/exports/RUN)")
+    export.add_argument("--force", action="store_true", help="replace an existing destination")
+
+    predict = commands.add_parser("predict", help="classify a few texts with a student")
+    predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
+    predict.add_argument("texts", nargs="*", help="texts to classify (default: one per line on stdin)")
+    predict.add_argument("--run", help="with a project: the run (default: the newest)")
+    predict.add_argument("--top", type=int, default=3, help="labels to show per text (default 3)")
     return parser
 
 

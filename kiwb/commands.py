@@ -123,3 +123,72 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         for table in integration_tables(summary, settings):
             stdout.print(table)
     return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    quiet_libraries()
+    from kiwb.console import console, progress_bar
+    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.train import (
+        Trainer,
+        TrainRequest,
+        default_run_name,
+        prepare,
+        with_training_overrides,
+    )
+
+    config, store = open_project(args.project)
+    config = with_training_overrides(config, student=args.student, epochs=args.epochs,
+                                     device=args.device)
+    settings = IntegrationSettings.from_config(config, method=args.method, tau=args.tau,
+                                               reweight=args.reweight, use_mc=args.use_mc)
+    request = TrainRequest(run=args.run or default_run_name(settings), settings=settings,
+                           resume=args.resume)
+    device = resolve_device(config.training.device)
+    with store:
+        trainer = Trainer(config, store, request, prepare(config, store, request), device)
+        trainer.setup()
+        remaining = trainer.total_steps - trainer.step
+        console.print(f"Training run [bold]{request.run}[/bold] ({settings.method}) on {device}: "
+                      f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} steps to go")
+        with progress_bar(f"train {request.run}", total=remaining, unit="steps") as advance:
+            result = trainer.run(progress=lambda n, loss: advance(f"train {request.run} · loss {loss:.4f}", n))
+    best = result["best"] or {}
+    if best.get("accuracy") is not None:
+        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
+    console.print(f"Done. Export it with: [bold]kiwb export {args.project} --run {request.run}[/bold]")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    quiet_libraries()
+    from kiwb.console import console
+    from kiwb.project.config import load_config
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.workers.export import export_student
+
+    config = load_config(args.project)
+    destination = (args.destination or ProjectPaths(config.root).exports / args.run).resolve()
+    export_student(config.root, args.run, destination, checkpoint=args.checkpoint, force=args.force)
+    console.print(f"Exported run {args.run} to {destination}")
+    console.print("Load it with:\n  from transformers import pipeline\n"
+                  f"  classify = pipeline(\"text-classification\", model=\"{destination}\")")
+    return 0
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    quiet_libraries()
+    import sys
+
+    from kiwb.console import stdout
+    from kiwb.workers.predict import predict_texts, resolve_model_folder
+
+    texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
+    if not texts:
+        raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
+    folder = resolve_model_folder(args.model, args.run)
+    for text, ranked in zip(texts, predict_texts(folder, texts, top=args.top), strict=True):
+        shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
+        stdout.print(f"[bold]{ranked[0][0]}[/bold]\t{shown}\t{text[:60]}", highlight=False)
+    return 0

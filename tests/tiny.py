@@ -83,6 +83,7 @@ def bpe_tokenizer(folder: Path):
 def tiny_bert_config(labels, vocab_size: int, **extra):
     from transformers import BertConfig
 
+    extra = {"hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2} | extra
     return BertConfig(
         vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
         intermediate_size=64, max_position_embeddings=64,
@@ -96,27 +97,38 @@ def tiny_roberta_config(labels, tokenizer):
 
     return RobertaConfig(
         vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=72, pad_token_id=tokenizer.pad_token_id,
+        intermediate_size=64, max_position_embeddings=72, hidden_dropout_prob=0.2,
+        attention_probs_dropout_prob=0.2, pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, type_vocab_size=1,
         id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)},
     )
 
 
-def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 12, seed: int = 0):
-    """A few quick epochs of cross-entropy so the tiny teacher really knows its labels."""
+def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 6, seed: int = 0):
+    """A few quick epochs so the tiny teacher knows its labels, and knows what it does not know.
+
+    Texts of other topics are trained towards the uniform distribution (outlier exposure):
+    a randomly initialised tiny model has no pre-trained sense of "foreign text", which real
+    teachers get from pre-training, so without this its routing would be a coin toss.
+    """
     import torch
 
     torch.manual_seed(seed)
     label_ids = {name: i for i, name in enumerate(labels)}
-    rows = [row for row in rows if row["label"] in label_ids]
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
     model.train()
     for _ in range(epochs):
         for start in range(0, len(rows), 16):
             chunk = rows[start:start + 16]
             batch = tokenizer([r["text"] for r in chunk], padding=True, return_tensors="pt")
-            target = torch.tensor([label_ids[r["label"]] for r in chunk])
-            loss = torch.nn.functional.cross_entropy(model(**batch).logits, target)
+            log_probs = model(**batch).logits.log_softmax(-1)
+            known = torch.tensor([r["label"] in label_ids for r in chunk])
+            target = torch.full_like(log_probs, 1.0 / len(labels))
+            for row, r in enumerate(chunk):
+                if r["label"] in label_ids:
+                    target[row] = torch.nn.functional.one_hot(torch.tensor(label_ids[r["label"]]), len(labels))
+            weight = torch.where(known, 1.0, 0.5)
+            loss = (-(target * log_probs).sum(-1) * weight).mean()
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
@@ -136,7 +148,7 @@ def build_teacher(folder: Path, kind: str, labels, *, trained: bool = True, seed
         tokenizer = bpe_tokenizer(folder)
         model = RobertaForSequenceClassification(tiny_roberta_config(labels, tokenizer))
     if trained:
-        train_classifier(model, tokenizer, make_texts(240, seed=seed + 1, labels=labels), labels)
+        train_classifier(model, tokenizer, make_texts(240, seed=seed + 1), labels)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

@@ -57,11 +57,13 @@ CREATE TABLE IF NOT EXISTS integrations (
 CREATE TABLE IF NOT EXISTS events (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     job_id INTEGER,
+    run TEXT,
     ts REAL NOT NULL,
     kind TEXT NOT NULL,
     data_json TEXT NOT NULL
 );
 CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, id);
+CREATE INDEX IF NOT EXISTS events_by_run ON events (run, kind, id);
 """
 
 # A claim held by a process on another host cannot be checked for liveness; after this
@@ -248,24 +250,29 @@ class Store:
         }
 
     # -- events ------------------------------------------------------------------------
-    def append_event(self, kind: str, data: dict[str, Any], job_id: int | None = None) -> int:
+    def append_event(
+        self, kind: str, data: dict[str, Any], job_id: int | None = None, run: str | None = None
+    ) -> int:
         with self.transaction() as db:
             cursor = db.execute(
-                "INSERT INTO events (job_id, ts, kind, data_json) VALUES (?, ?, ?, ?)",
-                (job_id, time.time(), kind, json.dumps(data)),
+                "INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (?, ?, ?, ?, ?)",
+                (job_id, run, time.time(), kind, json.dumps(data)),
             )
         return int(cursor.lastrowid)
 
-    def events_after(self, after_id: int = 0, job_id: int | None = None) -> list[dict[str, Any]]:
-        """Events with id > after_id, oldest first (optionally of one job)."""
-        query = "SELECT * FROM events WHERE id > ?"
-        params: list[Any] = [after_id]
-        if job_id is not None:
-            query += " AND job_id = ?"
-            params.append(job_id)
+    def events_after(
+        self, after_id: int = 0, *, job_id: int | None = None, run: str | None = None,
+        kind: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Events with id > after_id, oldest first, optionally of one job, run or kind."""
+        query, params = "SELECT * FROM events WHERE id > ?", [after_id]
+        for column, value in (("job_id", job_id), ("run", run), ("kind", kind)):
+            if value is not None:
+                query += f" AND {column} = ?"
+                params.append(value)
         rows = self._db.execute(query + " ORDER BY id", params)
         return [
-            {"id": r["id"], "job_id": r["job_id"], "ts": r["ts"], "kind": r["kind"],
-             "data": json.loads(r["data_json"])}
+            {"id": r["id"], "job_id": r["job_id"], "run": r["run"], "ts": r["ts"],
+             "kind": r["kind"], "data": json.loads(r["data_json"])}
             for r in rows
         ]

@@ -74,6 +74,8 @@ def _load_dataset(location: Path, split: str | None, role: str):
             builder, data_files=str(location), split="train", **options
         )
     except Exception as error:  # datasets wraps parser errors in several exception types
+        if "corresponds to no data" in str(error):  # datasets' words for a file of zero rows
+            raise DataError(f"{location}: the file has no rows; give it at least one text") from None
         raise DataError(f"{location}: could not parse it as {builder}: {_first_line(error)}") from error
 
 

@@ -15,7 +15,7 @@ def load_dataset_role(config: ProjectConfig, role: str) -> TextTable | None:
     if spec is None:
         return None
     return load_table(
-        config.resolve(spec.path), text_column=spec.text_column, label_column=spec.label_column,
+        config.resolve(spec.path, allow_hub_id=False), text_column=spec.text_column, label_column=spec.label_column,
         split=spec.split, limit=spec.limit, role=role,
     )
 

@@ -70,12 +70,17 @@ def _classifier_architecture(name: str, folder: Path, config) -> str:
     found = ", ".join(architectures) or "none recorded"
     raise TeacherError(
         f"teacher {name!r}: {folder} is not a sequence classifier (architectures: {found}); "
-        "use a fine-tuned *ForSequenceClassification checkpoint (kiwb teach makes one)"
+        "point path at a fine-tuned *ForSequenceClassification checkpoint"
     )
 
 
 def _teacher_labels(name: str, folder: Path, config, override) -> tuple[str, ...]:
     num_labels = int(config.num_labels)
+    if num_labels < 2:  # before the label names, whose fixes cannot help a one-output model
+        raise TeacherError(
+            f"teacher {name!r}: {folder} has only {num_labels} label; a teacher needs two or "
+            "more (its confidence is undefined with one): point path at a classifier of 2+ labels"
+        )
     if override is not None:
         labels = tuple(override)
         if len(labels) != num_labels:
@@ -91,11 +96,6 @@ def _teacher_labels(name: str, folder: Path, config, override) -> tuple[str, ...
                 f"teacher {name!r}: {folder} names its labels generically ({', '.join(generic)}); "
                 "give the real names with labels = [...] in its [[teachers]] entry"
             )
-    if len(labels) < 2:
-        raise TeacherError(
-            f"teacher {name!r}: has {len(labels)} label; a teacher needs two or more "
-            "(its confidence is undefined with one)"
-        )
     if len(set(labels)) != len(labels):
         raise TeacherError(f"teacher {name!r}: repeats label names {labels}; make them unique")
     return labels

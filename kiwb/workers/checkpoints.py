@@ -1,0 +1,109 @@
+"""Training checkpoints: immutable step folders written atomically, plus a run manifest.
+
+Weights are safetensors (via save_pretrained); optimizer, scheduler and RNG state are
+plain tensors and containers loaded with `torch.load(weights_only=True)`, so nothing in a
+project folder is ever unpickled as arbitrary objects.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from kiwb.errors import KiwbError
+from kiwb.project.atomic import atomic_directory, atomic_write_text
+
+STATE_FILE = "trainer_state.pt"
+PROGRESS_FILE = "progress.json"
+MANIFEST_FILE = "manifest.json"
+BEST_FILE = "best.json"
+
+
+def checkpoints_dir(run_dir: Path) -> Path:
+    return run_dir / "checkpoints"
+
+
+def step_name(step: int) -> str:
+    return f"step-{step:07d}"
+
+
+def list_checkpoints(run_dir: Path) -> list[Path]:
+    """Finished checkpoints of a run, oldest first (temp folders are ignored)."""
+    folder = checkpoints_dir(run_dir)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("step-"))
+
+
+def save_checkpoint(run_dir: Path, step: int, model, tokenizer, state: dict[str, Any],
+                    progress: dict[str, Any]) -> Path:
+    """Write a checkpoint folder for `step` atomically and return it."""
+    target = checkpoints_dir(run_dir) / step_name(step)
+    with atomic_directory(target) as staging:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+        torch.save(state, staging / STATE_FILE)
+        (staging / PROGRESS_FILE).write_text(json.dumps(progress, indent=2), encoding="utf-8")
+    return target
+
+
+def load_state(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(trainer state, progress) of a checkpoint, loaded without unpickling objects."""
+    state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
+    progress = json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))
+    return state, progress
+
+
+def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
+    """Delete checkpoints except the newest and those named in `keep` (the best one)."""
+    existing = list_checkpoints(run_dir)
+    for checkpoint in existing[:-1]:
+        if checkpoint.name not in keep:
+            shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def write_best(run_dir: Path, step: int, metrics: dict[str, Any]) -> None:
+    atomic_write_text(run_dir / BEST_FILE, json.dumps({"checkpoint": step_name(step), "step": step,
+                                                       "metrics": metrics}, indent=2))
+
+
+def read_best(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / BEST_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
+    atomic_write_text(run_dir / MANIFEST_FILE, json.dumps(manifest, indent=2))
+
+
+def read_manifest(run_dir: Path) -> dict[str, Any] | None:
+    path = run_dir / MANIFEST_FILE
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+# Manifest entries that must match for a run to be resumed, and how to explain a mismatch.
+RESUME_CHECKS = {
+    "teachers": "the teachers changed (names or content hashes)",
+    "labels": "the union label set or its order changed",
+    "method": "the integration method or its settings changed",
+    "data": "the unlabeled data changed",
+    "student": "the student base changed",
+    "training": "the training settings changed",
+}
+
+
+def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
+    """Refuse to resume a run whose recorded inputs differ from the current ones."""
+    recorded = read_manifest(run_dir)
+    if recorded is None:
+        raise KiwbError(f"{run_dir}: no manifest.json, so this run cannot be resumed; start it afresh")
+    for key, reason in RESUME_CHECKS.items():
+        if recorded.get(key) != manifest.get(key):
+            raise KiwbError(
+                f"cannot resume run {run_dir.name!r}: {reason} since it started; "
+                f"start a new run with --run NEW_NAME (or delete {run_dir})"
+            )

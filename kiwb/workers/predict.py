@@ -1,0 +1,43 @@
+"""`kiwb predict`: a quick look at what a trained or exported student says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kiwb.errors import KiwbError
+
+
+def resolve_model_folder(target: Path, run: str | None) -> Path:
+    """An exported or checkpoint folder as is; a project folder becomes its run's best checkpoint."""
+    if (target / "config.json").is_file():
+        return target
+    if (target / "kiwb.toml").is_file():
+        from kiwb.project.paths import ProjectPaths
+        from kiwb.workers.export import choose_checkpoint
+
+        if run is None:
+            runs = sorted((p for p in ProjectPaths(target).runs.glob("*") if p.is_dir()),
+                          key=lambda p: p.stat().st_mtime)
+            if not runs:
+                raise KiwbError(f"{target}: no trained runs yet; run: kiwb train {target}")
+            run = runs[-1].name
+        return choose_checkpoint(target, run)
+    raise KiwbError(f"{target}: neither a model folder (config.json) nor a kiwb project (kiwb.toml)")
+
+
+@torch.no_grad()
+def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tuple[str, float]]]:
+    """The `top` most probable labels of each text, most probable first."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+    probs = model(**batch).logits.softmax(-1)
+    values, indices = probs.topk(min(top, probs.shape[-1]), dim=-1)
+    return [
+        [(model.config.id2label[int(i)], float(v)) for v, i in zip(row_v, row_i, strict=True)]
+        for row_v, row_i in zip(values, indices, strict=True)
+    ]

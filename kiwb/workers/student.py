@@ -1,0 +1,70 @@
+"""The student model: loading a base with a fresh union-label head, batching, evaluating."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kiwb.core.metrics import classification_report
+from kiwb.errors import KiwbError
+from kiwb.workers.shard_scoring import length_sorted_batches
+from kiwb.workers.teachers import resolve_checkpoint
+
+
+def load_student_base(base: str, labels: list[str]):
+    """A sequence classifier from `base` with a new head over the union labels, and its tokenizer."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    folder = resolve_checkpoint("student", base, role="student base")
+    try:
+        config = AutoConfig.from_pretrained(folder)
+    except Exception as error:
+        raise KiwbError(f"student base {base}: cannot read its config.json ({error})") from None
+    if type(config) not in AutoModelForSequenceClassification._model_mapping:
+        raise KiwbError(
+            f"student base {base}: a {config.model_type!r} model cannot be a sequence classifier; "
+            "choose an encoder checkpoint such as BERT, RoBERTa or MiniLM"
+        )
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = AutoModelForSequenceClassification.from_pretrained(
+        folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)}, ignore_mismatched_sizes=True,
+    )
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def tokenize(tokenizer, texts: list[str], max_length: int) -> list[dict[str, list[int]]]:
+    """Per-text token features, unpadded (batches are padded to their own longest text)."""
+    declared = tokenizer.model_max_length
+    limit = min(max_length, declared) if declared < 1_000_000 else max_length
+    encodings = tokenizer(texts, truncation=True, max_length=limit)
+    return [{name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))]
+
+
+def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict[str, torch.Tensor]:
+    batch = tokenizer.pad([features[int(row)] for row in rows], return_tensors="pt")
+    return {name: value.to(device) for name, value in batch.items()}
+
+
+@torch.no_grad()
+def predict_ids(model, tokenizer, features, batch_size: int, device: torch.device) -> torch.Tensor:
+    """Argmax predictions of the model for every feature row, in input order."""
+    was_training = model.training
+    model.eval()
+    predictions = np.zeros(len(features), dtype=np.int64)
+    lengths = [len(f["input_ids"]) for f in features]
+    for rows in length_sorted_batches(lengths, batch_size):
+        logits = model(**collate(tokenizer, features, rows, device)).logits
+        predictions[rows] = logits.argmax(-1).cpu().numpy()
+    model.train(was_training)
+    return torch.from_numpy(predictions)
+
+
+def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[str],
+             batch_size: int, device: torch.device) -> dict:
+    """Accuracy, macro-F1, per-class accuracy and confusion of the model on labeled features."""
+    predicted = predict_ids(model, tokenizer, features, batch_size, device)
+    return classification_report(predicted, true_ids, labels)

@@ -1,0 +1,309 @@
+"""`kiwb train`: train the student on integrated targets (teachers are never run again)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+
+import torch
+
+from kiwb import __version__
+from kiwb.core.losses import uhc_loss, weighted_kl_loss
+from kiwb.errors import KiwbError
+from kiwb.project.config import ProjectConfig
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers import checkpoints as ckpt
+from kiwb.workers.integrate import IntegrationSettings, TeacherScores, scores_from_tasks
+from kiwb.workers.runtime import free_accelerator_memory, is_out_of_memory
+from kiwb.workers.score import plan_scoring
+from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
+from kiwb.workers.teachers import teacher_content_hash
+
+SUPERVISED = "supervised"
+LOG_EVERY = 10
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """One training run: its name, how targets are made, and whether to continue it."""
+
+    run: str
+    settings: IntegrationSettings
+    resume: bool = False
+
+
+@dataclass
+class TrainingData:
+    """Everything the loop needs, prepared once; targets come from stored scores."""
+
+    labels: list[str]
+    texts: list[str]
+    targets: torch.Tensor | None      # (n, |Y|) or (n, N, |Y|) for UHC
+    weights: torch.Tensor | None      # (n,)
+    label_ids: torch.Tensor | None    # (n,) for the supervised run
+    coverage: torch.Tensor
+    eval_texts: list[str] | None
+    eval_ids: torch.Tensor | None
+    eval_routing: dict | None
+    manifest: dict
+
+
+def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
+    """Targets and evaluation data for a run, plus the manifest that pins its inputs."""
+    if not config.training.student:
+        raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
+                        "(folder or hub id) there or pass --student")
+    tasks = plan_scoring(config, store)
+    by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval")}
+    method = request.settings.method
+    scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=method != SUPERVISED)
+    from kiwb.core.labels import coverage_mask, union_labels
+
+    label_sets = [t.teacher.labels for t in by_dataset["unlabeled"]]
+    labels = union_labels(label_sets)
+    unlabeled_table = by_dataset["unlabeled"][0].table
+    targets = weights = label_ids = None
+    if method == SUPERVISED:
+        if unlabeled_table.labels is None:
+            raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
+                            "label_column in [data.unlabeled]")
+        label_ids = _ids(unlabeled_table.labels, labels)
+    else:
+        integration = scores.integrate(request.settings)
+        targets, weights = integration.targets, integration.weights
+    eval_texts = eval_ids = eval_routing = None
+    if by_dataset["eval"]:
+        eval_table = by_dataset["eval"][0].table
+        eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
+        eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
+        if eval_scores is not None:
+            from kiwb.workers.integrate import routing_accuracies
+
+            eval_routing = routing_accuracies(eval_scores, eval_ids)
+    manifest = {
+        "kiwb_version": __version__,
+        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                      "labels": list(t.teacher.labels)} for t in by_dataset["unlabeled"]],
+        "labels": labels,
+        "method": asdict(request.settings),
+        "data": unlabeled_table.fingerprint,
+        "student": config.training.student,
+        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+    }
+    return TrainingData(labels, unlabeled_table.texts, targets, weights, label_ids,
+                        coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
+                        manifest)
+
+
+def _scores_or_hint(config, store, tasks, need: bool) -> TeacherScores | None:
+    incomplete = [t for t in tasks if len(store.done_shards(t.key)) < t.num_shards]
+    if not incomplete:
+        return scores_from_tasks(config, store, tasks)
+    if need:
+        raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
+                        f"kiwb score {config.root}")
+    return None
+
+
+def _ids(names: list[str], labels: list[str]) -> torch.Tensor:
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = sorted({n for n in names if n not in index})
+    if unknown:
+        raise KiwbError(f"gold labels {', '.join(map(repr, unknown[:5]))} are in no teacher's "
+                        f"label set ({', '.join(labels)}); fix the label column")
+    return torch.tensor([index[n] for n in names])
+
+
+class Trainer:
+    """The training loop of one run: resumable, evaluated every N steps, OOM-tolerant."""
+
+    def __init__(self, config: ProjectConfig, store: Store, request: TrainRequest,
+                 data: TrainingData, device: torch.device, job_id: int | None = None):
+        self.config, self.store, self.request, self.data = config, store, request, data
+        self.device, self.job_id = device, job_id
+        self.training = config.training
+        self.run_dir = ProjectPaths(config.root).run_dir(request.run)
+        n = len(data.texts)
+        self.steps_per_epoch = math.ceil(n / self.training.batch_size)
+        self.total_steps = max(1, math.ceil(self.training.epochs * self.steps_per_epoch))
+        self.micro_batch = self.training.batch_size
+
+    # -- set-up ------------------------------------------------------------------------
+    def setup(self) -> None:
+        existing = ckpt.list_checkpoints(self.run_dir)
+        if existing and not self.request.resume:
+            raise KiwbError(f"run {self.request.run!r} already has checkpoints; continue it with "
+                            "--resume or start another with --run NEW_NAME")
+        if self.request.resume and not existing:
+            raise KiwbError(f"run {self.request.run!r} has no checkpoint to resume; start it "
+                            "without --resume")
+        torch.manual_seed(self.training.seed)
+        if existing:
+            ckpt.check_resumable(self.run_dir, self.data.manifest)
+            self._load(existing[-1])
+        else:
+            self.model, self.tokenizer = load_student_base(self.training.student, self.data.labels)
+            self.step, self.best = 0, None
+            ckpt.write_manifest(self.run_dir, self.data.manifest)
+        self.model.to(self.device)
+        self.optimizer = self._optimizer()
+        self.scheduler = self._scheduler()
+        if existing:
+            self.optimizer.load_state_dict(self._state["optimizer"])
+            self.scheduler.load_state_dict(self._state["scheduler"])
+            torch.set_rng_state(self._state["rng_cpu"])
+            if torch.cuda.is_available() and "rng_cuda" in self._state:
+                torch.cuda.set_rng_state_all(self._state["rng_cuda"])
+        self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
+        self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
+                              if self.data.eval_texts else None)
+
+    def _load(self, checkpoint) -> None:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        self._state, progress = ckpt.load_state(checkpoint)
+        self.model = AutoModelForSequenceClassification.from_pretrained(checkpoint)
+        self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+        self.step, self.best = progress["step"], progress.get("best")
+
+    def _optimizer(self) -> torch.optim.Optimizer:
+        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
+        groups = [
+            {"params": [p for n, p in self.model.named_parameters() if not n.endswith(no_decay)],
+             "weight_decay": self.training.weight_decay},
+            {"params": [p for n, p in self.model.named_parameters() if n.endswith(no_decay)],
+             "weight_decay": 0.0},
+        ]
+        return torch.optim.AdamW(groups, lr=self.training.learning_rate)
+
+    def _scheduler(self):
+        warmup = int(self.training.warmup_ratio * self.total_steps)
+
+        def factor(step: int) -> float:
+            if step < warmup:
+                return (step + 1) / (warmup + 1)
+            return max(0.0, (self.total_steps - step) / max(1, self.total_steps - warmup))
+
+        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
+
+    # -- the loop ----------------------------------------------------------------------
+    def batch_rows(self, step: int) -> torch.Tensor:
+        """Rows of `step`: each epoch is a permutation seeded by (seed, epoch), so a resumed
+        run sees exactly the batches an uninterrupted one would."""
+        epoch, index = divmod(step, self.steps_per_epoch)
+        generator = torch.Generator().manual_seed(self.training.seed * 100_003 + epoch)
+        order = torch.randperm(len(self.data.texts), generator=generator)
+        size = self.training.batch_size
+        return order[index * size:(index + 1) * size]
+
+    def run(self, progress: Callable[[int, float], None] | None = None,
+            should_stop: Callable[[], bool] | None = None) -> dict:
+        self.model.train()
+        started, recent = time.perf_counter(), []
+        start_step = self.step
+        self._event("train.start", {"step": self.step, "total_steps": self.total_steps,
+                                    "method": self.request.settings.method})
+        while self.step < self.total_steps:
+            if should_stop is not None and should_stop():
+                self.checkpoint()
+                self._event("train.stopped", {"step": self.step})
+                return {"stopped": True, "step": self.step, "best": self.best}
+            loss = self._train_step(self.batch_rows(self.step))
+            self.step += 1
+            recent.append(loss)
+            if progress is not None:
+                progress(1, loss)
+            if self.step % LOG_EVERY == 0 or self.step == self.total_steps:
+                rate = (self.step - start_step) * self.training.batch_size / (time.perf_counter() - started)
+                self._event("train.step", {"step": self.step, "loss": sum(recent) / len(recent),
+                                           "lr": self.scheduler.get_last_lr()[0],
+                                           "texts_per_s": rate, "total_steps": self.total_steps})
+                recent = []
+            if self.step % self.training.eval_every == 0 or self.step == self.total_steps:
+                self.evaluate_and_checkpoint()
+        self._event("train.done", {"step": self.step, "best": self.best})
+        return {"stopped": False, "step": self.step, "best": self.best}
+
+    def _train_step(self, rows: torch.Tensor) -> float:
+        while True:
+            try:
+                return self._accumulated_step(rows)
+            except RuntimeError as error:
+                if not (is_out_of_memory(error) and self.micro_batch > 1):
+                    raise
+                self.optimizer.zero_grad(set_to_none=True)
+                free_accelerator_memory(self.device)
+                self.micro_batch //= 2  # same update, computed in smaller pieces
+
+    def _accumulated_step(self, rows: torch.Tensor) -> float:
+        total = 0.0
+        for chunk in rows.split(self.micro_batch):
+            inputs = collate(self.tokenizer, self.features, chunk, self.device)
+            loss = self._loss(self.model(**inputs).logits.float(), chunk) * (len(chunk) / len(rows))
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return total
+
+    def _loss(self, logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+        data, method = self.data, self.request.settings.method
+        if method == SUPERVISED:
+            return torch.nn.functional.cross_entropy(logits, data.label_ids[rows].to(self.device))
+        targets = data.targets[rows].to(self.device)
+        weights = data.weights[rows].to(self.device)
+        if method == "uhc":
+            return uhc_loss(logits, targets, data.coverage.to(self.device), weights)
+        return weighted_kl_loss(logits, targets, weights)
+
+    # -- evaluation and checkpoints ------------------------------------------------------
+    def evaluate_and_checkpoint(self) -> None:
+        metrics = None
+        if self.eval_features is not None:
+            metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
+                               self.data.labels, self.training.batch_size, self.device)
+            metrics["routing_accuracy"] = self.data.eval_routing
+            self._event("train.eval", {"step": self.step, **metrics})
+        if self.best is None or metrics is None or metrics["accuracy"] > self.best["accuracy"]:
+            self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy")}
+            improved = True
+        else:
+            improved = False
+        self.checkpoint()
+        if improved:
+            ckpt.write_best(self.run_dir, self.step, metrics or {})
+        ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
+
+    def checkpoint(self) -> None:
+        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                 "rng_cpu": torch.get_rng_state()}
+        if torch.cuda.is_available():
+            state["rng_cuda"] = torch.cuda.get_rng_state_all()
+        ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
+                             {"step": self.step, "best": self.best,
+                              "total_steps": self.total_steps})
+
+    def _event(self, kind: str, data: dict) -> None:
+        self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
+
+
+def default_run_name(settings: IntegrationSettings) -> str:
+    """A readable run name from the method and its ablation switches."""
+    name = settings.method
+    if settings.method == "muki-soft":
+        name += f"-tau{settings.tau:g}"
+    if settings.method.startswith("muki"):
+        name += "" if settings.use_mc else "-no-mc"
+        name += "" if settings.reweight else "-no-reweight"
+    return name
+
+
+def with_training_overrides(config: ProjectConfig, **overrides) -> ProjectConfig:
+    values = {k: v for k, v in overrides.items() if v is not None}
+    return dataclasses.replace(config, training=dataclasses.replace(config.training, **values)) if values else config

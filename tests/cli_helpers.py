@@ -1,0 +1,50 @@
+"""Running the real `kiwb` CLI in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def kiwb_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update({"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1",
+                "COLUMNS": "120"})
+    return env
+
+
+def run_kiwb(*args: str, cwd: Path, check: bool = True, timeout: float = 240) -> subprocess.CompletedProcess:
+    """Run `python -m kiwb ARGS` and return the finished process (stdout/stderr as text)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kiwb", *map(str, args)], cwd=cwd, env=kiwb_env(),
+        capture_output=True, text=True, timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kiwb {' '.join(map(str, args))} failed ({result.returncode}):\n{result.stderr}")
+    return result
+
+
+def start_kiwb(*args: str, cwd: Path, log: Path) -> subprocess.Popen:
+    """Start `python -m kiwb ARGS` in the background, its output going to `log`."""
+    handle = open(log, "wb")  # noqa: SIM115 - owned by the child process
+    return subprocess.Popen(
+        [sys.executable, "-m", "kiwb", *map(str, args)], cwd=cwd, env=kiwb_env(),
+        stdout=handle, stderr=subprocess.STDOUT,
+    )
+
+
+def write_project(root: Path, teachers: dict[str, Path], unlabeled: Path, evaluation: Path | None = None,
+                  scoring: str = "mc_passes = 4\nshard_size = 16\n", extra: str = "") -> Path:
+    """A kiwb.toml written by hand, with small scoring settings for fast tests."""
+    root.mkdir(parents=True, exist_ok=True)
+    lines = ['name = "test"']
+    for name, path in teachers.items():
+        lines += ["[[teachers]]", f'name = "{name}"', f'path = "{path}"']
+    lines += ["[data.unlabeled]", f'path = "{unlabeled}"']
+    if evaluation is not None:
+        lines += ["[data.eval]", f'path = "{evaluation}"', 'label_column = "label"']
+    lines += ["[scoring]", scoring, extra]
+    (root / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root

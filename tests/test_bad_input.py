@@ -1,0 +1,227 @@
+"""Bad input through the real CLI: one `kiwb: error:` line naming the culprit, no traceback, no debris."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from tiny import TEACHER_A_LABELS, tiny_bert_config, wordpiece_tokenizer
+
+SMALL_SCORING = 'mc_passes = 2\nshard_size = 16\ndevice = "cpu"\n'
+GOOD_TEACHERS = (("a", "teacher_a", None), ("b", "teacher_b", None))
+
+
+def run_kiwb(*args: str | Path, cwd: Path) -> subprocess.CompletedProcess:
+    """`python -m kiwb ARGS` as a user would run it, offline."""
+    return subprocess.run(
+        [sys.executable, "-m", "kiwb", *map(str, args)], cwd=cwd,
+        env={**os.environ, "HF_HUB_OFFLINE": "1"}, capture_output=True, text=True, timeout=180,
+    )
+
+
+def assert_refused(result: subprocess.CompletedProcess, *fragments: str) -> str:
+    """A non-zero exit with exactly one `kiwb: error:` line on stderr holding every fragment."""
+    assert result.returncode != 0, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, f"expected one line on stderr, got:\n{result.stderr}"
+    message = lines[0]
+    assert message.startswith("kiwb: error: "), message
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} missing from: {message}"
+    return message
+
+
+def score_files(project: Path) -> list[Path]:
+    return [path for path in (project / "scores").rglob("*") if path.is_file()]
+
+
+def write_project(
+    project: Path, teachers, unlabeled: Path, *, scoring: str = SMALL_SCORING,
+) -> Path:
+    """A hand-written kiwb.toml; teachers are (name, path, labels override or None)."""
+    project.mkdir(parents=True, exist_ok=True)
+    lines = ['name = "bad-input"']
+    for name, path, labels in teachers:
+        lines += ["[[teachers]]", f"name = {json.dumps(name)}", f"path = {json.dumps(str(path))}"]
+        if labels is not None:
+            lines.append(f"labels = {json.dumps(list(labels))}")
+    lines += ["[data.unlabeled]", f"path = {json.dumps(str(unlabeled))}", "[scoring]", scoring]
+    (project / "kiwb.toml").write_text("\n".join(lines), encoding="utf-8")
+    return project
+
+
+def save_bert(folder: Path, labels: tuple[str, ...] | None = TEACHER_A_LABELS, *,
+              num_labels: int = 2, bare: bool = False) -> Path:
+    """An untrained tiny BERT checkpoint; labels None keeps transformers' LABEL_0, LABEL_1, ..."""
+    from transformers import BertForSequenceClassification, BertModel
+
+    tokenizer = wordpiece_tokenizer(folder)
+    config = tiny_bert_config(labels or ("unnamed",), len(tokenizer))
+    if labels is None:
+        config.id2label = None
+        config.num_labels = num_labels  # regenerates the default generic names
+    (BertModel if bare else BertForSequenceClassification)(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def bad_teachers(tmp_path_factory) -> Path:
+    """Checkpoint folders that are not usable teachers, one per way of being wrong."""
+    root = tmp_path_factory.mktemp("bad_teachers")
+    wordpiece_tokenizer(root).save_pretrained(root / "no_config")  # tokenizer files only
+    save_bert(root / "bare", bare=True)
+    save_bert(root / "generic", labels=None)
+    save_bert(root / "one_label", labels=("relevance",))
+    save_bert(root / "one_label_default", labels=None, num_labels=1)
+    return root
+
+
+@pytest.fixture(scope="module")
+def bad_data(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("bad_data")
+    (root / "body.jsonl").write_text('{"body": "goal scored"}\n{"body": "new album"}\n', encoding="utf-8")
+    (root / "empty.jsonl").write_bytes(b"")
+    (root / "header_only.csv").write_text("text\n", encoding="utf-8")
+    (root / "latin1.csv").write_bytes("text\ncaf\xe9 au lait\n".encode("latin-1"))
+    return root
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A project that kiwb must refuse, and the words its one error line must hold."""
+
+    fragments: tuple[str, ...]
+    teachers: tuple = GOOD_TEACHERS  # (name, folder name or literal path, labels override)
+    data: str = "unlabeled.jsonl"
+    scoring: str = SMALL_SCORING
+    command: str = "score"
+    at_config_load: bool = False  # refused before the project folder is even opened
+
+
+REFUSALS = {
+    "missing-checkpoint": Refusal(
+        ("kiwb.toml", "teachers[2].path", "nope", "does not exist", "checkpoint folder"),
+        teachers=(("a", "teacher_a", None), ("b", "./nope", None)), at_config_load=True,
+    ),
+    "no-config-json": Refusal(
+        ("teacher 'bad'", "no_config", "no config.json", "save_pretrained"),
+        teachers=(("good", "teacher_b", None), ("bad", "no_config", None)),
+    ),
+    "bare-BertModel": Refusal(
+        ("teacher 'bad'", "bare", "not a sequence classifier", "BertModel",
+         "ForSequenceClassification"),
+        teachers=(("good", "teacher_b", None), ("bad", "bare", None)),
+    ),
+    "generic-labels": Refusal(
+        ("teacher 'bad'", "generic", "LABEL_0, LABEL_1", "labels = [...]", "[[teachers]]"),
+        teachers=(("good", "teacher_b", None), ("bad", "generic", None)),
+    ),
+    "one-label": Refusal(
+        ("teacher 'bad'", "one_label", "only 1 label", "two or more"),
+        teachers=(("good", "teacher_b", None), ("bad", "one_label", None)),
+    ),
+    # A one-output head keeps the default name LABEL_0: no labels override can fix that.
+    "one-label-default-name": Refusal(
+        ("teacher 'bad'", "one_label_default", "only 1 label", "two or more"),
+        teachers=(("good", "teacher_b", None), ("bad", "one_label_default", None)),
+    ),
+    "one-label-override": Refusal(
+        ("kiwb.toml", "teachers[2].labels", "at least 2 names"),
+        teachers=(("good", "teacher_b", None), ("bad", "one_label_default", ("relevance",))),
+        at_config_load=True,
+    ),
+    "missing-text-column": Refusal(
+        ("body.jsonl", "no column 'text'", "columns: body", "text_column", "[data.unlabeled]"),
+        data="body.jsonl",
+    ),
+    "empty-jsonl": Refusal(("empty.jsonl", "empty", "at least one text"), data="empty.jsonl"),
+    "header-only-csv": Refusal(
+        ("header_only.csv", "no rows", "at least one text"), data="header_only.csv"
+    ),
+    "not-utf8": Refusal(("latin1.csv", "not valid UTF-8", "0xe9", "re-save"), data="latin1.csv"),
+    "unknown-key": Refusal(
+        ("kiwb.toml", "[scoring] mc_pases", "not a known key", 'did you mean "mc_passes"'),
+        scoring=SMALL_SCORING.replace("mc_passes", "mc_pases"), at_config_load=True,
+    ),
+    "one-teacher": Refusal(
+        ("kiwb.toml", "1 teacher", "two or more", "add another [[teachers]]"),
+        teachers=GOOD_TEACHERS[:1],
+    ),
+    "integrate-before-score": Refusal(("teacher 'a'", "incomplete", "run: kiwb score"),
+                                      command="integrate"),
+}
+
+
+@pytest.fixture(scope="module")
+def refused_runs(tmp_path_factory, teachers_dir, data_dir, bad_teachers, bad_data):
+    """Every REFUSALS case run once, in parallel (each run is mostly interpreter start-up)."""
+    folders = {path.name: path for root in (teachers_dir, bad_teachers) for path in root.iterdir()}
+    files = {path.name: path for root in (data_dir, bad_data) for path in root.iterdir()}
+    root = tmp_path_factory.mktemp("refused")
+
+    def run(case: str) -> tuple[Path, subprocess.CompletedProcess]:
+        spec = REFUSALS[case]
+        teachers = [(name, folders.get(where, where), labels) for name, where, labels in spec.teachers]
+        project = write_project(root / case / "proj", teachers, files[spec.data], scoring=spec.scoring)
+        return project, run_kiwb(spec.command, project, cwd=root / case)
+
+    with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
+        return dict(zip(REFUSALS, pool.map(run, REFUSALS), strict=True))
+
+
+@pytest.mark.parametrize("case", REFUSALS)
+def test_bad_input_is_refused_in_one_line(refused_runs, case):
+    project, result = refused_runs[case]
+    assert_refused(result, *REFUSALS[case].fragments)
+    assert score_files(project) == []
+    if REFUSALS[case].at_config_load:
+        assert not (project / "store.sqlite").exists()
+        assert not (project / "scores").exists()
+
+
+def test_labels_override_makes_a_generic_teacher_usable(tmp_path, teachers_dir, data_dir,
+                                                       bad_teachers):
+    project = write_project(
+        tmp_path / "proj",
+        [("generic", bad_teachers / "generic", ("news", "weather")),
+         ("b", teachers_dir / "teacher_b", None)],
+        data_dir / "unlabeled.jsonl",
+    )
+    result = run_kiwb("score", project, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert len(score_files(project)) == 2 * 3  # two teachers, 48 texts in shards of 16
+
+
+def test_init_refuses_a_missing_checkpoint_without_writing(tmp_path, teachers_dir, data_dir):
+    result = run_kiwb(
+        "init", "proj", "--teacher", f"a={teachers_dir / 'teacher_a'}", "--teacher", "b=./nope",
+        "--unlabeled", data_dir / "unlabeled.jsonl", cwd=tmp_path,
+    )
+    assert_refused(result, "kiwb.toml", "teachers[2].path", "nope", "does not exist")
+    assert not (tmp_path / "proj" / "kiwb.toml").exists()
+
+
+def test_init_refuses_an_existing_project_unless_forced(tmp_path, teachers_dir, data_dir):
+    options = ["--teacher", f"a={teachers_dir / 'teacher_a'}", "--teacher",
+               f"b={teachers_dir / 'teacher_b'}", "--unlabeled", data_dir / "unlabeled.jsonl"]
+    toml = tmp_path / "proj" / "kiwb.toml"
+    first = run_kiwb("init", "proj", *options, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    before = toml.read_bytes()
+
+    refused = run_kiwb("init", "proj", "--name", "renamed", *options, cwd=tmp_path)
+    assert_refused(refused, str(toml), "already exists", "--force")
+    assert toml.read_bytes() == before
+
+    forced = run_kiwb("init", "proj", "--name", "renamed", "--force", *options, cwd=tmp_path)
+    assert forced.returncode == 0, forced.stderr
+    assert 'name = "renamed"' in toml.read_text(encoding="utf-8")
