@@ -15,6 +15,17 @@ def _project_arg(parser: argparse.ArgumentParser) -> None:
                         help="project folder (default: the current folder)")
 
 
+def _detach_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--detach", action="store_true",
+                        help="run as a background job that outlives this terminal; "
+                        "follow it with kiwb jobs / kiwb logs")
+
+
+def _job_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", type=int, help="job id (see kiwb jobs)")
+    _project_arg(parser)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kiwb",
@@ -39,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(score)
     score.add_argument("--device", help="override [scoring] device (auto, cpu, cuda, cuda:N)")
     score.add_argument("--batch-size", type=int, help="override [scoring] batch_size")
+    _detach_arg(score)
 
     integrate = commands.add_parser("integrate", help="integrate scores into training targets")
     _project_arg(integrate)
@@ -65,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--epochs", type=float, help="override [training] epochs")
     train.add_argument("--device", help="override [training] device (auto, cpu, cuda, cuda:N)")
     train.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
+    _detach_arg(train)
 
     export = commands.add_parser("export", help="write a trained student as a Hugging Face model")
     _project_arg(export)
@@ -73,6 +86,19 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("--to", dest="destination", type=Path, help="destination folder "
                         "(default: PROJECT/exports/RUN)")
     export.add_argument("--force", action="store_true", help="replace an existing destination")
+    _detach_arg(export)
+
+    jobs = commands.add_parser("jobs", help="list the project's jobs and their status")
+    _project_arg(jobs)
+    jobs.add_argument("--all", action="store_true", help="every job, not only live and recent ones")
+    jobs.add_argument("--json", action="store_true", help="print the jobs as JSON")
+
+    logs = commands.add_parser("logs", help="show the log of a background job")
+    _job_args(logs)
+    logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
+
+    cancel = commands.add_parser("cancel", help="stop a job after its current batch (twice: at once)")
+    _job_args(cancel)
 
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
@@ -84,7 +110,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command == "predict":
+        args.texts += extra  # texts may come after options: kiwb predict DIR --run R "a text"
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if args.command is None:
         parser.print_help()
         return 0
