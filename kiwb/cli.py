@@ -100,6 +100,37 @@ def build_parser() -> argparse.ArgumentParser:
     cancel = commands.add_parser("cancel", help="stop a job after its current batch (twice: at once)")
     _job_args(cancel)
 
+    evaluate = commands.add_parser("evaluate", help="evaluate a run's checkpoint on labeled data")
+    _project_arg(evaluate)
+    evaluate.add_argument("--run", required=True, help="the run to evaluate")
+    evaluate.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
+    evaluate.add_argument("--data", type=Path, help="labeled data (default: the project's [data.eval])")
+    evaluate.add_argument("--text-column", default="text")
+    evaluate.add_argument("--label-column", default="label")
+    evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
+
+    teach = commands.add_parser("teach", help="fine-tune a teacher on a subset of labels")
+    teach.add_argument("--base", required=True, help="base checkpoint folder or hub id")
+    teach.add_argument("--data", required=True, type=Path, help="labeled training data (csv/jsonl/parquet/folder)")
+    teach.add_argument("--labels", required=True, help="comma-separated labels this teacher learns")
+    teach.add_argument("--out", required=True, type=Path, help="folder to write the checkpoint to")
+    teach.add_argument("--dev", type=Path, help="labeled dev data to pick the best epoch")
+    teach.add_argument("--text-column", default="text")
+    teach.add_argument("--label-column", default="label")
+    teach.add_argument("--epochs", type=float, default=3.0)
+    teach.add_argument("--learning-rate", type=float, default=5e-5)
+    teach.add_argument("--batch-size", type=int, default=32)
+    teach.add_argument("--max-length", type=int, default=128)
+    teach.add_argument("--seed", type=int, default=0)
+    teach.add_argument("--device", default="auto")
+    teach.add_argument("--force", action="store_true", help="replace an existing --out folder")
+
+    ui = commands.add_parser("ui", help="open the workbench on a project (also: kiwb, kiwb DIR)")
+    _project_arg(ui)
+    ui.add_argument("--theme", help="kiwb-dark (default), kiwb-light, kiwb-ansi or a theme of yours")
+    ui.add_argument("--pane", choices=("teachers", "data", "jobs", "uncertainty", "accuracy",
+                                       "conflicts", "export"), help="the pane to open first")
+
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
     predict.add_argument("texts", nargs="*", help="texts to classify (default: one per line on stdin)")
@@ -108,8 +139,19 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _workbench_default(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`kiwb DIR` means `kiwb ui DIR`; a bare `kiwb` too, when a person runs it in a terminal."""
+    commands = next(action.choices for action in parser._actions if action.dest == "command")
+    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+        return ["ui", *argv]
+    if not argv and sys.stdin.isatty() and sys.stdout.isatty():
+        return ["ui"]
+    return argv
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = _workbench_default(parser, sys.argv[1:] if argv is None else list(argv))
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "predict":
         args.texts += extra  # texts may come after options: kiwb predict DIR --run R "a text"

@@ -7,6 +7,9 @@ import json
 
 from kiwb.errors import KiwbError
 
+RECENT_JOBS = 10  # ended jobs that `kiwb jobs` shows without --all
+LOG_LINES_SHOWN = 8
+
 
 def quiet_libraries() -> None:
     """Silence library progress bars and advisories; kiwb shows its own progress."""
@@ -69,39 +72,37 @@ def open_project(project):
     return config, Store(paths.store)
 
 
+def run_or_launch(args: argparse.Namespace, kind: str, run: str, settings: dict) -> int:
+    """Run a job here in the foreground (recorded, so `kiwb jobs` shows it) or detached."""
+    from kiwb.console import stdout
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    root = args.project.resolve()
+    if args.detach:
+        from kiwb.launch import launch_job
+
+        job_id = launch_job(root, kind, settings)
+        label = kind if kind == "score" else f"{kind} {run}"
+        stdout.print(f"Started job {job_id} ({label}) in the background; it keeps running if "
+                     f"this terminal closes.\n  follow it: kiwb logs {job_id} {args.project} -f\n"
+                     f"  status:    kiwb jobs {args.project}\n"
+                     f"  stop it:   kiwb cancel {job_id} {args.project}",
+                     highlight=False, markup=False, soft_wrap=True)
+        return 0
+    from kiwb.workers.job import run_job
+
+    with Store(ProjectPaths(root).store) as store:
+        job_id = store.jobs.create(kind, run, settings)
+        return run_job(store, job_id, project_label=str(args.project))
+
+
 def cmd_score(args: argparse.Namespace) -> int:
-    import dataclasses
+    from kiwb.project.jobs import SCORE_RUN
 
-    from kiwb.console import console, progress_bar
-
-    quiet_libraries()
-    from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
-
-    config, store = open_project(args.project)
-    overrides = {k: v for k, v in (("device", args.device), ("batch_size", args.batch_size)) if v}
-    if overrides:
-        config = dataclasses.replace(config, scoring=dataclasses.replace(config.scoring, **overrides))
-    device = resolve_device(config.scoring.device)
-    with store:
-        tasks = plan_scoring(config, store)
-        register_tasks(store, tasks)
-        todo = pending_texts(store, tasks)
-        if todo == 0:
-            console.print("All scores are up to date (cached); nothing to do.")
-            return 0
-        console.print(
-            f"Scoring {todo:,} text×teacher pairs on {device} "
-            f"(K = {config.scoring.mc_passes} MC-dropout passes each)"
-        )
-        with progress_bar("scoring", total=todo) as advance:
-            run_scoring(config, store, tasks, device=device, progress=advance)
-        left = pending_texts(store, tasks)
-    if left:
-        console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
-        return 1
-    console.print(f"Done. Next: [bold]kiwb integrate {args.project}[/bold]")
-    return 0
+    open_project(args.project)[1].close()  # refuse a bad kiwb.toml before any job is recorded
+    return run_or_launch(args, "score", SCORE_RUN,
+                         {"device": args.device, "batch_size": args.batch_size})
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
@@ -126,54 +127,120 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    quiet_libraries()
-    from kiwb.console import console, progress_bar
-    from kiwb.workers.integrate import IntegrationSettings
-    from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.train import (
-        Trainer,
-        TrainRequest,
-        default_run_name,
-        prepare,
-        with_training_overrides,
-    )
-
     config, store = open_project(args.project)
-    config = with_training_overrides(config, student=args.student, epochs=args.epochs,
-                                     device=args.device)
-    settings = IntegrationSettings.from_config(config, method=args.method, tau=args.tau,
-                                               reweight=args.reweight, use_mc=args.use_mc)
-    request = TrainRequest(run=args.run or default_run_name(settings), settings=settings,
-                           resume=args.resume)
-    device = resolve_device(config.training.device)
-    with store:
-        trainer = Trainer(config, store, request, prepare(config, store, request), device)
-        trainer.setup()
-        remaining = trainer.total_steps - trainer.step
-        console.print(f"Training run [bold]{request.run}[/bold] ({settings.method}) on {device}: "
-                      f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} steps to go")
-        with progress_bar(f"train {request.run}", total=remaining, unit="steps") as advance:
-            result = trainer.run(progress=lambda n, loss: advance(f"train {request.run} · loss {loss:.4f}", n))
-    best = result["best"] or {}
-    if best.get("accuracy") is not None:
-        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
-    console.print(f"Done. Export it with: [bold]kiwb export {args.project} --run {request.run}[/bold]")
-    return 0
+    store.close()
+    run = args.run
+    if run is None:
+        quiet_libraries()
+        from kiwb.workers.integrate import IntegrationSettings
+        from kiwb.workers.train import default_run_name
+
+        run = default_run_name(IntegrationSettings.from_config(
+            config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc))
+    settings = {
+        "run": run, "method": args.method, "tau": args.tau, "reweight": args.reweight,
+        "use_mc": args.use_mc, "student": args.student and _from_cwd(args.student),
+        "epochs": args.epochs, "device": args.device, "resume": args.resume,
+    }
+    return run_or_launch(args, "train", run, settings)
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    quiet_libraries()
-    from kiwb.console import console
     from kiwb.project.config import load_config
-    from kiwb.project.paths import ProjectPaths
-    from kiwb.workers.export import export_student
 
-    config = load_config(args.project)
-    destination = (args.destination or ProjectPaths(config.root).exports / args.run).resolve()
-    export_student(config.root, args.run, destination, checkpoint=args.checkpoint, force=args.force)
-    console.print(f"Exported run {args.run} to {destination}")
-    console.print("Load it with:\n  from transformers import pipeline\n"
-                  f"  classify = pipeline(\"text-classification\", model=\"{destination}\")")
+    load_config(args.project)
+    destination = args.destination and str(args.destination.resolve())
+    settings = {"run": args.run, "checkpoint": args.checkpoint, "destination": destination,
+                "force": args.force}
+    return run_or_launch(args, "export", args.run, settings)
+
+
+def _open_store(project):
+    """The store of an existing project, for commands that only read or signal jobs."""
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    path = ProjectPaths(project.resolve()).store
+    if not path.is_file():
+        raise KiwbError(f"{project}: no kiwb project store here; run kiwb score or kiwb train "
+                        "there first (or name the project folder)")
+    return Store(path)
+
+
+def cmd_jobs(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.project.jobs import resume_command
+
+    with _open_store(args.project) as store:
+        jobs = store.jobs.all()
+    if not args.all:  # live jobs and the most recent others
+        recent = {job.id for job in jobs if not job.live}
+        recent = set(sorted(recent)[-RECENT_JOBS:])
+        jobs = [job for job in jobs if job.live or job.id in recent]
+    if args.json:
+        print(json.dumps([job.to_dict() for job in jobs], indent=2))
+        return 0
+    if not jobs:
+        stdout.print("No jobs yet.")
+        return 0
+    stdout.print(jobs_table(jobs))
+    for job in jobs:
+        if job.status in ("failed", "lost"):
+            stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
+                         + (f": {job.error}" if job.error else "")
+                         + ("; last lines of its log:" if job.log_tail else ""), soft_wrap=True)
+            for line in (job.log_tail or [])[-LOG_LINES_SHOWN:]:
+                stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+            hint = resume_command(job.kind, str(args.project), job.settings)
+            stdout.print(f"  resume with: {hint}", highlight=False, markup=False, soft_wrap=True)
+    return 0
+
+
+def jobs_table(jobs):
+    """A table of jobs: id, kind, run, status, progress, start, duration, device."""
+    import time
+
+    from rich.table import Table
+
+    table = Table("job", "kind", "run", "status", "progress", "started", "duration", "device")
+    for job in jobs:
+        progress = job.progress
+        shown = f"{progress['done']:,}/{progress['total']:,}" if progress else ""
+        started = job.started_at or job.created_at
+        table.add_row(
+            str(job.id), job.kind, "" if job.kind == "score" else job.run, job.status, shown,
+            time.strftime("%m-%d %H:%M", time.localtime(started)),
+            _duration(job.duration()), job.device or "",
+        )
+    return table
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
+
+
+def cmd_logs(args: argparse.Namespace) -> int:
+    import sys
+
+    from kiwb.launch import follow_log
+
+    with _open_store(args.project) as store:
+        for chunk in follow_log(store.jobs, args.job, follow=args.follow):
+            sys.stdout.write(chunk)
+            sys.stdout.flush()
+    return 0
+
+
+def cmd_cancel(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.launch import cancel_job
+
+    with _open_store(args.project) as store:
+        stdout.print(cancel_job(store, args.job), highlight=False)
     return 0
 
 
@@ -192,3 +259,73 @@ def cmd_predict(args: argparse.Namespace) -> int:
         shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
         stdout.print(f"[bold]{ranked[0][0]}[/bold]\t{shown}\t{text[:60]}", highlight=False)
     return 0
+
+
+def cmd_teach(args: argparse.Namespace) -> int:
+    quiet_libraries()
+    import math
+
+    from kiwb.console import console, progress_bar
+    from kiwb.workers.data import load_table
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.teach import TeachSettings, subset_rows, teach
+
+    if args.out.exists() and not args.force:
+        raise KiwbError(f"{args.out} already exists; choose another folder or add --force")
+    labels = [label.strip() for label in args.labels.split(",") if label.strip()]
+    columns = {"text_column": args.text_column, "label_column": args.label_column}
+    train = load_table(str(args.data), role="teach", **columns)
+    dev = load_table(str(args.dev), role="teach", **columns) if args.dev else None
+    settings = TeachSettings(epochs=args.epochs, learning_rate=args.learning_rate,
+                             batch_size=args.batch_size, max_length=args.max_length, seed=args.seed)
+    rows = len(subset_rows(train, labels)[0])
+    total = max(1, math.ceil(settings.epochs * math.ceil(rows / settings.batch_size)))
+    device = resolve_device(args.device)
+    console.print(f"Teaching {', '.join(labels)} from {rows:,} texts on {device}")
+    with progress_bar("teach", total=total, unit="steps") as advance:
+        best = teach(args.base, labels, train, dev, args.out, settings, device,
+                     progress=lambda n, loss: advance(f"teach · loss {loss:.4f}", n))
+    if best.get("accuracy") is not None:
+        console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
+    console.print(f"Wrote {args.out}")
+    return 0
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    quiet_libraries()
+    from kiwb.console import stdout
+    from kiwb.project.config import load_config
+    from kiwb.report import evaluation_table
+    from kiwb.workers.data import load_table
+    from kiwb.workers.evaluate import evaluate_checkpoint
+    from kiwb.workers.export import choose_checkpoint
+    from kiwb.workers.project_inputs import load_dataset_role
+    from kiwb.workers.runtime import resolve_device
+
+    config = load_config(args.project)
+    if args.data is not None:
+        table = load_table(str(args.data), text_column=args.text_column,
+                           label_column=args.label_column, role="evaluate")
+    else:
+        table = load_dataset_role(config, "eval")
+        if table is None:
+            raise KiwbError(f"{config.file}: no [data.eval]; pass --data FILE with a label column")
+    checkpoint = choose_checkpoint(config.root, args.run, args.checkpoint)
+    report = evaluate_checkpoint(checkpoint, table, resolve_device(config.training.device),
+                                 config.training.batch_size, config.training.max_length)
+    report.update({"run": args.run, "checkpoint": checkpoint.name, "data": table.source})
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        stdout.print(evaluation_table(report))
+    return 0
+
+
+def cmd_ui(args: argparse.Namespace) -> int:
+    root = args.project.resolve()
+    if not root.is_dir():
+        raise KiwbError(f"{args.project}: no such folder; create a project there with: "
+                        f"kiwb init {args.project}")
+    from kiwb.tui import run
+
+    return run(root, theme=args.theme, pane=args.pane)

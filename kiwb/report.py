@@ -48,3 +48,16 @@ def integration_tables(summary: dict, settings) -> list[Table]:
 
 def _quantile_name(quantile: str) -> str:
     return {"0.0": "min", "0.5": "median", "1.0": "max"}.get(quantile, f"p{round(float(quantile) * 100)}")
+
+
+def evaluation_table(report: dict) -> Table:
+    """Overall and per-class accuracy of one evaluation."""
+    table = Table(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
+    table.add_column("label")
+    table.add_column("accuracy", justify="right")
+    for label, value in report["per_class_accuracy"].items():
+        table.add_row(label, _percent(value))
+    table.add_section()
+    table.add_row("[bold]overall[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
+    table.add_row("macro-F1", _percent(report["macro_f1"]))
+    return table

@@ -2,14 +2,24 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+os.environ.setdefault("OMP_NUM_THREADS", "1")  # see cli_helpers.kiwb_env
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_torch_thread():
+    import torch
+
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="session")

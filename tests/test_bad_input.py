@@ -57,12 +57,11 @@ def write_project(
     return project
 
 
-def save_bert(folder: Path, labels: tuple[str, ...] | None = TEACHER_A_LABELS, *,
+def save_bert(folder: Path, tokenizer, labels: tuple[str, ...] | None = TEACHER_A_LABELS, *,
               num_labels: int = 2, bare: bool = False) -> Path:
     """An untrained tiny BERT checkpoint; labels None keeps transformers' LABEL_0, LABEL_1, ..."""
     from transformers import BertForSequenceClassification, BertModel
 
-    tokenizer = wordpiece_tokenizer(folder)
     config = tiny_bert_config(labels or ("unnamed",), len(tokenizer))
     if labels is None:
         config.id2label = None
@@ -76,11 +75,12 @@ def save_bert(folder: Path, labels: tuple[str, ...] | None = TEACHER_A_LABELS, *
 def bad_teachers(tmp_path_factory) -> Path:
     """Checkpoint folders that are not usable teachers, one per way of being wrong."""
     root = tmp_path_factory.mktemp("bad_teachers")
-    wordpiece_tokenizer(root).save_pretrained(root / "no_config")  # tokenizer files only
-    save_bert(root / "bare", bare=True)
-    save_bert(root / "generic", labels=None)
-    save_bert(root / "one_label", labels=("relevance",))
-    save_bert(root / "one_label_default", labels=None, num_labels=1)
+    tokenizer = wordpiece_tokenizer(root)
+    tokenizer.save_pretrained(root / "no_config")  # tokenizer files only
+    save_bert(root / "bare", tokenizer, bare=True)
+    save_bert(root / "generic", tokenizer, labels=None)
+    save_bert(root / "one_label", tokenizer, labels=("relevance",))
+    save_bert(root / "one_label_default", tokenizer, labels=None, num_labels=1)
     return root
 
 
@@ -95,10 +95,10 @@ def bad_data(tmp_path_factory) -> Path:
 
 
 @dataclass(frozen=True)
-class Refusal:
-    """A project that kiwb must refuse, and the words its one error line must hold."""
+class Case:
+    """A hand-written project, the command run on it and the words its error line must hold."""
 
-    fragments: tuple[str, ...]
+    fragments: tuple[str, ...] = ()
     teachers: tuple = GOOD_TEACHERS  # (name, folder name or literal path, labels override)
     data: str = "unlabeled.jsonl"
     scoring: str = SMALL_SCORING
@@ -107,79 +107,84 @@ class Refusal:
 
 
 REFUSALS = {
-    "missing-checkpoint": Refusal(
+    "missing-checkpoint": Case(
         ("kiwb.toml", "teachers[2].path", "nope", "does not exist", "checkpoint folder"),
         teachers=(("a", "teacher_a", None), ("b", "./nope", None)), at_config_load=True,
     ),
-    "no-config-json": Refusal(
+    "no-config-json": Case(
         ("teacher 'bad'", "no_config", "no config.json", "save_pretrained"),
         teachers=(("good", "teacher_b", None), ("bad", "no_config", None)),
     ),
-    "bare-BertModel": Refusal(
+    "bare-BertModel": Case(
         ("teacher 'bad'", "bare", "not a sequence classifier", "BertModel",
          "ForSequenceClassification"),
         teachers=(("good", "teacher_b", None), ("bad", "bare", None)),
     ),
-    "generic-labels": Refusal(
+    "generic-labels": Case(
         ("teacher 'bad'", "generic", "LABEL_0, LABEL_1", "labels = [...]", "[[teachers]]"),
         teachers=(("good", "teacher_b", None), ("bad", "generic", None)),
     ),
-    "one-label": Refusal(
+    "one-label": Case(
         ("teacher 'bad'", "one_label", "only 1 label", "two or more"),
         teachers=(("good", "teacher_b", None), ("bad", "one_label", None)),
     ),
     # A one-output head keeps the default name LABEL_0: no labels override can fix that.
-    "one-label-default-name": Refusal(
+    "one-label-default-name": Case(
         ("teacher 'bad'", "one_label_default", "only 1 label", "two or more"),
         teachers=(("good", "teacher_b", None), ("bad", "one_label_default", None)),
     ),
-    "one-label-override": Refusal(
+    "one-label-override": Case(
         ("kiwb.toml", "teachers[2].labels", "at least 2 names"),
         teachers=(("good", "teacher_b", None), ("bad", "one_label_default", ("relevance",))),
         at_config_load=True,
     ),
-    "missing-text-column": Refusal(
+    "missing-text-column": Case(
         ("body.jsonl", "no column 'text'", "columns: body", "text_column", "[data.unlabeled]"),
         data="body.jsonl",
     ),
-    "empty-jsonl": Refusal(("empty.jsonl", "empty", "at least one text"), data="empty.jsonl"),
-    "header-only-csv": Refusal(
+    "empty-jsonl": Case(("empty.jsonl", "empty", "at least one text"), data="empty.jsonl"),
+    "header-only-csv": Case(
         ("header_only.csv", "no rows", "at least one text"), data="header_only.csv"
     ),
-    "not-utf8": Refusal(("latin1.csv", "not valid UTF-8", "0xe9", "re-save"), data="latin1.csv"),
-    "unknown-key": Refusal(
+    "not-utf8": Case(("latin1.csv", "not valid UTF-8", "0xe9", "re-save"), data="latin1.csv"),
+    "unknown-key": Case(
         ("kiwb.toml", "[scoring] mc_pases", "not a known key", 'did you mean "mc_passes"'),
         scoring=SMALL_SCORING.replace("mc_passes", "mc_pases"), at_config_load=True,
     ),
-    "one-teacher": Refusal(
+    "one-teacher": Case(
         ("kiwb.toml", "1 teacher", "two or more", "add another [[teachers]]"),
         teachers=GOOD_TEACHERS[:1],
     ),
-    "integrate-before-score": Refusal(("teacher 'a'", "incomplete", "run: kiwb score"),
-                                      command="integrate"),
+    "integrate-before-score": Case(
+        ("teacher 'a'", "incomplete", "run: kiwb score"), command="integrate"
+    ),
 }
+# The generic-labels teacher again, now with its real names given in kiwb.toml: it scores.
+ACCEPTED = "generic-labels-with-override"
+ACCEPTED_TEACHERS = (("generic", "generic", ("news", "weather")), ("b", "teacher_b", None))
 
 
 @pytest.fixture(scope="module")
-def refused_runs(tmp_path_factory, teachers_dir, data_dir, bad_teachers, bad_data):
-    """Every REFUSALS case run once, in parallel (each run is mostly interpreter start-up)."""
+def cli_runs(tmp_path_factory, teachers_dir, data_dir, bad_teachers, bad_data):
+    """Every REFUSALS case, and the ACCEPTED one, run once and in parallel (mostly start-up time)."""
     folders = {path.name: path for root in (teachers_dir, bad_teachers) for path in root.iterdir()}
     files = {path.name: path for root in (data_dir, bad_data) for path in root.iterdir()}
-    root = tmp_path_factory.mktemp("refused")
+    root = tmp_path_factory.mktemp("cli_runs")
+    cases = {ACCEPTED: Case(teachers=ACCEPTED_TEACHERS), **REFUSALS}  # the slowest run first
 
     def run(case: str) -> tuple[Path, subprocess.CompletedProcess]:
-        spec = REFUSALS[case]
+        spec = cases[case]
         teachers = [(name, folders.get(where, where), labels) for name, where, labels in spec.teachers]
         project = write_project(root / case / "proj", teachers, files[spec.data], scoring=spec.scoring)
         return project, run_kiwb(spec.command, project, cwd=root / case)
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
-        return dict(zip(REFUSALS, pool.map(run, REFUSALS), strict=True))
+        return dict(zip(cases, pool.map(run, cases), strict=True))
 
 
 @pytest.mark.parametrize("case", REFUSALS)
-def test_bad_input_is_refused_in_one_line(refused_runs, case):
-    project, result = refused_runs[case]
+def test_bad_input_is_refused_in_one_line(cli_runs, case):
+    project, result = cli_runs[case]
     assert_refused(result, *REFUSALS[case].fragments)
     assert score_files(project) == []
     if REFUSALS[case].at_config_load:
@@ -187,15 +192,8 @@ def test_bad_input_is_refused_in_one_line(refused_runs, case):
         assert not (project / "scores").exists()
 
 
-def test_labels_override_makes_a_generic_teacher_usable(tmp_path, teachers_dir, data_dir,
-                                                       bad_teachers):
-    project = write_project(
-        tmp_path / "proj",
-        [("generic", bad_teachers / "generic", ("news", "weather")),
-         ("b", teachers_dir / "teacher_b", None)],
-        data_dir / "unlabeled.jsonl",
-    )
-    result = run_kiwb("score", project, cwd=tmp_path)
+def test_labels_override_makes_a_generic_teacher_usable(cli_runs):
+    project, result = cli_runs[ACCEPTED]
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert len(score_files(project)) == 2 * 3  # two teachers, 48 texts in shards of 16

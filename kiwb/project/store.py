@@ -13,73 +13,36 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kiwb.errors import KiwbError
+from kiwb.project.schema import SCHEMA_VERSION, migrate, refuse_if_newer, stored_version
 
-SCHEMA_VERSION = 1
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS file_hashes (
-    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS score_sets (
-    key TEXT PRIMARY KEY,
-    teacher TEXT NOT NULL,
-    dataset TEXT NOT NULL,
-    num_texts INTEGER NOT NULL,
-    num_shards INTEGER NOT NULL,
-    meta_json TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS score_shards (
-    score_key TEXT NOT NULL REFERENCES score_sets(key),
-    shard INTEGER NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('claimed', 'done')),
-    owner TEXT NOT NULL,
-    pid INTEGER NOT NULL,
-    host TEXT NOT NULL,
-    claimed_at REAL NOT NULL,
-    finished_at REAL,
-    rows INTEGER,
-    seconds REAL,
-    PRIMARY KEY (score_key, shard)
-);
-CREATE TABLE IF NOT EXISTS integrations (
-    key TEXT PRIMARY KEY,
-    dataset TEXT NOT NULL,
-    settings_json TEXT NOT NULL,
-    summary_json TEXT NOT NULL,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS events (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    job_id INTEGER,
-    run TEXT,
-    ts REAL NOT NULL,
-    kind TEXT NOT NULL,
-    data_json TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, id);
-CREATE INDEX IF NOT EXISTS events_by_run ON events (run, kind, id);
-"""
+if TYPE_CHECKING:
+    from kiwb.project.jobs import Jobs
 
 # A claim held by a process on another host cannot be checked for liveness; after this
 # long without the shard finishing we assume that process is gone.
 FOREIGN_CLAIM_TIMEOUT_S = 2 * 3600
 
 
-def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists on this host."""
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid is running on this host (zombies count as ended)."""
+    if not pid or pid <= 0:  # kill(0) would signal our own process group
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    # An exited child answers kill(0) until its parent reaps it; Linux shows it as state Z.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 class Store:
@@ -114,21 +77,26 @@ class Store:
             raise
         self._db.execute("COMMIT")
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The SQLite connection (autocommit: wrap writes in `transaction()`)."""
+        return self._db
+
+    @cached_property
+    def jobs(self) -> Jobs:
+        """Job records, lifecycle events, heartbeats and run locks."""
+        from kiwb.project.jobs import Jobs  # jobs builds on this module
+
+        return Jobs(self)
+
     def _migrate(self) -> None:
+        """Bring an older store to SCHEMA_VERSION in place; refuse a newer one."""
+        version = stored_version(self._db)
+        if version == SCHEMA_VERSION:
+            return  # the common case takes no write lock, so opening never waits on a writer
+        refuse_if_newer(self.path, version)
         with self.transaction() as db:
-            for statement in _SCHEMA.split(";"):
-                if statement.strip():
-                    db.execute(statement)
-            row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-            if row is None:
-                db.execute(
-                    "INSERT INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-            elif int(row["value"]) > SCHEMA_VERSION:
-                raise KiwbError(
-                    f"{self.path}: store schema version {row['value']} is newer than this kiwb "
-                    f"understands ({SCHEMA_VERSION}); upgrade kiwb to open this project"
-                )
+            migrate(self.path, db)
 
     @property
     def schema_version(self) -> int:
@@ -254,11 +222,7 @@ class Store:
         self, kind: str, data: dict[str, Any], job_id: int | None = None, run: str | None = None
     ) -> int:
         with self.transaction() as db:
-            cursor = db.execute(
-                "INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (?, ?, ?, ?, ?)",
-                (job_id, run, time.time(), kind, json.dumps(data)),
-            )
-        return int(cursor.lastrowid)
+            return insert_event(db, kind, data, job_id=job_id, run=run)
 
     def events_after(
         self, after_id: int = 0, *, job_id: int | None = None, run: str | None = None,
@@ -276,3 +240,15 @@ class Store:
              "kind": r["kind"], "data": json.loads(r["data_json"])}
             for r in rows
         ]
+
+
+def insert_event(
+    db: sqlite3.Connection, kind: str, data: dict[str, Any], *, job_id: int | None = None,
+    run: str | None = None,
+) -> int:
+    """Append an event inside the caller's transaction; returns its id."""
+    cursor = db.execute(
+        "INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (?, ?, ?, ?, ?)",
+        (job_id, run, time.time(), kind, json.dumps(data)),
+    )
+    return int(cursor.lastrowid)

@@ -125,7 +125,17 @@ def summarize(scores: TeacherScores, result: integ.Integration, threshold: float
     true_ids = scores.true_label_ids()
     if true_ids is not None:
         summary["routing_accuracy"] = routing_accuracies(scores, true_ids)
+        summary["teacher_accuracy"] = teacher_accuracies(scores, true_ids)
+        summary["ensemble_accuracy"] = ensemble_accuracy(scores)
     return summary
+
+
+def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
+    """Each teacher alone over the union labels (it can only be right on its own labels)."""
+    return {
+        name: float((scores.positions[i][probs.argmax(-1)] == true_ids).float().mean())
+        for i, (name, probs) in enumerate(zip(scores.teachers, scores.det_probs, strict=True))
+    }
 
 
 def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
@@ -136,6 +146,22 @@ def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[st
     }
 
 
+def confidence_histograms(scores: TeacherScores) -> dict[str, dict[str, list[int]]]:
+    """The paper's figure 2: confidence of the right vs the wrong teacher, MC vs plain entropy.
+
+    A teacher is "right" for a text when its label set holds the text's gold label.
+    """
+    true_ids = scores.true_label_ids()
+    covers = scores.coverage[:, true_ids].T  # (n, N): teacher i knows text x's gold label
+    result = {}
+    for name, confidences in (("mc_dropout", scores.mc_confidence), ("plain_entropy", scores.det_confidence)):
+        result[name] = {
+            side: np.histogram(confidences[mask].numpy(), bins=HISTOGRAM_BINS, range=(0.0, 1.0))[0].tolist()
+            for side, mask in (("right_teacher", covers), ("wrong_teacher", ~covers))
+        }
+    return result
+
+
 def ensemble_accuracy(scores: TeacherScores) -> float | None:
     """Accuracy of the untrained Ensemble baseline (softmax over concatenated logits)."""
     true_ids = scores.true_label_ids()
@@ -143,6 +169,26 @@ def ensemble_accuracy(scores: TeacherScores) -> float | None:
         return None
     probs = integ.concatenated_logit_probs(scores.det_logits, scores.positions, len(scores.labels))
     return float((probs.argmax(-1) == true_ids).float().mean())
+
+
+def collect_texts(config: ProjectConfig, store: Store) -> list[str]:
+    tasks = [task for task in plan_scoring(config, store) if task.dataset == "unlabeled"]
+    return tasks[0].table.texts
+
+
+def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.Integration,
+                   texts: list[str]) -> None:
+    """One row per text for the conflicts list: margin, winner, target class, confidences."""
+    from kiwb.project.instances import replace_instances
+
+    target_ids = result.targets if result.targets.dim() == 2 else result.targets.sum(1)
+    target_ids = target_ids.argmax(-1).tolist()
+    true_ids = scores.true_label_ids()
+    gold = true_ids.tolist() if true_ids is not None else [None] * len(texts)
+    confidences = result.confidences.tolist()
+    rows = zip(range(len(texts)), result.margin.tolist(), result.routed.tolist(), target_ids,
+               gold, confidences, texts, strict=True)
+    replace_instances(store.connection, key, rows)
 
 
 def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings) -> dict:
@@ -156,8 +202,12 @@ def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSe
             "num_texts": len(eval_scores.true_labels or []),
             "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids()),
             "ensemble_accuracy": ensemble_accuracy(eval_scores),
+            "teacher_accuracy": teacher_accuracies(eval_scores, eval_scores.true_label_ids()),
+            "confidence_histograms": confidence_histograms(eval_scores),
         }
     key = settings_key({"scores": scores.score_keys, **asdict(settings)})
+    texts = collect_texts(config, store)
     store.record_integration(key, dataset="unlabeled", settings=asdict(settings), summary=summary)
+    save_instances(store, key, scores, result, texts)
     summary["key"] = key
     return summary

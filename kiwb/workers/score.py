@@ -138,7 +138,7 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             store.release_shard(task.key, shard, owner)
             raise
         arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
-        atomic_write_with(paths.shard_file(task.key, shard), lambda h: np.savez(h, **arrays))
+        _write_shard(paths.shard_file(task.key, shard), arrays)
         seconds = time.perf_counter() - started
         store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
         store.append_event("score.shard", {
@@ -147,6 +147,10 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             "mc_confidence_hist": _histogram(arrays["mc_confidence"]),
             "det_confidence_hist": _histogram(arrays["det_confidence"]),
         }, job_id=job_id)
+
+
+def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:
+    atomic_write_with(path, lambda handle: np.savez(handle, **arrays))
 
 
 def _histogram(values: np.ndarray) -> list[int]:

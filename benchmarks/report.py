@@ -1,0 +1,86 @@
+"""Turn benchmarks/out/PRESET/results.json into the tables of BENCHMARKS.md."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ORDER = ["vanilla-kd", "uhc", "muki-hard", "muki-soft", "muki-hard-no-mc", "muki-hard-no-reweight",
+         "supervised"]
+NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard", "muki-soft": "MUKI-Soft",
+         "muki-hard-no-mc": "MUKI-Hard w/o MC dropout",
+         "muki-hard-no-reweight": "MUKI-Hard w/o re-weighting", "supervised": "Supervised (upper bound)"}
+
+
+def _pct(values: list[float]) -> str:
+    if len(values) == 1:
+        return f"{100 * values[0]:.1f}"
+    return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
+
+
+def accuracy_table(results: dict) -> list[str]:
+    test = results["test_integration"]
+    lines = ["| method | test accuracy (%) | seeds |", "|---|---|---|"]
+    for teacher, value in test["teacher_accuracy"].items():
+        lines.append(f"| Teacher {teacher} alone | {100 * value:.1f} | – |")
+    lines.append(f"| Ensemble | {100 * test['ensemble_accuracy']:.1f} | – |")
+    for run in ORDER:
+        values = results["accuracy"].get(run)
+        if values:
+            lines.append(f"| {NAMES[run]} | {_pct(values)} | {len(values)} |")
+    routing = test["routing_accuracy"]
+    lines += ["", "| teacher routing on test | accuracy (%) |", "|---|---|",
+              f"| MC-dropout confidence (K = 16) | {100 * routing['mc_dropout']:.1f} |",
+              f"| plain entropy (deterministic) | {100 * routing['plain_entropy']:.1f} |"]
+    return lines
+
+
+def speed_table(results: dict) -> list[str]:
+    lines = ["| teacher | kiwb (loop) texts/s | kiwb (replicate) texts/s | floor: K × eval forward, texts/s "
+             "| reference loop texts/s | kiwb / floor time | reference / kiwb time |",
+             "|---|---|---|---|---|---|---|"]
+    for teacher, speed in results["speed"].items():
+        rate = speed["texts_per_s"]
+        lines.append(f"| {teacher} | {rate['kiwb_loop']:.1f} | {rate['kiwb_replicate']:.1f} | "
+                     f"{rate['floor']:.1f} | {rate['reference']:.1f} | {speed['vs_floor']:.2f}× | "
+                     f"{speed['speedup_vs_reference']:.2f}× |")
+    return lines
+
+
+def stage_table(results: dict) -> list[str]:
+    lines = ["| stage | wall time (s) | peak RSS (MB) |", "|---|---|---|"]
+    for stage, figures in results["stages"].items():
+        lines.append(f"| {stage} | {figures['seconds']} | {figures['peak_rss_mb']} |")
+    rates = results.get("train_texts_per_s", {})
+    if rates:
+        lines += ["", "| student run | training texts/s |", "|---|---|"]
+        lines += [f"| {run} | {rate:.1f} |" for run, rate in sorted(rates.items())]
+    return lines
+
+
+def render(results: dict) -> str:
+    machine = results["machine"]
+    rows = results["rows"]
+    settings = results["settings"]
+    return "\n".join([
+        f"## debian-8, preset `{results['preset']}`", "",
+        f"Machine: {machine['cpu']}, {machine['cores']} cores, GPU: {machine['gpu'] or 'none'}; "
+        f"Python {machine['python']}, torch {machine['torch']}, transformers {machine['transformers']}, "
+        f"datasets {machine['datasets']}.", "",
+        f"Rows used: train {rows['train']}, dev {rows['dev']}, test {rows['test']} "
+        f"(caps: {settings['train']}, {settings['dev']}, {settings['test']}); teachers "
+        f"{settings['teacher_epochs']} epochs at lr {settings['teacher_lr']}, students "
+        f"{settings['student_epochs']} epochs at lr {settings['student_lr']}, evaluated every "
+        f"{settings['eval_every']} steps on dev, best checkpoint evaluated on test. K = 16, max length 128.",
+        "", "### Accuracy (8-way, test split)", "", *accuracy_table(results),
+        "", "### MC-dropout scoring speed (K = 16, same texts, same run)", "", *speed_table(results),
+        "", f"Speed measured on {next(iter(results['speed'].values()))['texts']} test texts per teacher.",
+        "", "### Stages", "", *stage_table(results), ""])
+
+
+if __name__ == "__main__":
+    preset = sys.argv[1] if len(sys.argv) > 1 else "cpu"
+    print(render(json.loads((HERE / "out" / preset / "results.json").read_text())))

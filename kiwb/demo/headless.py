@@ -1,0 +1,113 @@
+"""`kiwb demo --no-ui`: the whole workflow on the demo project, then the results table.
+
+It calls what `kiwb score / integrate / train / evaluate / export` call, in order; each
+step reuses what an earlier run finished (cached scores, finished runs).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from rich.table import Table
+
+from kiwb.console import console, progress_bar
+from kiwb.demo.recipe import EXPORTED_RUN, METHODS, TEACHERS
+from kiwb.project.config import ProjectConfig, load_config
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers import checkpoints as ckpt
+from kiwb.workers.evaluate import evaluate_checkpoint
+from kiwb.workers.export import choose_checkpoint, export_student
+from kiwb.workers.integrate import IntegrationSettings, run_integration
+from kiwb.workers.project_inputs import load_dataset_role
+from kiwb.workers.runtime import resolve_device
+from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
+from kiwb.workers.train import Trainer, TrainRequest, default_run_name, prepare
+
+METHOD_NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard",
+                "muki-soft": "MUKI-Soft"}
+
+
+def run_headless(root: Path) -> dict:
+    """Score, integrate, train every method, evaluate and export; return the figures."""
+    config = load_config(root)
+    paths = ProjectPaths(config.root)
+    paths.make_layout()
+    with Store(paths.store) as store:
+        score(config, store)
+        summary = run_integration(config, store, IntegrationSettings.from_config(config))["eval"]
+        runs = {method: train(config, store, method) for method in METHODS}
+    evaluation = load_dataset_role(config, "eval")
+    device = resolve_device(config.training.device)
+    students = {}
+    for method, run in runs.items():
+        checkpoint = choose_checkpoint(config.root, run, "best")
+        students[method] = evaluate_checkpoint(checkpoint, evaluation, device,
+                                               config.training.batch_size, config.training.max_length)
+    exported = export_student(config.root, runs[EXPORTED_RUN], paths.exports / runs[EXPORTED_RUN],
+                              force=True)
+    return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
+            "routing": summary["routing_accuracy"], "students": students,
+            "eval_texts": summary["num_texts"], "exported": str(exported)}
+
+
+def score(config: ProjectConfig, store: Store) -> None:
+    """Every teacher's MC-dropout scores of the pool and the eval texts (cached)."""
+    device = resolve_device(config.scoring.device)
+    tasks = plan_scoring(config, store)
+    register_tasks(store, tasks)
+    todo = pending_texts(store, tasks)
+    if todo == 0:
+        console.print("Scores are cached from an earlier run.")
+        return
+    console.print(f"Scoring {todo:,} text×teacher pairs (K = {config.scoring.mc_passes} "
+                  "MC-dropout passes each)")
+    with progress_bar("scoring", total=todo) as advance:
+        run_scoring(config, store, tasks, device=device, progress=advance)
+
+
+def train(config: ProjectConfig, store: Store, method: str) -> str:
+    """Train (or finish, or reuse) the student of one method; returns its run name."""
+    settings = IntegrationSettings.from_config(config, method=method)
+    run = default_run_name(settings)
+    existing = ckpt.list_checkpoints(ProjectPaths(config.root).run_dir(run))
+    if existing and _finished(existing[-1]):
+        console.print(f"Run {run} is finished from an earlier run.")
+        return run
+    request = TrainRequest(run=run, settings=settings, resume=bool(existing))
+    device = resolve_device(config.training.device)
+    trainer = Trainer(config, store, request, prepare(config, store, request), device)
+    trainer.setup()
+    with progress_bar(f"train {run}", total=trainer.total_steps - trainer.step, unit="steps") as advance:
+        trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n))
+    return run
+
+
+def _finished(checkpoint: Path) -> bool:
+    progress = json.loads((checkpoint / ckpt.PROGRESS_FILE).read_text(encoding="utf-8"))
+    return progress["step"] >= progress["total_steps"]
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"
+
+
+def results_table(results: dict) -> Table:
+    """Accuracy on the labeled eval texts: each teacher alone, the Ensemble, each student."""
+    table = Table(title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts")
+    table.add_column("method")
+    table.add_column("accuracy", justify="right")
+    table.add_column("macro-F1", justify="right")
+    for name, accuracy in results["teachers"].items():
+        table.add_row(f"teacher {name} alone ({', '.join(TEACHERS.get(name, ()))})", _percent(accuracy), "")
+    table.add_row("Ensemble (no training)", _percent(results["ensemble"]), "")
+    table.add_section()
+    for method, report in results["students"].items():
+        table.add_row(f"student · {METHOD_NAMES.get(method, method)}", _percent(report["accuracy"]),
+                      _percent(report["macro_f1"]))
+    table.add_section()
+    routing = results["routing"]
+    table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")
+    table.add_row("teacher routing · plain entropy", _percent(routing["plain_entropy"]), "")
+    return table

@@ -1,0 +1,96 @@
+"""What the demo builds and with which settings: the one place its sizes are chosen.
+
+The demo project folder holds everything it needs, so it moves and works offline:
+
+    PATH/kiwb.toml            the project (relative paths into the folders below)
+    PATH/data/*.jsonl         the teachers' labeled texts, the unlabeled pool, the labeled eval
+    PATH/models/base/         a tiny BERT pre-trained here by masked-language modelling
+    PATH/models/teacher-*/    teachers fine-tuned from it on disjoint label subsets
+    PATH/demo.json            which recipe built it (a later run reuses what it finds)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+MARKER = "demo.json"
+RECIPE_FORMAT = 1
+# Teachers with disjoint specialities, as in the paper's setting; each sees only its own rows.
+TEACHERS = {
+    "news": ("sports", "politics", "finance"),
+    "leisure": ("music", "cooking", "travel"),
+    "research": ("science", "health"),
+}
+# The headless run trains these students; the results table compares them with the Ensemble.
+METHODS = ("vanilla-kd", "uhc", "muki-hard", "muki-soft")
+EXPORTED_RUN = "muki-hard"
+
+
+@dataclass(frozen=True)
+class DemoRecipe:
+    """Sizes and settings of one demo build (corpus, base, teachers, project)."""
+
+    split_sizes: dict[str, int] = field(default_factory=lambda: {"teach": 100, "pool": 150, "eval": 50})
+    mixed_share: float = 0.15
+    vocab_size: int = 2000
+    hidden_size: int = 64
+    layers: int = 2
+    heads: int = 2
+    dropout: float = 0.1
+    max_length: int = 48
+    mlm_epochs: int = 8
+    mlm_learning_rate: float = 2e-3
+    mlm_batch_size: int = 64
+    teacher_epochs: float = 3.0
+    teacher_learning_rate: float = 1e-3
+    mc_passes: int = 8
+    student_epochs: float = 4.0
+    student_learning_rate: float = 1e-3
+    batch_size: int = 32
+    eval_every: int = 25
+    seed: int = 0
+
+    def key(self) -> str:
+        """A short fingerprint: a folder built by another recipe is not silently reused."""
+        text = json.dumps({"format": RECIPE_FORMAT, **dataclasses.asdict(self)}, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+FULL = DemoRecipe()
+# For tests and CI smoke runs: every step runs, on a corpus and model too small to be honest.
+QUICK = DemoRecipe(
+    split_sizes={"teach": 30, "pool": 30, "eval": 12}, vocab_size=600, hidden_size=32,
+    mlm_epochs=2, teacher_epochs=2.0, mc_passes=4, student_epochs=2.0, eval_every=10,
+)
+
+
+@dataclass(frozen=True)
+class DemoPaths:
+    """Where the demo's parts live inside its project folder."""
+
+    root: Path
+
+    @property
+    def marker(self) -> Path:
+        return self.root / MARKER
+
+    @property
+    def data(self) -> Path:
+        return self.root / "data"
+
+    def split(self, name: str) -> Path:
+        return self.data / f"{name}.jsonl"
+
+    @property
+    def base(self) -> Path:
+        return self.root / "models" / "base"
+
+    def teacher(self, name: str) -> Path:
+        return self.root / "models" / f"teacher-{name}"
+
+    def relative(self, path: Path) -> str:
+        return path.relative_to(self.root).as_posix()

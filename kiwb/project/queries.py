@@ -1,0 +1,227 @@
+"""Read-only queries over a project's store and folder, for the workbench.
+
+Every function takes an open `Store` (or the project root) and reads; none writes, none
+imports torch or textual. The workbench calls them from worker threads, each with its own
+connection, so they are plain functions rather than methods of a shared object.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kiwb.project.instances import Instance, InstanceFilter, count, page
+from kiwb.project.jobs import JobState
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+
+# Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
+FEED_KINDS = ("score.shard", "train.start", "train.step", "train.eval", "train.done",
+              "train.stopped")
+EVENT_BATCH = 5000
+
+
+@contextmanager
+def open_store(root: Path) -> Iterator[Store | None]:
+    """The project's store, or None while no command has created it yet."""
+    path = ProjectPaths(Path(root)).store
+    if not path.is_file():
+        yield None
+        return
+    store = Store(path)
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@dataclass(frozen=True)
+class ScoreSetProgress:
+    """How far one score set (one teacher on one data set) is."""
+
+    key: str
+    teacher: str
+    dataset: str
+    num_texts: int
+    num_shards: int
+    done_shards: int
+    done_rows: int
+    created_at: float
+
+    @property
+    def complete(self) -> bool:
+        return self.done_shards >= self.num_shards
+
+
+@dataclass(frozen=True)
+class StoreChanges:
+    """What one poll of the store found: new events, and the current jobs and score sets."""
+
+    last_event_id: int
+    events: list[dict[str, Any]]
+    more_events: bool
+    jobs: list[JobState]
+    score_sets: list[ScoreSetProgress]
+    integration: dict[str, Any] | None  # the newest one, only when it changed
+    integration_stamp: float | None
+
+
+def read_changes(store: Store, after_id: int, integration_stamp: float | None,
+                 limit: int = EVENT_BATCH) -> StoreChanges:
+    """Events of FEED_KINDS after `after_id`, the jobs, the score sets, a newer integration."""
+    events = feed_events(store, after_id, limit)
+    latest = latest_integration(store)
+    stamp = latest["created_at"] if latest else None
+    return StoreChanges(
+        last_event_id=events[-1]["id"] if events else after_id,
+        events=events, more_events=len(events) == limit, jobs=store.jobs.all(),
+        score_sets=score_progress(store),
+        integration=latest if stamp != integration_stamp else None, integration_stamp=stamp,
+    )
+
+
+def feed_events(store: Store, after_id: int, limit: int = EVENT_BATCH) -> list[dict[str, Any]]:
+    marks = ",".join("?" * len(FEED_KINDS))
+    rows = store.connection.execute(
+        f"SELECT id, job_id, run, ts, kind, data_json FROM events WHERE id > ? AND kind IN ({marks}) "
+        "ORDER BY id LIMIT ?", (after_id, *FEED_KINDS, limit))
+    return [{"id": r["id"], "job_id": r["job_id"], "run": r["run"], "ts": r["ts"], "kind": r["kind"],
+             "data": json.loads(r["data_json"])} for r in rows]
+
+
+def score_progress(store: Store) -> list[ScoreSetProgress]:
+    """Every score set with its finished shards and rows, oldest first."""
+    rows = store.connection.execute(
+        "SELECT s.key, s.teacher, s.dataset, s.num_texts, s.num_shards, s.created_at, "
+        "COUNT(d.shard) AS done, COALESCE(SUM(d.rows), 0) AS done_rows FROM score_sets s "
+        "LEFT JOIN score_shards d ON d.score_key = s.key AND d.status = 'done' "
+        "GROUP BY s.key ORDER BY s.created_at, s.key")
+    return [ScoreSetProgress(r["key"], r["teacher"], r["dataset"], r["num_texts"], r["num_shards"],
+                             r["done"], r["done_rows"], r["created_at"]) for r in rows]
+
+
+def latest_integration(store: Store) -> dict[str, Any] | None:
+    """The most recently recorded integration (key, dataset, settings, summary, created_at)."""
+    row = store.connection.execute(
+        "SELECT key FROM integrations ORDER BY created_at DESC LIMIT 1").fetchone()
+    return store.integration(row["key"]) if row else None
+
+
+# -- conflicting texts ---------------------------------------------------------------------
+
+def has_instances(store: Store) -> bool:
+    return store.connection.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='instances'").fetchone() is not None
+
+
+def conflict_page(store: Store, integration: str, filters: InstanceFilter,
+                  after: tuple[float, int] | None = None, limit: int = 100) -> list[Instance]:
+    """Up to `limit` texts of an integration, lowest margin first, after the key `after`."""
+    if not has_instances(store):
+        return []
+    return page(store.connection, integration, filters, after=after, limit=limit)
+
+
+def conflict_count(store: Store, integration: str, filters: InstanceFilter) -> int:
+    return count(store.connection, integration, filters) if has_instances(store) else 0
+
+
+@dataclass(frozen=True)
+class TeacherView:
+    """One teacher's scores of one text: distributions over its own labels and confidences."""
+
+    teacher: str
+    labels: list[str]
+    mc_probs: list[float]
+    det_probs: list[float]
+    mc_confidence: float
+    det_confidence: float
+    mutual_information: float | None
+
+
+def teacher_views(root: Path, store: Store, integration: dict[str, Any], row: int) -> list[TeacherView]:
+    """Each teacher's stored scores of text `row` of an integration's unlabeled data.
+
+    Reads only the one shard file per teacher that holds the row.
+    """
+    import numpy as np
+
+    paths = ProjectPaths(Path(root))
+    summary = integration["summary"]
+    views = []
+    for teacher in summary["wins"]:
+        record = _score_set_of(store, teacher, summary["num_texts"], integration["created_at"])
+        if record is None:
+            continue
+        meta = json.loads(record["meta_json"])
+        shard = row // int(meta["shard_size"])
+        file = paths.shard_file(record["key"], shard)
+        if not file.is_file():
+            continue
+        with np.load(file) as arrays:
+            index = row - int(arrays["rows"][0])
+            mi = arrays["mutual_information"][index] if "mutual_information" in arrays else None
+            views.append(TeacherView(
+                teacher=teacher, labels=list(meta["labels"]),
+                mc_probs=[float(p) for p in arrays["mc_probs"][index]],
+                det_probs=[float(p) for p in arrays["det_probs"][index]],
+                mc_confidence=float(arrays["mc_confidence"][index]),
+                det_confidence=float(arrays["det_confidence"][index]),
+                mutual_information=None if mi is None else float(mi)))
+    return views
+
+
+def _score_set_of(store: Store, teacher: str, num_texts: int, before: float) -> sqlite3.Row | None:
+    """The complete unlabeled score set of a teacher that an integration most likely read."""
+    rows = store.connection.execute(
+        "SELECT s.key, s.meta_json, s.created_at FROM score_sets s WHERE s.teacher = ? "
+        "AND s.dataset = 'unlabeled' AND s.num_texts = ? AND s.num_shards = (SELECT COUNT(*) "
+        "FROM score_shards d WHERE d.score_key = s.key AND d.status = 'done') "
+        "ORDER BY (s.created_at <= ?) DESC, s.created_at DESC", (teacher, num_texts, before))
+    return rows.fetchone()
+
+
+# -- runs and checkpoints in the project folder --------------------------------------------
+
+@dataclass(frozen=True)
+class RunFolder:
+    """A training run's folder: its checkpoints, its best one and its manifest."""
+
+    run: str
+    checkpoints: list[str]
+    best: dict[str, Any] | None
+    method: str | None
+    labels: list[str] = field(default_factory=list)
+
+
+def run_folders(root: Path) -> list[RunFolder]:
+    """Runs with at least one finished checkpoint, by name."""
+    runs_dir = ProjectPaths(Path(root)).runs
+    found = []
+    for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else ():
+        checkpoints_dir = folder / "checkpoints"
+        if not checkpoints_dir.is_dir():
+            continue
+        checkpoints = sorted(p.name for p in checkpoints_dir.iterdir()
+                             if p.is_dir() and p.name.startswith("step-"))
+        if not checkpoints:
+            continue
+        manifest = _read_json(folder / "manifest.json") or {}
+        method = manifest.get("method")
+        found.append(RunFolder(
+            run=folder.name, checkpoints=checkpoints, best=_read_json(folder / "best.json"),
+            method=method.get("method") if isinstance(method, dict) else method,
+            labels=list(manifest.get("labels") or [])))
+    return found
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None

@@ -1,0 +1,133 @@
+"""The store's tables and the ordered migrations that build them, version by version."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+
+from kiwb.errors import KiwbError
+
+# The tables of schema version 1, as the first kiwb release wrote them.
+_V1_TABLES = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS file_hashes (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS score_sets (
+    key TEXT PRIMARY KEY,
+    teacher TEXT NOT NULL,
+    dataset TEXT NOT NULL,
+    num_texts INTEGER NOT NULL,
+    num_shards INTEGER NOT NULL,
+    meta_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS score_shards (
+    score_key TEXT NOT NULL REFERENCES score_sets(key),
+    shard INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('claimed', 'done')),
+    owner TEXT NOT NULL,
+    pid INTEGER NOT NULL,
+    host TEXT NOT NULL,
+    claimed_at REAL NOT NULL,
+    finished_at REAL,
+    rows INTEGER,
+    seconds REAL,
+    PRIMARY KEY (score_key, shard)
+);
+CREATE TABLE IF NOT EXISTS integrations (
+    key TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    summary_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    job_id INTEGER,
+    run TEXT,
+    ts REAL NOT NULL,
+    kind TEXT NOT NULL,
+    data_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS events_by_job ON events (job_id, id);
+CREATE INDEX IF NOT EXISTS events_by_run ON events (run, kind, id);
+"""
+
+# Version 2: background jobs. Their status is derived from `events` plus the heartbeat, so
+# these tables hold only what does not change (jobs), one row updated in place per live
+# job (heartbeats, to keep `events` small), and the single writer of each run (locks).
+_V2_JOB_TABLES = """
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK (kind IN ('score', 'train', 'export')),
+    run TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    pid INTEGER,
+    host TEXT,
+    device TEXT,
+    log_path TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    ended_at REAL
+);
+CREATE TABLE heartbeats (job_id INTEGER PRIMARY KEY REFERENCES jobs(id), ts REAL NOT NULL);
+CREATE TABLE locks (
+    kind TEXT NOT NULL,
+    run TEXT NOT NULL,
+    job_id INTEGER NOT NULL REFERENCES jobs(id),
+    acquired_at REAL NOT NULL,
+    PRIMARY KEY (kind, run)
+);
+"""
+
+
+def _run_script(db: sqlite3.Connection, script: str) -> None:
+    # Statement by statement: executescript() would commit the migration's transaction.
+    for statement in script.split(";"):
+        if statement.strip():
+            db.execute(statement)
+
+
+def _create_base_tables(db: sqlite3.Connection) -> None:
+    _run_script(db, _V1_TABLES)
+
+
+def _add_job_tables(db: sqlite3.Connection) -> None:
+    _run_script(db, _V2_JOB_TABLES)
+
+
+# Ordered (version, step): each step brings a store at the previous version to `version`.
+# Never edit a released step; append a new one.
+MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
+    (1, _create_base_tables),
+    (2, _add_job_tables),
+)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def stored_version(db: sqlite3.Connection) -> int:
+    """The schema version recorded in a store; 0 for an empty file."""
+    has_meta = db.execute(
+        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+    row = has_meta and db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+    return int(row[0]) if row else 0
+
+
+def refuse_if_newer(path: Path, version: int) -> None:
+    if version > SCHEMA_VERSION:
+        raise KiwbError(
+            f"{path}: store schema version {version} is newer than this kiwb understands "
+            f"({SCHEMA_VERSION}); upgrade kiwb to open this project"
+        )
+
+
+def migrate(path: Path, db: sqlite3.Connection) -> None:
+    """Run the missing migration steps inside the caller's write transaction."""
+    version = stored_version(db)  # read again under the lock: another process may have migrated
+    refuse_if_newer(path, version)
+    for target, step in MIGRATIONS:
+        if target > version:
+            step(db)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))

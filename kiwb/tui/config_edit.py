@@ -1,0 +1,106 @@
+"""Changing kiwb.toml from the workbench: build a new config, validate it, write it atomically.
+
+Each change re-renders the whole file with `render_config` (so it keeps every key's
+comment) and parses the text with the same checks as `load_config` before anything
+touches the disk: a bad value is refused with the loader's own message.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from kiwb.errors import ConfigError
+from kiwb.project import config as project_config
+from kiwb.project.atomic import atomic_write_text
+from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig
+
+
+def write_config(config: ProjectConfig) -> ProjectConfig:
+    """Validate `config` as kiwb.toml text, write it in place atomically; return it as loaded."""
+    text = project_config.render_config(config)
+    checked = project_config._parse(text, config.file)  # the loader's checks, before writing
+    atomic_write_text(config.file, text)
+    return checked
+
+
+def typed_path(config: ProjectConfig, typed: str) -> str:
+    """A path typed in the workbench: relative to the project if it exists there, else to
+    the folder the workbench was started from (made absolute), else as typed (a hub id)."""
+    typed = typed.strip()
+    if not typed or os.path.isabs(os.path.expanduser(typed)):
+        return typed
+    if os.path.exists(config.resolve(typed, allow_hub_id=False)):
+        return typed
+    if os.path.exists(typed):
+        return str(Path(typed).resolve())
+    return typed
+
+
+def parse_labels(typed: str) -> tuple[str, ...] | None:
+    """Comma-separated label names; an empty text means "use the checkpoint's"."""
+    labels = tuple(label.strip() for label in typed.split(",") if label.strip())
+    return labels or None
+
+
+def add_teacher(config: ProjectConfig, name: str, path: str, labels: str = "") -> ProjectConfig:
+    name = name.strip()
+    if not name:
+        raise ConfigError("give the teacher a short name (letters, digits, _ . -)")
+    if not path.strip():
+        raise ConfigError("give the teacher's checkpoint folder or hub id")
+    teacher = TeacherConfig(name=name, path=typed_path(config, path), labels=parse_labels(labels))
+    return write_config(replace(config, teachers=(*config.teachers, teacher)))
+
+
+def remove_teacher(config: ProjectConfig, name: str) -> ProjectConfig:
+    config.teacher(name)  # names the known teachers when `name` is not one of them
+    return write_config(replace(config, teachers=tuple(t for t in config.teachers if t.name != name)))
+
+
+def set_teacher_labels(config: ProjectConfig, name: str, labels: str) -> ProjectConfig:
+    config.teacher(name)
+    teachers = tuple(replace(t, labels=parse_labels(labels)) if t.name == name else t
+                     for t in config.teachers)
+    return write_config(replace(config, teachers=teachers))
+
+
+def set_dataset(config: ProjectConfig, role: str, path: str, text_column: str = "text",
+                label_column: str = "", limit: str = "") -> ProjectConfig:
+    """Point the `unlabeled` or `eval` data set at a file; an empty path removes it."""
+    if role not in ("unlabeled", "eval"):
+        raise ConfigError(f"unknown data set {role!r}; use unlabeled or eval")
+    spec = None
+    if path.strip():
+        limit = limit.strip()
+        if limit and not limit.isdigit():
+            raise ConfigError(f"limit must be a whole number of rows, got {limit!r}")
+        spec = DatasetConfig(path=typed_path(config, path), text_column=text_column.strip() or "text",
+                             label_column=label_column.strip() or None,
+                             limit=int(limit) if limit else None)
+    return write_config(replace(config, data=replace(config.data, **{role: spec})))
+
+
+def set_scoring(config: ProjectConfig, **values) -> ProjectConfig:
+    """Change [scoring] keys (only those given and different from the current ones)."""
+    changed = {key: value for key, value in values.items()
+               if value is not None and getattr(config.scoring, key) != value}
+    if not changed:
+        return config
+    return write_config(replace(config, scoring=replace(config.scoring, **changed)))
+
+
+def new_project(root: Path) -> Path:
+    """Write a kiwb.toml with every default into `root` (named after the folder)."""
+    from kiwb.project.config import write_new_project
+    from kiwb.project.paths import ProjectPaths
+
+    written = write_new_project(root, name=_project_name(root))
+    ProjectPaths(Path(root)).make_layout()
+    return written
+
+
+def _project_name(root: Path) -> str:
+    cleaned = "".join(c if c.isalnum() or c in "-_." else "-" for c in Path(root).resolve().name)
+    return cleaned.strip("-") or "kiwb-project"

@@ -1,0 +1,140 @@
+"""State derived from store events: confidence histograms of scoring, and training runs.
+
+Pure Python (no Textual): the panes feed these the events the store feed delivers, oldest
+first, so a restarted workbench rebuilds the same state from the same events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+BINS = 20
+
+
+def _add(total: list[int], counts: list[int], sign: int = 1) -> None:
+    for index, value in enumerate(counts[:len(total)]):
+        total[index] += sign * value
+
+
+@dataclass
+class TeacherHistograms:
+    """One teacher's confidence histograms on one data set, summed over its finished shards."""
+
+    teacher: str
+    key: str
+    mc: list[int] = field(default_factory=lambda: [0] * BINS)
+    det: list[int] = field(default_factory=lambda: [0] * BINS)
+    shards: dict[int, tuple[list[int], list[int]]] = field(default_factory=dict)
+
+    @property
+    def texts(self) -> int:
+        return sum(self.mc)
+
+
+class ScoreHistograms:
+    """`score.shard` events of one data set folded into per-teacher histograms.
+
+    A teacher scored again under a new key (changed checkpoint, data or settings) starts
+    over, so the plots show the scores that integration will read.
+    """
+
+    def __init__(self, dataset: str = "unlabeled"):
+        self.dataset = dataset
+        self._teachers: dict[str, TeacherHistograms] = {}
+
+    def add(self, event: dict[str, Any]) -> bool:
+        """Fold in one event; True when it changed a histogram."""
+        data = event["data"]
+        if event["kind"] != "score.shard" or data.get("dataset") != self.dataset:
+            return False
+        teacher, key = data["teacher"], data["key"]
+        current = self._teachers.get(teacher)
+        if current is None or current.key != key:
+            current = self._teachers[teacher] = TeacherHistograms(teacher, key)
+        mc, det = list(data.get("mc_confidence_hist") or []), list(data.get("det_confidence_hist") or [])
+        previous = current.shards.get(data["shard"])
+        if previous is not None:  # a shard recorded twice counts once
+            _add(current.mc, previous[0], -1)
+            _add(current.det, previous[1], -1)
+        current.shards[data["shard"]] = (mc, det)
+        _add(current.mc, mc)
+        _add(current.det, det)
+        return True
+
+    def teachers(self, order: list[str] | None = None) -> list[TeacherHistograms]:
+        """Teachers in `order` (the config's) first, then any others as they appeared."""
+        names = [name for name in order or [] if name in self._teachers]
+        names += [name for name in self._teachers if name not in names]
+        return [self._teachers[name] for name in names]
+
+
+@dataclass
+class RunHistory:
+    """A training run as its `train.*` events tell it."""
+
+    run: str
+    method: str | None = None
+    total_steps: int | None = None
+    step: int = 0
+    state: str = "running"
+    steps: list[int] = field(default_factory=list)
+    losses: list[float] = field(default_factory=list)
+    evals: list[dict[str, Any]] = field(default_factory=list)
+
+    def add(self, kind: str, data: dict[str, Any]) -> None:
+        if kind == "train.start":
+            if data.get("step", 0) == 0 and self.steps:  # the run was started afresh
+                self.steps, self.losses, self.evals = [], [], []
+            self.method = data.get("method", self.method)
+            self.total_steps = data.get("total_steps", self.total_steps)
+            self.step, self.state = data.get("step", self.step), "running"
+            self._drop_after(self.step)
+        elif kind == "train.step":
+            self.steps.append(data["step"])
+            self.losses.append(float(data["loss"]))
+            self.step = data["step"]
+            self.total_steps = data.get("total_steps", self.total_steps)
+        elif kind == "train.eval":
+            self.evals.append(data)
+            self.step = max(self.step, data["step"])
+        elif kind == "train.done":
+            self.state, self.step = "done", data.get("step", self.step)
+        elif kind == "train.stopped":
+            self.state, self.step = "stopped", data.get("step", self.step)
+
+    def _drop_after(self, step: int) -> None:
+        """A resumed run repeats the steps after its last checkpoint: keep one copy of each."""
+        keep = [i for i, s in enumerate(self.steps) if s <= step]
+        self.steps = [self.steps[i] for i in keep]
+        self.losses = [self.losses[i] for i in keep]
+        self.evals = [e for e in self.evals if e["step"] <= step]
+
+    @property
+    def latest_eval(self) -> dict[str, Any] | None:
+        return self.evals[-1] if self.evals else None
+
+    @property
+    def best_eval(self) -> dict[str, Any] | None:
+        scored = [e for e in self.evals if e.get("accuracy") is not None]
+        return max(scored, key=lambda e: e["accuracy"]) if scored else None
+
+
+class Runs:
+    """Every run seen in the events, in the order they first appeared."""
+
+    def __init__(self) -> None:
+        self.by_name: dict[str, RunHistory] = {}
+
+    def add(self, event: dict[str, Any]) -> bool:
+        if not event["kind"].startswith("train.") or not event.get("run"):
+            return False
+        run = self.by_name.setdefault(event["run"], RunHistory(event["run"]))
+        run.add(event["kind"], event["data"])
+        return True
+
+    def __iter__(self):
+        return iter(self.by_name.values())
+
+    def __len__(self) -> int:
+        return len(self.by_name)

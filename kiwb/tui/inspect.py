@@ -1,0 +1,254 @@
+"""What the Teachers and Data panes show, read cheaply from files (no transformers, no datasets).
+
+A teacher's labels, architecture and tokenizer come from its config.json and
+tokenizer_config.json, its size from os.stat; a data file's rows, columns and samples come
+from reading it with the standard library (pyarrow for parquet). The checks mirror the
+ones `kiwb score` makes, so a problem shows in the workbench before a job is launched.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import re
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, is_hub_id
+
+WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".gguf")
+SAMPLE_ROWS = 3
+STOP_CHECK_ROWS = 65536
+_GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
+
+
+@dataclass(frozen=True)
+class TeacherSummary:
+    """A teacher as its files describe it, and the problem that stops it, if any."""
+
+    name: str
+    path: str
+    labels: tuple[str, ...] = ()
+    architecture: str = ""
+    model_type: str = ""
+    tokenizer: str = ""
+    size_bytes: int | None = None
+    problem: str | None = None
+
+
+def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, int]]:
+    """The union labels in first-appearance order, each with how many teachers have it."""
+    counts: Counter[str] = Counter()
+    for labels in label_sets:
+        counts.update(set(labels))
+    ordered = dict.fromkeys(label for labels in label_sets for label in labels)
+    return [(label, counts[label]) for label in ordered]
+
+
+def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSummary:
+    """Read a teacher's config.json, tokenizer_config.json and file sizes."""
+    base = TeacherSummary(teacher.name, teacher.path)
+    folder = _teacher_folder(config, teacher)
+    if folder is None:
+        return replace(base, problem=f"{teacher.path} is a hub id not downloaded on this machine; "
+                        "download it where there is internet and set path to the folder")
+    try:
+        model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return replace(base, problem=f"{folder} has no config.json, so it is not a Hugging Face "
+                        "checkpoint; pick a folder written by save_pretrained")
+    except (OSError, ValueError) as error:
+        return replace(base, problem=f"cannot read {folder}/config.json: {error}")
+    architectures = list(model_config.get("architectures") or [])
+    architecture = next((a for a in architectures if a.endswith("ForSequenceClassification")), "")
+    summary = replace(base, architecture=architecture or ", ".join(architectures),
+                       model_type=str(model_config.get("model_type", "")),
+                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder))
+    labels, problem = _labels(model_config, teacher)
+    if not architecture:
+        problem = (f"not a sequence classifier (architectures: {', '.join(architectures) or 'none'}); "
+                   "pick a fine-tuned *ForSequenceClassification checkpoint")
+    return replace(summary, labels=labels, problem=problem)
+
+
+def _teacher_folder(config: ProjectConfig, teacher: TeacherConfig) -> Path | None:
+    if not is_hub_id(teacher.path, config.root):
+        return Path(config.resolve(teacher.path, allow_hub_id=False))
+    try:
+        from huggingface_hub import snapshot_download  # light: no torch, no transformers
+
+        return Path(snapshot_download(teacher.path, local_files_only=True))
+    except Exception:  # not cached, or no huggingface_hub: both mean "not here"
+        return None
+
+
+def _labels(model_config: dict, teacher: TeacherConfig) -> tuple[tuple[str, ...], str | None]:
+    id2label = model_config.get("id2label") or {}
+    count = int(model_config.get("num_labels") or len(id2label) or 0)
+    if teacher.labels is not None:
+        labels = tuple(teacher.labels)
+        if count and len(labels) != count:
+            return labels, (f"labels override lists {len(labels)} names but the checkpoint has "
+                            f"{count} outputs; list exactly {count}")
+        return labels, None
+    labels = tuple(str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(count))
+    if count < 2:
+        return labels, f"has {count} label(s); a teacher needs two or more"
+    generic = [label for label in labels if _GENERIC_LABEL.match(label)]
+    if generic:
+        return labels, (f"names its labels generically ({', '.join(generic)}); give the real "
+                        "names with e (override labels)")
+    return labels, None
+
+
+def _tokenizer_name(folder: Path) -> str:
+    try:
+        tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "tokenizer.json" if (folder / "tokenizer.json").is_file() else "none found"
+    return str(tokenizer_config.get("tokenizer_class") or "unnamed")
+
+
+def _weights_size(folder: Path) -> int | None:
+    sizes = [entry.stat().st_size for entry in os.scandir(folder)
+             if entry.is_file() and entry.name.endswith(WEIGHT_SUFFIXES)]
+    return sum(sizes) if sizes else None
+
+
+def human_size(size: int | None) -> str:
+    if size is None:
+        return "–"
+    for unit in ("B", "KB", "MB", "GB"):
+        if size < 1024 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return ""
+
+
+# -- data sets ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DatasetSummary:
+    """A data file as read directly: format, rows, columns, a few samples, label counts."""
+
+    role: str
+    path: str
+    text_column: str
+    label_column: str | None
+    format: str = ""
+    rows: int | None = None
+    columns: list[str] = field(default_factory=list)
+    samples: list[dict] = field(default_factory=list)
+    label_counts: dict[str, int] = field(default_factory=dict)
+    problem: str | None = None
+
+
+def inspect_dataset(config: ProjectConfig, role: str, spec: DatasetConfig,
+                    should_stop: Callable[[], bool] = lambda: False) -> DatasetSummary:
+    """Rows, columns and sample rows of one data set; problems named with their fix.
+
+    Counting the rows of a big text file takes a while: `should_stop` ends it early.
+    """
+    base = DatasetSummary(role, spec.path, spec.text_column, spec.label_column)
+    location = Path(config.resolve(spec.path, allow_hub_id=False))
+    try:
+        summary = _read(location, base, should_stop)
+    except InterruptedError:
+        raise
+    except (OSError, ValueError, UnicodeDecodeError, csv.Error) as error:
+        return replace(base, problem=f"cannot read {location}: {error}")
+    if summary.problem:
+        return summary
+    missing = [column for column in (spec.text_column, spec.label_column)
+               if column and summary.columns and column not in summary.columns]
+    if missing:
+        key = "text_column" if missing[0] == spec.text_column else "label_column"
+        return replace(summary, problem=(
+            f"no column {missing[0]!r} (columns: {', '.join(summary.columns)}); set {key}"))
+    if spec.limit is not None and summary.rows is not None:
+        summary = replace(summary, rows=min(summary.rows, spec.limit))
+    return summary
+
+
+def _read(location: Path, base: DatasetSummary, should_stop: Callable[[], bool]) -> DatasetSummary:
+    suffix = location.suffix.lower()
+    if location.is_dir():
+        return replace(base, format="datasets folder", columns=[],
+                             rows=_saved_rows(location))
+    readers = {".csv": _read_csv, ".tsv": _read_csv, ".jsonl": _read_jsonl, ".json": _read_json,
+               ".parquet": _read_parquet}
+    if suffix not in readers:
+        return replace(base, problem=f"unknown data format {suffix!r}; use .csv, .tsv, "
+                             ".jsonl, .json, .parquet or a folder saved with save_to_disk")
+    return readers[suffix](location, base, should_stop)
+
+
+def _counting(base: DatasetSummary, rows, should_stop: Callable[[], bool]) -> DatasetSummary:
+    """Count rows from an iterator of dicts, keeping samples and label counts."""
+    samples, labels, total, columns = [], Counter(), 0, []
+    for row in rows:
+        if total % STOP_CHECK_ROWS == 0 and should_stop():
+            raise InterruptedError("reading the data was stopped")
+        if total == 0:
+            columns = list(row)
+        if total < SAMPLE_ROWS:
+            samples.append(row)
+        if base.label_column and base.label_column in row:
+            labels[str(row[base.label_column])] += 1
+        total += 1
+    return replace(base, rows=total, columns=columns, samples=samples,
+                         label_counts=dict(labels))
+
+
+def _read_csv(location: Path, base: DatasetSummary, should_stop) -> DatasetSummary:
+    delimiter = "\t" if location.suffix.lower() == ".tsv" else ","
+    with open(location, encoding="utf-8", newline="") as handle:
+        summary = _counting(base, csv.DictReader(handle, delimiter=delimiter), should_stop)
+    return replace(summary, format=location.suffix.lower()[1:])
+
+
+def _read_jsonl(location: Path, base: DatasetSummary, should_stop) -> DatasetSummary:
+    with open(location, encoding="utf-8") as handle:
+        summary = _counting(base, (json.loads(line) for line in handle if line.strip()), should_stop)
+    return replace(summary, format="jsonl")
+
+
+def _read_json(location: Path, base: DatasetSummary, should_stop) -> DatasetSummary:
+    with open(location, encoding="utf-8") as handle:
+        text = handle.read()
+    try:
+        data = json.loads(text)
+    except ValueError:  # datasets also reads JSON Lines from a .json file
+        return replace(_read_jsonl(location, base, should_stop), format="json lines")
+    if isinstance(data, dict):  # {"data": [...]}: the list of records under one key
+        data = next((value for value in data.values() if isinstance(value, list)), [])
+    rows = (row for row in data if isinstance(row, dict))
+    return replace(_counting(base, rows, should_stop), format="json")
+
+
+def _read_parquet(location: Path, base: DatasetSummary, _should_stop) -> DatasetSummary:
+    import pyarrow.parquet as parquet
+
+    file = parquet.ParquetFile(location)
+    first = next(file.iter_batches(batch_size=SAMPLE_ROWS), None)
+    samples = first.to_pylist() if first is not None else []
+    return replace(base, format="parquet", rows=file.metadata.num_rows,
+                         columns=list(file.schema_arrow.names), samples=samples[:SAMPLE_ROWS])
+
+
+def _saved_rows(folder: Path) -> int | None:
+    """Rows of a save_to_disk folder from its state.json and arrow files, when cheap to tell."""
+    try:
+        state = json.loads((folder / "state.json").read_text(encoding="utf-8"))
+        import pyarrow as arrow
+
+        total = 0
+        for data_file in state["_data_files"]:
+            with arrow.memory_map(str(folder / data_file["filename"])) as source:
+                total += arrow.ipc.open_stream(source).read_all().num_rows
+        return total
+    except Exception:  # a DatasetDict folder or an unusual layout: the count is only a nicety
+        return None

@@ -1,0 +1,1 @@
+"""The workbench panes, one per tab."""

@@ -1,0 +1,154 @@
+"""Accuracy: runs of different methods side by side; one run's curves, classes and confusions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.widgets import DataTable, Static
+
+from kiwb.project.queries import StoreChanges
+from kiwb.tui import plots
+from kiwb.tui.history import RunHistory, Runs
+from kiwb.tui.panes.base import Pane
+from kiwb.tui.widgets import Plot, PlotStyles, sync_rows
+
+# Row keys of the baselines start with ":", which no run name kiwb makes does.
+ENSEMBLE_ROW = ":ensemble"
+TEACHER_ROW = ":teacher:"
+
+
+class AccuracyPane(Pane):
+    """A table comparing runs (and the untrained Ensemble), and the selected run in detail."""
+
+    TITLE = "Accuracy"
+    DEFAULT_CSS = """
+    AccuracyPane #runs-table { height: auto; max-height: 8; }
+    AccuracyPane #confusion { height: auto; padding: 0 1; }
+    """
+
+    def __init__(self, root: Path, **kwargs):
+        super().__init__(root, **kwargs)
+        self.runs = Runs()
+        self.summary: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        table = DataTable(id="runs-table", cursor_type="row")
+        table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing MC/plain")
+        yield table
+        with VerticalScroll(id="run-detail"):
+            yield Plot(id="curves")
+            yield Plot(id="per-class")
+            yield Static("", id="confusion")
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def main_widget(self) -> DataTable:
+        return self.query_one("#runs-table", DataTable)
+
+    def apply_changes(self, changes: StoreChanges) -> None:
+        changed = any([self.runs.add(event) for event in changes.events])
+        if changes.integration is not None:
+            self.summary, changed = changes.integration["summary"], True
+        if changed:
+            self.redraw()
+
+    def redraw(self) -> None:
+        rows = {run.run: run_cells(run) for run in self.runs}
+        rows.update(baseline_rows((self.summary or {}).get("eval") or {}))
+        sync_rows(self.main_widget(), rows)
+        self._show_run()
+
+    @on(DataTable.RowHighlighted, "#runs-table")
+    def _show_run(self) -> None:
+        run = self._selected()
+        curves, per_class = self.query_one("#curves", Plot), self.query_one("#per-class", Plot)
+        confusion = self.query_one("#confusion", Static)
+        if run is None:
+            note = ("No training runs yet: in Jobs (3) press t to train a student." if not len(self.runs)
+                    else "An untrained baseline: pick a run above to see its curves.")
+            curves.show(note, None, 0)
+            per_class.show("", None, 0)
+            confusion.update("")
+            return
+        steps = f"{run.step:,}/{run.total_steps:,}" if run.total_steps else f"{run.step:,}"
+        curves.show(f"{run.run} · {run.method or 'method unknown'} · step {steps}: loss and accuracy",
+                    _curves(run), 2)
+        latest = run.latest_eval
+        if latest is None:
+            per_class.show("No evaluation yet (needs a labeled eval set in Data, 2).", None, 0)
+            confusion.update("")
+            return
+        classes = list((latest.get("per_class_accuracy") or {}).items())
+        per_class.show(f"Per-class accuracy at step {latest['step']}",
+                       lambda width, styles: plots.labelled_bars(classes, width, style=styles.bar),
+                       len(classes))
+        matrix, labels = latest.get("confusion"), [label for label, _ in classes]
+        confusion.update(plots.confusion_table(labels, matrix, title="Confusion (gold down, predicted across)")
+                         if matrix and len(matrix) == len(labels) else "")
+
+    def _selected(self) -> RunHistory | None:
+        table = self.main_widget()
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return self.runs.by_name.get(key)
+
+
+def run_cells(run: RunHistory) -> tuple:
+    latest, best = run.latest_eval or {}, run.best_eval
+    share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
+    return (run.run, run.state + share, _percent(latest.get("accuracy")),
+            f"{_percent(best['accuracy'])} @{best['step']}" if best else "–",
+            _percent(latest.get("macro_f1")), _routing(latest.get("routing_accuracy")))
+
+
+def baseline_rows(evaluation: dict[str, Any]) -> dict[str, tuple]:
+    """Untrained references from the integration: the Ensemble, and each teacher alone."""
+    rows = {}
+    if evaluation.get("ensemble_accuracy") is not None:
+        rows[ENSEMBLE_ROW] = (Text("ensemble", "italic"), "untrained",
+                              _percent(evaluation["ensemble_accuracy"]), "", "",
+                              _routing(evaluation.get("routing_accuracy")))
+    for teacher, accuracy in (evaluation.get("teacher_accuracy") or {}).items():
+        rows[f"{TEACHER_ROW}{teacher}"] = (Text(f"{teacher} alone", "italic"), "teacher",
+                                           _percent(accuracy), "", "", "")
+    return rows
+
+
+def _routing(routing: dict[str, float] | None) -> str:
+    if not routing:
+        return "–"
+    return f"{_percent(routing.get('mc_dropout'))} / {_percent(routing.get('plain_entropy'))}"
+
+
+def _curves(run: RunHistory):
+    accuracy = [e["accuracy"] for e in run.evals if e.get("accuracy") is not None]
+
+    def draw(width: int, styles: PlotStyles) -> Text:
+        label_width = 26
+        line_width = max(width - label_width, 4)
+        text = Text()
+        if run.losses:
+            text.append(f"loss {run.losses[0]:.3f} → {run.losses[-1]:.3f}".ljust(label_width))
+            text.append_text(plots.sparkline(run.losses, line_width, style=styles.alt))
+        else:
+            text.append("loss: no steps logged yet", "dim")
+        text.append("\n")
+        if accuracy:
+            text.append(f"accuracy {_percent(accuracy[0])} → {_percent(accuracy[-1])}".ljust(label_width))
+            text.append_text(plots.sparkline(accuracy, line_width, style=styles.bar))
+        else:
+            text.append("accuracy: no evaluation yet", "dim")
+        return text
+
+    return draw
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"

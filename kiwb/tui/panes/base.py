@@ -1,0 +1,52 @@
+"""What every pane shares: the project it shows, and the hooks the screen feeds it through."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from textual.containers import Vertical
+from textual.widget import Widget
+
+from kiwb.project.config import ProjectConfig
+from kiwb.project.queries import StoreChanges
+
+
+class Pane(Vertical):
+    """One tab of the workbench. The screen hands every pane each config and store change;
+    a pane keeps what it needs and redraws."""
+
+    TITLE = ""
+    DEFAULT_CSS = """
+    Pane { padding: 0 1; }
+    Pane .note { color: $text-muted; height: auto; }
+    Pane .problem { color: $error; height: auto; }
+    Pane .heading { text-style: bold; height: 1; margin-top: 1; }
+    """
+
+    def __init__(self, root: Path, **kwargs):
+        super().__init__(**kwargs)
+        self.root = root
+        self.config: ProjectConfig | None = None
+        self.config_error: str | None = None
+
+    def show_config(self, config: ProjectConfig | None, error: str | None) -> None:
+        self.config, self.config_error = config, error
+
+    def apply_changes(self, changes: StoreChanges) -> None:
+        """New events and the current jobs, score sets and integration (called each poll)."""
+
+    def main_widget(self) -> Widget | None:
+        """The widget that takes the focus when the pane is shown."""
+        return None
+
+    def shown(self) -> None:
+        """The pane became the visible tab."""
+        widget = self.main_widget()
+        if widget is not None:
+            widget.focus()
+
+    def request_refresh(self) -> None:
+        """Ask the screen to read the project again now, after an action changed it."""
+        refresh = getattr(self.screen, "refresh_now", None)
+        if refresh is not None:
+            refresh()

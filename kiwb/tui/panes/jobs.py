@@ -1,0 +1,262 @@
+"""Jobs: launch scoring, training and integration; watch progress, rate and ETA; cancel; logs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from kiwb.errors import ConfigError
+from kiwb.project.config import ProjectConfig
+from kiwb.project.jobs import JobState, read_log_tail
+from kiwb.project.queries import ScoreSetProgress, StoreChanges
+from kiwb.tui import config_edit, launcher
+from kiwb.tui.background import cancelled, run_in_thread
+from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
+from kiwb.tui.panes.base import Pane
+from kiwb.tui.plots import hbar
+from kiwb.tui.screens.forms import Field, FormScreen
+from kiwb.tui.widgets import show, sync_rows
+
+METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised")
+NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Conflicts (6)",
+             "train": "see Accuracy (5); export it from Export (7)",
+             "export": "see Export (7) for how to load it"}
+STATUS_STYLE = {"running": "bold", "queued": "dim", "cancelling": "yellow", "finished": "green",
+                "failed": "bold red", "lost": "red", "cancelled": "yellow"}
+
+
+class JobsPane(Pane):
+    """Every job of the project (started here or elsewhere), score progress and a log tail."""
+
+    TITLE = "Jobs"
+    DEFAULT_CSS = """
+    JobsPane #jobs-table { height: auto; max-height: 10; }
+    JobsPane #job-log { height: 1fr; border-top: solid $panel; }
+    """
+    BINDINGS = [
+        Binding("s", "score", "Score"),
+        Binding("i", "integrate", "Integrate"),
+        Binding("t", "train", "Train"),
+        Binding("c", "cancel", "Cancel job"),
+    ]
+
+    def __init__(self, root: Path, **kwargs):
+        super().__init__(root, **kwargs)
+        self.jobs: dict[int, JobState] = {}
+        self.seen_status: dict[int, str] | None = None
+
+    def compose(self) -> ComposeResult:
+        table = DataTable(id="jobs-table", cursor_type="row")
+        table.add_columns("job", "kind", "status", "progress", "rate", "ETA", "device")
+        yield table
+        yield Static("No jobs yet: press s to score the teachers.", id="jobs-empty", classes="note")
+        yield Static("", id="score-sets", classes="note")
+        yield Static("", id="job-log")
+
+    def main_widget(self) -> DataTable:
+        return self.query_one("#jobs-table", DataTable)
+
+    def apply_changes(self, changes: StoreChanges) -> None:
+        self.jobs = {job.id: job for job in changes.jobs}
+        sync_rows(self.main_widget(), {str(job.id): job_cells(job) for job in changes.jobs})
+        self.query_one("#jobs-empty", Static).display = not changes.jobs
+        show(self.query_one("#score-sets", Static), score_lines(self.config, changes.score_sets))
+        self._announce_endings(changes.jobs)
+        self._read_log()
+
+    def _announce_endings(self, jobs: list[JobState]) -> None:
+        """Notify jobs that end while the workbench watches (not those that ended before)."""
+        first = self.seen_status is None
+        seen = self.seen_status or {}
+        for job in jobs:
+            before = seen.get(job.id)
+            if first or before == job.status or job.live:
+                continue
+            if job.status == "finished":
+                self.notify(f"job {job.id} ({job.label}) finished; {NEXT_STEP[job.kind]}",
+                            title="Job finished")
+            elif job.status in ("failed", "lost"):
+                cause = job.error or "its process ended without recording why"
+                self.notify(f"job {job.id} ({job.label}) {job.status}: {cause}\nIts log is in Jobs "
+                            "(3); fix the cause and launch it again: it resumes where it stopped.",
+                            title="Job failed", severity="error", timeout=12)
+        self.seen_status = {job.id: job.status for job in jobs}
+
+    @on(DataTable.RowHighlighted, "#jobs-table")
+    def _read_log(self) -> None:
+        job = self._selected()
+        if job is None:
+            show(self.query_one("#job-log", Static), "")
+            return
+        log_path = job.log_path
+        run_in_thread(self, lambda: JobLog(job.id, read_log_tail(Path(log_path)) if log_path
+                                           else job.log_tail or []),
+                      action="reading the job log", group="job-log", exclusive=True)
+
+    def on_job_log(self, message: JobLog) -> None:
+        job, selected = self.jobs.get(message.job_id), self._selected()
+        if job is None or selected is None or selected.id != job.id:
+            return
+        text = Text(f"job {job.id} · {job.label} · {job.status}", "bold")
+        if job.error:
+            text.append(f"\n{job.error}", "red")
+        if not job.log_path:
+            text.append("\nran in the foreground: its output went to the terminal that started it",
+                        "dim")
+        for line in message.lines[-12:]:
+            text.append(f"\n{line}", "dim")
+        show(self.query_one("#job-log", Static), text)
+
+    def _selected(self) -> JobState | None:
+        table = self.main_widget()
+        if not table.row_count:
+            return None
+        key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
+        return self.jobs.get(int(key))
+
+    # -- actions -------------------------------------------------------------------------
+    def _require_config(self) -> ProjectConfig | None:
+        if self.config is None:
+            self.notify(self.config_error or "no usable kiwb.toml", severity="error")
+        return self.config
+
+    def action_score(self) -> None:
+        config = self._require_config()
+        if config is None:
+            return
+        scoring = config.scoring
+        fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes)),
+                  Field("batch_size", "batch size", str(scoring.batch_size)),
+                  Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N")]
+        root = self.root
+
+        def start(values: dict) -> int:
+            passes = _whole(values["mc_passes"], "K")
+            batch = _whole(values["batch_size"], "batch size")
+            updated = config_edit.set_scoring(config, mc_passes=passes)
+            return launcher.launch(root, "score", {
+                "device": values["device"] if values["device"] != updated.scoring.device else None,
+                "batch_size": batch if batch != updated.scoring.batch_size else None})
+
+        self.app.push_screen(FormScreen(
+            "Score the teachers (MC dropout)", fields, start,
+            note="K is saved to kiwb.toml; finished shards are kept, so a stopped job resumes."),
+            self._launched)
+
+    def action_train(self) -> None:
+        config = self._require_config()
+        if config is None:
+            return
+        integration, training = config.integration, config.training
+        fields = [
+            Field("method", "method", integration.method, choices=METHODS),
+            Field("tau", "tau", str(integration.tau)),
+            Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
+            Field("use_mc", "MC dropout", integration.use_mc, "route by MC confidence", flag=True),
+            Field("epochs", "epochs", str(training.epochs)),
+            Field("student", "student base", training.student or "", placeholder="folder or hub id"),
+            Field("device", "device", training.device),
+            Field("run", "run name", "", placeholder="default: from the method"),
+            Field("resume", "resume", False, "continue the run from its last checkpoint", flag=True),
+        ]
+        root = self.root
+
+        def start(values: dict) -> int:
+            tau, epochs = _number(values["tau"], "tau"), _number(values["epochs"], "epochs")
+            run = values["run"] or launcher.default_run_name(
+                values["method"], tau, values["reweight"], values["use_mc"])
+            student = values["student"] and config_edit.typed_path(config, values["student"])
+            if not student:
+                raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
+                                  "google-bert/bert-base-uncased")
+            return launcher.launch(root, "train", {
+                "run": run, "method": values["method"], "tau": tau,
+                "reweight": values["reweight"], "use_mc": values["use_mc"],
+                "student": student or None, "epochs": epochs, "device": values["device"] or None,
+                "resume": values["resume"]})
+
+        self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
+
+    def action_integrate(self) -> None:
+        if self._require_config() is None:
+            return
+        self.notify("integrating the scores…", timeout=3)
+        root = self.root
+        run_in_thread(self, lambda: IntegrationDone(launcher.integrate(root, should_stop=cancelled)),
+                      action="integrating", group="integrate", exclusive=True)
+
+    def on_integration_done(self, message: IntegrationDone) -> None:
+        summary = message.summary
+        self.notify(f"integrated {summary['num_texts']:,} texts: {summary['conflicts']:,} conflicts "
+                    f"under margin {summary['conflict_threshold']}; see Uncertainty (4) and "
+                    "Conflicts (6)", title="Integration done")
+        self.request_refresh()
+
+    def action_cancel(self) -> None:
+        job = self._selected()
+        if job is None:
+            return
+        root = self.root
+        run_in_thread(self, lambda: ActionDone(launcher.cancel(root, job.id)), action="cancelling")
+
+    def _launched(self, job_id) -> None:
+        if job_id is not None:
+            self.notify(f"started job {job_id}; it keeps running if the workbench closes",
+                        title="Job started")
+            self.request_refresh()
+
+
+def job_cells(job: JobState) -> tuple:
+    progress = job.progress or {}
+    done, total = progress.get("done"), progress.get("total")
+    shown = (f"{done:,}/{total:,} {progress.get('unit', '')}" if total else "")
+    rate = f"{progress['rate']:,.1f}/s" if job.live and progress.get("rate") else ""
+    eta = _seconds(progress.get("eta_s")) if job.live else _seconds(job.duration())
+    return (str(job.id), job.label, Text(job.status, STATUS_STYLE.get(job.status, "")), shown, rate,
+            eta, job.device or "")
+
+
+def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]) -> Text:
+    """The newest score set of each (teacher, data set) the config names, with a bar."""
+    teachers = [t.name for t in config.teachers] if config else None
+    newest: dict[tuple[str, str], ScoreSetProgress] = {}
+    for score_set in score_sets:  # oldest first, so the newest wins
+        if teachers is None or score_set.teacher in teachers:
+            newest[(score_set.teacher, score_set.dataset)] = score_set
+    text = Text()
+    for number, score_set in enumerate(newest.values()):
+        share = score_set.done_rows / score_set.num_texts if score_set.num_texts else 0.0
+        text.append("\n" if number else "scores\n", "bold" if not number else "")
+        text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(24))
+        text.append(hbar(share, 20), "green" if score_set.complete else "")
+        text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")
+    return text
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return ""
+    minutes, seconds = divmod(int(value), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
+
+
+def _whole(value: str, name: str) -> int:
+    if not value.strip().isdigit() or int(value) < 1:
+        raise ConfigError(f"{name} must be a whole number of 1 or more, got {value!r}")
+    return int(value)
+
+
+def _number(value: str, name: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        raise ConfigError(f"{name} must be a number, got {value!r}") from None
+    if number <= 0:
+        raise ConfigError(f"{name} must be more than 0, got {value!r}")
+    return number

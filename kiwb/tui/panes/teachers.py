@@ -1,0 +1,156 @@
+"""Teachers: the checkpoints to integrate, their labels, architecture, size and tokenizer."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.widgets import DataTable, Static
+
+from kiwb.tui import config_edit
+from kiwb.tui.background import run_in_thread
+from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
+from kiwb.tui.messages import ActionDone, ConfigLoaded
+from kiwb.tui.panes.base import Pane
+from kiwb.tui.screens.forms import Field, FormScreen
+
+
+class TeachersPane(Pane):
+    """A table of teachers, the union label set with shared labels marked, and problems."""
+
+    TITLE = "Teachers"
+    BINDINGS = [
+        Binding("a", "add", "Add teacher"),
+        Binding("d", "remove", "Remove"),
+        Binding("e", "labels", "Override labels"),
+        Binding("n", "new_project", "New project", show=False),
+    ]
+
+    def __init__(self, root: Path, **kwargs):
+        super().__init__(root, **kwargs)
+        self.summaries: list[TeacherSummary] = []
+
+    def compose(self) -> ComposeResult:
+        table = DataTable(id="teachers-table", cursor_type="row", zebra_stripes=True)
+        table.add_columns("teacher", "labels", "architecture", "tokenizer", "size", "status")
+        yield table
+        yield Static("", id="union")
+        yield Static("", id="teacher-detail")
+        yield Static("", id="teachers-hint", classes="note")
+
+    def main_widget(self) -> DataTable:
+        return self.query_one("#teachers-table", DataTable)
+
+    def show_config(self, config, error) -> None:
+        super().show_config(config, error)
+        hint = self.query_one("#teachers-hint", Static)
+        if config is None:
+            no_file = error is not None and "no kiwb.toml" in error
+            hint.update((error or "") + ("\nPress n to create a project here." if no_file else
+                                         "\nFix the file; the workbench reads it again when it changes."))
+        elif len(config.teachers) < 2:
+            hint.update("kiwb integrates two or more teachers: press a to add one.")
+        else:
+            hint.update("")
+        if config is not None and not config.teachers:
+            self.show_summaries([])
+
+    def show_summaries(self, summaries: list[TeacherSummary]) -> None:
+        self.summaries = summaries
+        table = self.main_widget()
+        row = table.cursor_row
+        table.clear()
+        for summary in summaries:
+            status = Text("ok", "green") if summary.problem is None else Text("✗ problem", "red")
+            table.add_row(summary.name, ", ".join(summary.labels) or "–",
+                          summary.architecture.replace("ForSequenceClassification", "") or "–",
+                          summary.tokenizer.replace("TokenizerFast", "") or "–",
+                          human_size(summary.size_bytes), status, key=summary.name)
+        if summaries:
+            table.move_cursor(row=min(row, len(summaries) - 1))
+        union = union_with_overlaps([s.labels for s in summaries if s.problem is None])
+        text = Text("union labels: ", "bold")
+        for number, (label, teachers) in enumerate(union):
+            text.append(", " if number else "")
+            text.append(label + ("*" if teachers > 1 else ""), "bold" if teachers > 1 else "")
+        if any(teachers > 1 for _, teachers in union):
+            text.append("   * shared by several teachers", "dim")
+        self.query_one("#union", Static).update(text if union else "")
+        self._show_detail()
+
+    @on(DataTable.RowHighlighted, "#teachers-table")
+    def _show_detail(self) -> None:
+        selected = self._selected()
+        self.query_one("#teacher-detail", Static).update(detail(selected) if selected else "")
+
+    def _selected(self) -> TeacherSummary | None:
+        table = self.main_widget()
+        if not self.summaries or table.cursor_row >= len(self.summaries):
+            return None
+        return self.summaries[table.cursor_row]
+
+    # -- actions -------------------------------------------------------------------------
+    def action_add(self) -> None:
+        config = self.config
+        if config is None:
+            self.notify("no usable kiwb.toml yet; see the Teachers pane", severity="error")
+            return
+        fields = [Field("name", "name", placeholder="world-sports"),
+                  Field("path", "folder / hub id", placeholder="models/world-sports or org/model"),
+                  Field("labels", "labels", placeholder="optional: World, Sports (id order)")]
+        self.app.push_screen(FormScreen(
+            "Add a teacher", fields,
+            lambda v: config_edit.add_teacher(config, v["name"], v["path"], v["labels"]),
+            browse="path", browse_root=Path.cwd(), folders_only=True,
+            note="Type a path or pick a checkpoint folder below (enter opens a folder)."),
+            self._config_written)
+
+    def action_remove(self) -> None:
+        selected, config = self._selected(), self.config
+        if selected is None or config is None:
+            return
+        self.app.push_screen(FormScreen(
+            f"Remove teacher {selected.name}?", [],
+            lambda _values: config_edit.remove_teacher(config, selected.name),
+            note="It is removed from kiwb.toml; its stored scores stay in the project."),
+            self._config_written)
+
+    def action_labels(self) -> None:
+        selected, config = self._selected(), self.config
+        if selected is None or config is None:
+            return
+        current = config.teacher(selected.name).labels
+        fields = [Field("labels", "labels", ", ".join(current or ()),
+                        placeholder="empty: use the checkpoint's config.id2label")]
+        self.app.push_screen(FormScreen(
+            f"Labels of {selected.name}", fields,
+            lambda v: config_edit.set_teacher_labels(config, selected.name, v["labels"]),
+            note="Names in the checkpoint's label-id order, separated by commas."),
+            self._config_written)
+
+    def action_new_project(self) -> None:
+        if self.config is not None:
+            return
+        run_in_thread(self, lambda: ActionDone(f"created {config_edit.new_project(self.root)}"),
+                      action="creating the project")
+
+    def _config_written(self, config) -> None:
+        if config is not None:
+            self.post_message(ConfigLoaded(config))
+
+
+def detail(summary: TeacherSummary) -> Text:
+    """The selected teacher in full, with its problem and the fix, if any."""
+    text = Text(f"\n{summary.name}", "bold")
+    text.append(f" · {summary.path}")
+    if summary.architecture:
+        text.append(f"\n{summary.architecture} ({summary.model_type}) · tokenizer {summary.tokenizer}"
+                    f" · weights {human_size(summary.size_bytes)}", "dim")
+    if summary.labels:
+        text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
+    if summary.problem:
+        text.append(f"\n{summary.problem}", "red")
+    return text

@@ -1,0 +1,149 @@
+"""Uncertainty: each teacher's confidence, MC dropout against plain entropy, and the margins."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+
+from kiwb.project.queries import StoreChanges
+from kiwb.tui import plots
+from kiwb.tui.history import ScoreHistograms
+from kiwb.tui.panes.base import Pane
+from kiwb.tui.widgets import Plot, PlotStyles
+
+TEACHER_ROWS = 5   # histogram rows per teacher, axis included
+ROUTING_ROWS = 9   # mirrored histogram rows, axis included
+MARGIN_ROWS = 6
+
+
+class UncertaintyPane(Pane):
+    """Live confidence histograms while scoring; the routing figure and margins after integrating."""
+
+    TITLE = "Uncertainty"
+
+    def __init__(self, root: Path, **kwargs):
+        super().__init__(root, **kwargs)
+        self.histograms = ScoreHistograms("unlabeled")
+        self.summary: dict[str, Any] | None = None
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="uncertainty-scroll"):
+            yield Plot(id="teacher-confidence")
+            yield Plot(id="routing")
+            yield Plot(id="margins")
+
+    def on_mount(self) -> None:
+        self.redraw()
+
+    def main_widget(self) -> VerticalScroll:
+        return self.query_one("#uncertainty-scroll", VerticalScroll)
+
+    def show_config(self, config, error) -> None:
+        super().show_config(config, error)
+        self.redraw()
+
+    def apply_changes(self, changes: StoreChanges) -> None:
+        changed = any([self.histograms.add(event) for event in changes.events])
+        if changes.integration is not None:
+            self.summary, changed = changes.integration["summary"], True
+        if changed:
+            self.redraw()
+
+    def redraw(self) -> None:
+        with self.app.batch_update():
+            self._draw_teachers()
+            self._draw_routing()
+            self._draw_margins()
+
+    def _draw_teachers(self) -> None:
+        plot = self.query_one("#teacher-confidence", Plot)
+        order = [t.name for t in self.config.teachers] if self.config else None
+        teachers = self.histograms.teachers(order)
+        title = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
+        if not teachers:
+            plot.show(title, lambda width, styles: Text(
+                "No scores yet: in Jobs (3) press s to score; histograms fill in as shards finish.",
+                "dim"), 1)
+            return
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            half = max((width - 2) // 2, 10)
+            text = Text()
+            for number, teacher in enumerate(teachers):
+                if number:
+                    text.append("\n")
+                text.append_text(plots.side_by_side(
+                    [Text(f"{teacher.teacher} · MC dropout · {teacher.texts:,} texts", "bold"),
+                     Text(f"{teacher.teacher} · plain entropy", "bold")], [half, half]))
+                text.append("\n")
+                text.append_text(plots.side_by_side(
+                    [plots.histogram(teacher.mc, half, TEACHER_ROWS, style=styles.bar),
+                     plots.histogram(teacher.det, half, TEACHER_ROWS, style=styles.alt)],
+                    [half, half]))
+            return text
+
+        plot.show(title, draw, len(teachers) * (TEACHER_ROWS + 1))
+
+    def _draw_routing(self) -> None:
+        plot = self.query_one("#routing", Plot)
+        title = "Right vs wrong teacher on the eval set: MC dropout | plain entropy"
+        evaluation = (self.summary or {}).get("eval") or {}
+        histograms = evaluation.get("confidence_histograms")
+        if not histograms:
+            note = ("No labeled evaluation set: add one in Data (2) to compare MC dropout with plain "
+                    "entropy." if self.summary else "After integrating (Jobs, i): how confident the "
+                    "teacher that knows the label is, against the others.")
+            plot.show(title, lambda width, styles: Text(note, "dim"), 2)
+            return
+        routing = evaluation.get("routing_accuracy") or {}
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            half = max((width - 2) // 2, 10)
+            blocks = [plots.mirrored_histogram(
+                histograms[name]["right_teacher"], histograms[name]["wrong_teacher"], half,
+                ROUTING_ROWS, upper_style=styles.right, lower_style=styles.wrong)
+                for name in ("mc_dropout", "plain_entropy")]
+            text = plots.side_by_side(blocks, [half, half])
+            text.append("\n")
+            text.append("▄ right teacher", styles.right)
+            text.append(" (knows the gold label)  ")
+            text.append("▀ wrong teacher", styles.wrong)
+            if routing:
+                text.append(f"\nrouting accuracy: MC dropout {_percent(routing.get('mc_dropout'))}"
+                            f" · plain entropy {_percent(routing.get('plain_entropy'))}")
+            return text
+
+        plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing else 0))
+
+    def _draw_margins(self) -> None:
+        plot = self.query_one("#margins", Plot)
+        title = "Margin between the two most confident teachers (conflicts left of the line)"
+        summary = self.summary
+        if not summary:
+            plot.show(title, lambda width, styles: Text(
+                "No integration yet: in Jobs (3) press i once the scores are done.", "dim"), 1)
+            return
+        threshold = summary["conflict_threshold"]
+        share = summary["conflicts"] / max(summary["num_texts"], 1)
+        median = (summary.get("margin_quantiles") or {}).get("0.5")
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            text = plots.histogram(summary["margin_histogram"], width, MARGIN_ROWS, style=styles.bar,
+                                   marker=threshold, marker_style=styles.marker)
+            text.append("\n")
+            text.append(f"┊ {threshold:g}", styles.marker)
+            text.append(f": {summary['conflicts']:,} of {summary['num_texts']:,} texts "
+                        f"({100 * share:.1f}%) are conflicts")
+            if median is not None:
+                text.append(f" · median margin {median:.3f}")
+            return text
+
+        plot.show(title, draw, MARGIN_ROWS + 1)
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"

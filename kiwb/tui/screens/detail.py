@@ -1,0 +1,84 @@
+"""One conflicting text in full: each teacher's distributions, confidences and who won."""
+
+from __future__ import annotations
+
+from rich.console import Group
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from kiwb.project.instances import Instance
+from kiwb.project.queries import TeacherView
+from kiwb.tui import plots
+from kiwb.tui.widgets import Plot, PlotStyles
+
+
+class ConflictDetailScreen(ModalScreen[None]):
+    """The text, then per teacher: MC-dropout mean and deterministic distribution bars."""
+
+    DEFAULT_CSS = """
+    ConflictDetailScreen { align: center middle; }
+    ConflictDetailScreen > VerticalScroll {
+        width: 100%; max-width: 110; height: auto; max-height: 100%;
+        border: round $primary; background: $surface; padding: 0 1;
+    }
+    ConflictDetailScreen #detail-text { margin-bottom: 1; }
+    """
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("q", "close", "Close", show=False)]
+
+    def __init__(self, instance: Instance, views: list[TeacherView], teachers: list[str],
+                 labels: list[str]):
+        super().__init__()
+        self.instance, self.views, self.teachers, self.labels = instance, views, teachers, labels
+
+    def compose(self) -> ComposeResult:
+        item = self.instance
+        with VerticalScroll():
+            yield Static(self._heading(), id="detail-heading")
+            yield Static(Text(item.text), id="detail-text")
+            for _view in self.views:
+                yield Plot(classes="teacher")
+            if not self.views:
+                yield Static("The teachers' score files for this text were not found (rescored or "
+                             "deleted since the integration); integrate again.", classes="problem")
+            yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc closes.",
+                         classes="note")
+
+    def on_mount(self) -> None:
+        won = self.teachers[self.instance.routed] if self.instance.routed < len(self.teachers) else None
+        for plot, view in zip(self.query(Plot), self.views, strict=True):
+            mark = " · won" if view.teacher == won else ""
+            mi = "" if view.mutual_information is None else f" · MI {view.mutual_information:.3f}"
+            title = (f"{view.teacher}{mark} · confidence MC {view.mc_confidence:.3f}, "
+                     f"plain {view.det_confidence:.3f}{mi}")
+            plot.show(title, _distribution(view), len(view.labels))
+
+    def _heading(self) -> Group:
+        item = self.instance
+        confidences = ", ".join(f"{name} {value:.3f}" for name, value in
+                                zip(self.teachers, item.confidences, strict=False))
+        gold = "" if item.gold is None else f" · gold {self._label(item.gold)}"
+        return Group(
+            Text(f"text {item.row} · margin {item.margin:.3f} · won by "
+                 f"{self._teacher(item.routed)} · class {self._label(item.target)}{gold}", "bold"),
+            Text(f"confidences used for routing: {confidences}", "dim"))
+
+    def _teacher(self, index: int) -> str:
+        return self.teachers[index] if 0 <= index < len(self.teachers) else str(index)
+
+    def _label(self, index: int) -> str:
+        return self.labels[index] if 0 <= index < len(self.labels) else str(index)
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+
+def _distribution(view: TeacherView):
+    def draw(width: int, styles: PlotStyles) -> Text:
+        return plots.distribution(view.labels, view.mc_probs, view.det_probs, width,
+                                  mc_style=styles.bar, det_style=styles.alt)
+
+    return draw

@@ -1,0 +1,234 @@
+"""Building the demo project offline: corpus files, a tiny pre-trained base, the teachers.
+
+The base plays the part of a published pre-trained encoder: a WordPiece tokenizer and a
+tiny BERT trained here by masked-language modelling on every corpus text (labels unused),
+so the encoder has a sense of all the topics although each teacher is fine-tuned on its
+own. That general sense is what lets Monte-Carlo dropout tell a teacher's own texts from
+foreign ones. Every part is written atomically and reused when a later run finds it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+from kiwb.console import console, progress_bar
+from kiwb.demo.corpus import generate, split_by_label
+from kiwb.demo.recipe import TEACHERS, DemoPaths, DemoRecipe
+from kiwb.errors import KiwbError
+from kiwb.project.atomic import atomic_directory, atomic_write_text
+from kiwb.project.config import (
+    CONFIG_NAME,
+    DatasetConfig,
+    TeacherConfig,
+    load_config,
+    render_config,
+    write_new_project,
+)
+from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.workers.data import TextTable
+from kiwb.workers.student import collate, tokenize
+
+MASK_SHARE = 0.15
+SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+Advance = Callable[[str, int], None]
+
+
+def build_demo(root: Path, recipe: DemoRecipe, device: torch.device) -> dict[str, float | None]:
+    """Make (or finish) the demo project in `root`; the seconds each step took, None if reused."""
+    paths = DemoPaths(root)
+    marker = _claim_folder(paths, recipe)
+    timings: dict[str, float | None] = {}
+    splits = _step(timings, "corpus", paths.split("eval").is_file(),
+                   lambda: write_corpus(paths, recipe)) or read_splits(paths)
+    _step(timings, "base", paths.base.is_dir(), lambda: pretrain_base(splits, recipe, paths.base, device))
+    for name, labels in TEACHERS.items():
+        _step(timings, f"teacher {name}", paths.teacher(name).is_dir(),
+              lambda name=name, labels=labels: train_teacher(paths, name, labels, splits["teach"],
+                                                             recipe, device))
+    if marker.get("status") != "ready":
+        _step(timings, "project", False, lambda: write_project(paths, recipe))
+        atomic_write_text(paths.marker, json.dumps({**marker, "status": "ready",
+                                                    "timings": timings}, indent=2))
+    return timings
+
+
+def _step(timings: dict, step: str, done: bool, work: Callable):
+    """Run `work` unless its artifact is already `done`; record its seconds (None: reused)."""
+    if done:
+        timings[step] = None
+        return None
+    started = time.perf_counter()
+    result = work()
+    timings[step] = time.perf_counter() - started
+    return result
+
+
+def _claim_folder(paths: DemoPaths, recipe: DemoRecipe) -> dict:
+    """The folder's demo marker, written now for a new folder; refuse anyone else's folder."""
+    root = paths.root
+    if paths.marker.is_file():
+        marker = json.loads(paths.marker.read_text(encoding="utf-8"))
+        if marker.get("recipe") != recipe.key():
+            raise KiwbError(f"{root} holds a demo built with other settings (recipe "
+                            f"{marker.get('recipe')}); give kiwb demo another folder or delete it")
+        return marker
+    if root.exists() and (not root.is_dir() or any(root.iterdir())):
+        raise KiwbError(f"{root} is not empty and holds no kiwb demo; give kiwb demo a new or "
+                        "empty folder")
+    marker = {"recipe": recipe.key(), "status": "building", "settings": dataclasses.asdict(recipe)}
+    atomic_write_text(paths.marker, json.dumps(marker, indent=2))
+    return marker
+
+
+# -- corpus ----------------------------------------------------------------------------------
+def write_corpus(paths: DemoPaths, recipe: DemoRecipe) -> dict[str, list[dict]]:
+    """Generate the corpus and write its splits; the pool is written without labels."""
+    per_label = sum(recipe.split_sizes.values())
+    rows = generate(per_label, seed=recipe.seed, mixed_share=recipe.mixed_share)
+    splits = split_by_label(rows, recipe.split_sizes, seed=recipe.seed)
+    for name in ("teach", "pool", "eval"):  # eval last: its presence means all are written
+        keep = ("text",) if name == "pool" else ("text", "label")
+        lines = [json.dumps({key: row[key] for key in keep}) + "\n" for row in splits[name]]
+        atomic_write_text(paths.split(name), "".join(lines))
+    return splits
+
+
+def read_splits(paths: DemoPaths) -> dict[str, list[dict]]:
+    return {name: [json.loads(line) for line in paths.split(name).read_text(encoding="utf-8").splitlines()]
+            for name in ("teach", "pool", "eval")}
+
+
+# -- the base encoder ----------------------------------------------------------------------------
+def train_tokenizer(texts: list[str], recipe: DemoRecipe):
+    """A lower-casing WordPiece tokenizer trained on `texts`, as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(
+        vocab_size=recipe.vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False))
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer, model_max_length=recipe.max_length, unk_token="[UNK]",
+        pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
+
+
+def pretrain_base(splits: dict[str, list[dict]], recipe: DemoRecipe, out: Path,
+                  device: torch.device) -> None:
+    """Train the tokenizer and a tiny BERT by masked-language modelling on every text; save both."""
+    from transformers import BertConfig, BertForMaskedLM
+
+    texts = [row["text"] for rows in splits.values() for row in rows]
+    tokenizer = train_tokenizer(texts, recipe)
+    torch.manual_seed(recipe.seed)
+    model = BertForMaskedLM(BertConfig(
+        vocab_size=len(tokenizer), hidden_size=recipe.hidden_size,
+        num_hidden_layers=recipe.layers, num_attention_heads=recipe.heads,
+        intermediate_size=4 * recipe.hidden_size, max_position_embeddings=recipe.max_length,
+        hidden_dropout_prob=recipe.dropout, attention_probs_dropout_prob=recipe.dropout,
+        pad_token_id=tokenizer.pad_token_id,
+    )).to(device)
+    features = tokenize(tokenizer, texts, recipe.max_length)
+    steps_per_epoch = math.ceil(len(texts) / recipe.mlm_batch_size)
+    total = recipe.mlm_epochs * steps_per_epoch
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.mlm_learning_rate, weight_decay=0.01)
+    warmup = max(1, total // 10)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    generator = torch.Generator().manual_seed(recipe.seed)
+    model.train()
+    with progress_bar("pre-train base", total=total, unit="steps") as advance:
+        for step in range(total):
+            if step % steps_per_epoch == 0:
+                order = torch.randperm(len(texts), generator=generator)
+            rows = order[(step % steps_per_epoch) * recipe.mlm_batch_size:][:recipe.mlm_batch_size]
+            batch = collate(tokenizer, features, rows, device)
+            batch["input_ids"], labels = mask_tokens(batch["input_ids"], tokenizer, generator)
+            loss = model(**batch, labels=labels.to(device)).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad(set_to_none=True)
+            advance(f"pre-train base · MLM loss {float(loss):.3f}", 1)
+    with atomic_directory(out) as staging:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)
+
+
+def mask_tokens(input_ids: torch.Tensor, tokenizer, generator: torch.Generator):
+    """BERT's masking: 15% of the real tokens are predicted; of those 80% become [MASK],
+    10% a random token, 10% stay. Returns (masked ids, labels with -100 where not predicted)."""
+    ids = input_ids.cpu().clone()
+    special = torch.isin(ids, torch.tensor(tokenizer.all_special_ids))
+    chosen = (torch.rand(ids.shape, generator=generator) < MASK_SHARE) & ~special
+    labels = torch.where(chosen, ids, torch.full_like(ids, -100))
+    draw = torch.rand(ids.shape, generator=generator)
+    ids[chosen & (draw < 0.8)] = tokenizer.mask_token_id
+    randomised = chosen & (draw >= 0.8) & (draw < 0.9)
+    ids[randomised] = torch.randint(len(tokenizer), ids.shape, generator=generator)[randomised]
+    return ids.to(input_ids.device), labels
+
+
+# -- teachers and the project -------------------------------------------------------------------
+def train_teacher(paths: DemoPaths, name: str, labels: tuple[str, ...], rows: list[dict],
+                  recipe: DemoRecipe, device: torch.device) -> None:
+    """Fine-tune the base on this teacher's labels with `kiwb teach`'s own function."""
+    from kiwb.workers.teach import TeachSettings, subset_rows, teach
+
+    texts = [row["text"] for row in rows]
+    table = TextTable(str(paths.split("teach")), texts, [row["label"] for row in rows],
+                      texts_fingerprint(texts))
+    settings = TeachSettings(epochs=recipe.teacher_epochs, learning_rate=recipe.teacher_learning_rate,
+                             batch_size=recipe.batch_size, max_length=recipe.max_length,
+                             seed=recipe.seed)
+    count = len(subset_rows(table, list(labels))[0])
+    total = max(1, math.ceil(settings.epochs * math.ceil(count / settings.batch_size)))
+    with progress_bar(f"teacher {name}", total=total, unit="steps") as advance:
+        teach(str(paths.base), list(labels), table, None, paths.teacher(name), settings, device,
+              progress=lambda n, loss: advance(f"teacher {name} · loss {loss:.3f}", n))
+
+
+def write_project(paths: DemoPaths, recipe: DemoRecipe) -> Path:
+    """The demo's kiwb.toml: the teachers, the pool, the labeled eval and small settings."""
+    root = paths.root
+    file = write_new_project(
+        root, name="kiwb-demo", force=True,
+        teachers=[TeacherConfig(name=name, path=paths.relative(paths.teacher(name))) for name in TEACHERS],
+        unlabeled=DatasetConfig(path=paths.relative(paths.split("pool"))),
+        eval=DatasetConfig(path=paths.relative(paths.split("eval")), label_column="label"),
+    )
+    config = load_config(root)
+    config = dataclasses.replace(
+        config,
+        scoring=dataclasses.replace(config.scoring, mc_passes=recipe.mc_passes,
+                                    max_length=recipe.max_length, shard_size=512),
+        training=dataclasses.replace(
+            config.training, student=str(paths.base), epochs=recipe.student_epochs,
+            learning_rate=recipe.student_learning_rate, batch_size=recipe.batch_size,
+            eval_every=recipe.eval_every, max_length=recipe.max_length, seed=recipe.seed),
+    )
+    atomic_write_text(file, render_config(config))
+    load_config(root)  # the loader's own checks on what was written
+    return root / CONFIG_NAME
+
+
+def say_built(timings: dict[str, float | None]) -> None:
+    built = {step: seconds for step, seconds in timings.items() if seconds is not None}
+    if built:
+        console.print("Built " + ", ".join(f"{step} ({seconds:.1f}s)" for step, seconds in built.items()))
+    reused = [step for step, seconds in timings.items() if seconds is None]
+    if reused:
+        console.print(f"Reused {', '.join(reused)} from an earlier run")

@@ -1,0 +1,31 @@
+"""`kiwb evaluate`: a trained student's figures on any labeled data set."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from kiwb.errors import KiwbError
+from kiwb.workers.data import TextTable
+from kiwb.workers.student import evaluate, tokenize
+
+
+def evaluate_checkpoint(checkpoint: Path, table: TextTable, device: torch.device,
+                        batch_size: int, max_length: int) -> dict:
+    """Accuracy, macro-F1, per-class accuracy and confusion of a checkpoint on `table`."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    if table.labels is None:
+        raise KiwbError(f"{table.source}: evaluation needs a label column")
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).to(device)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    index = {label: i for i, label in enumerate(labels)}
+    unknown = sorted({label for label in table.labels if label not in index})
+    if unknown:
+        raise KiwbError(f"{table.source}: labels {', '.join(unknown[:5])} are not among the "
+                        f"student's labels ({', '.join(labels)})")
+    true_ids = torch.tensor([index[label] for label in table.labels])
+    features = tokenize(tokenizer, table.texts, max_length)
+    return evaluate(model, tokenizer, features, true_ids, labels, batch_size, device)

@@ -1,0 +1,254 @@
+"""Running one recorded job in this process, from its first heartbeat to its recorded ending.
+
+`python -m kiwb.workers.job PROJECT JOB_ID` is the detached worker that `launch_job` starts;
+`kiwb score/train/export` without --detach run the same `run_job` in the foreground.
+Torch and transformers are imported only once the heartbeat beats, so a slow start still
+shows as alive.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import signal
+import socket
+import sqlite3
+import sys
+import threading
+import time
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kiwb.console import console, progress_bar
+from kiwb.errors import KiwbError
+from kiwb.project.jobs import (
+    HEARTBEAT_EVERY_S,
+    LOG_TAIL_LINES,
+    JobConflict,
+    JobState,
+    read_log_tail,
+    resume_command,
+)
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+
+PROGRESS_EVENT_EVERY_S = 1.0
+LOG_LINE_EVERY_S = 10.0
+EXIT_CANCELLED = 130
+
+
+@dataclass
+class Outcome:
+    """How a job's work ended: the status to record, its data, and the exit code."""
+
+    status: str = "finished"
+    data: dict[str, Any] = field(default_factory=dict)
+    exit_code: int = 0
+
+
+class JobSession:
+    """The running side of a job: heartbeat thread, cancellation, lifecycle events."""
+
+    def __init__(self, store: Store, job: JobState, project_label: str):
+        self.store, self.job, self.project_label = store, job, project_label
+        self.root = store.path.parent
+        self.device = None
+        self._stop = threading.Event()  # cancel requested: stop at the next batch boundary
+        self._done = threading.Event()  # the heartbeat thread should exit
+        self._heart: threading.Thread | None = None
+        self._previous_sigterm: Any = None
+        self._ending = False  # once the work is over, a signal must not cut the recording short
+
+    def begin(self) -> None:
+        """Take the run's lock, then show signs of life and listen for cancellation."""
+        jobs = self.store.jobs
+        jobs.claim(self.job.id, pid=os.getpid())
+        if threading.current_thread() is threading.main_thread():
+            self._previous_sigterm = signal.signal(signal.SIGTERM, self._on_sigterm)
+        jobs.beat(self.job.id)  # after the handler: `kiwb cancel` signals only jobs that beat
+        if jobs.cancel_requested(self.job.id):
+            self._stop.set()
+        self._heart = threading.Thread(target=self._beat_until_done, daemon=True,
+                                       name=f"kiwb-heartbeat-{self.job.id}")
+        self._heart.start()
+
+    def should_stop(self) -> bool:
+        return self._stop.is_set()
+
+    def config(self):
+        from kiwb.project.config import load_config
+
+        return load_config(self.root)
+
+    def started(self, device) -> None:
+        from kiwb.workers.runtime import device_description
+
+        self.device = device
+        self.store.jobs.started(self.job.id, {**device_description(device), "pid": os.getpid(),
+                                              "host": socket.gethostname()})
+
+    def finish(self, outcome: Outcome) -> None:
+        """Stop the heartbeat, record the ending (freeing the run), restore SIGTERM."""
+        self._ending = True
+        self._done.set()
+        if self._heart is not None:
+            self._heart.join(timeout=2 * HEARTBEAT_EVERY_S)
+        if self.device is not None:
+            from kiwb.workers.runtime import device_description, peak_memory_gb
+
+            outcome.data = {**device_description(self.device),
+                            "peak_memory_gb": peak_memory_gb(self.device), **outcome.data}
+        self.store.jobs.end(self.job.id, outcome.status, outcome.data)
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+
+    @contextmanager
+    def progress(self, description: str, total: int, unit: str = "texts") -> Iterator[Callable]:
+        """A progress bar whose `advance(label, n)` also records job.progress events."""
+        report = _ProgressReport(self.store, self.job.id, total, unit, lines=not console.is_terminal)
+        with progress_bar(description, total=total, unit=unit) as bar:
+            def advance(label: str, amount: int) -> None:
+                bar(label, amount)
+                report.advance(label, amount)
+
+            yield advance
+        report.record()
+
+    def _on_sigterm(self, signum, frame) -> None:
+        if self._ending:
+            return
+        if self._stop.is_set():
+            raise KeyboardInterrupt("a second cancel: stopping at once")
+        self._stop.set()  # the heartbeat thread records it; a handler must not use the store
+
+    def _beat_until_done(self) -> None:
+        # Its own connection: SQLite connections are not shared between threads.
+        with Store(self.store.path) as store:
+            while not self._done.wait(HEARTBEAT_EVERY_S):
+                try:
+                    self._beat(store)
+                except sqlite3.Error as error:  # a busy store must not end the heartbeat
+                    print(f"kiwb: heartbeat of job {self.job.id} failed: {error}", file=sys.stderr)
+
+    def _beat(self, store: Store) -> None:
+        store.jobs.beat(self.job.id)
+        requested = store.jobs.cancel_requested(self.job.id)
+        if requested == self._stop.is_set():
+            return
+        if not requested:
+            store.jobs.request_cancel(self.job.id, by="SIGTERM")
+        self._stop.set()
+        console.print(f"job {self.job.id}: cancel requested; stopping after the current batch")
+
+
+class _ProgressReport:
+    """job.progress events at most once a second, and a plain line now and then for logs."""
+
+    def __init__(self, store: Store, job_id: int, total: int, unit: str, lines: bool):
+        self.store, self.job_id, self.total, self.unit, self.lines = store, job_id, total, unit, lines
+        self.done, self.label = 0, ""
+        self.started = self.last_event = self.last_line = time.monotonic()
+
+    def advance(self, label: str, amount: int) -> None:
+        self.done, self.label = self.done + amount, label
+        now = time.monotonic()
+        if now - self.last_event >= PROGRESS_EVENT_EVERY_S:
+            self.record()
+        if self.lines and now - self.last_line >= LOG_LINE_EVERY_S:
+            self.last_line = now
+            figures = self.figures()
+            eta = "?" if figures["eta_s"] is None else f"{figures['eta_s']:.0f}s"
+            console.print(f"{label}: {self.done:,}/{self.total:,} {self.unit} "
+                          f"({figures['rate']:.1f}/s, ETA {eta})", highlight=False)
+
+    def figures(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        rate = self.done / elapsed
+        eta = (self.total - self.done) / rate if rate > 0 else None
+        return {"done": self.done, "total": self.total, "unit": self.unit, "label": self.label,
+                "rate": round(rate, 3), "eta_s": None if eta is None else round(eta, 1)}
+
+    def record(self) -> None:
+        self.last_event = time.monotonic()
+        self.store.jobs.record_progress(self.job_id, self.figures())
+
+
+def run_job(store: Store, job_id: int, *, project_label: str | None = None) -> int:
+    """Run a recorded job here until it ends, record how, and return the exit code."""
+    from kiwb.workers.job_kinds import WORK
+
+    job = store.jobs.get(job_id)
+    if job.ending is not None:
+        print(f"kiwb: error: job {job_id} already ended ({job.status})", file=sys.stderr)
+        return 2
+    session = JobSession(store, job, project_label or str(store.path.parent))
+    try:
+        session.begin()
+    except JobConflict as error:
+        if error.holder != job_id:  # refused for another job: this one never runs
+            store.jobs.end(job_id, "failed", {"error": str(error)})
+        print(f"kiwb: error: {error}", file=sys.stderr)
+        return 2
+    try:
+        outcome = (Outcome("cancelled", {"before_start": True}, EXIT_CANCELLED)
+                   if session.should_stop() else WORK[job.kind](session))
+    except (Exception, KeyboardInterrupt) as error:  # every ending is recorded, then reported
+        outcome = _outcome_of(error, session)
+    session.finish(outcome)
+    if outcome.status == "cancelled" or outcome.exit_code == 1:
+        hint = resume_command(job.kind, session.project_label, job.settings)
+        console.print(f"Resume with: [bold]{hint}[/bold]", highlight=False, soft_wrap=True)
+    return outcome.exit_code
+
+
+def _outcome_of(error: BaseException, session: JobSession) -> Outcome:
+    if isinstance(error, KeyboardInterrupt):
+        print("kiwb: interrupted", file=sys.stderr)
+        return Outcome("cancelled", {"at_once": True}, EXIT_CANCELLED)
+    if isinstance(error, InterruptedError) and session.should_stop():
+        console.print(f"Stopped at a batch boundary: {error}")
+        return Outcome("cancelled", {}, EXIT_CANCELLED)
+    if isinstance(error, KiwbError):
+        print(f"kiwb: error: {error}", file=sys.stderr)
+        message, exit_code, lines = str(error), 2, [f"kiwb: error: {error}"]
+    else:
+        traceback.print_exc()
+        message = f"{type(error).__name__}: {error}".splitlines()[0]
+        exit_code, lines = 1, traceback.format_exc().splitlines()
+    sys.stderr.flush()
+    log_path = session.job.log_path or session.store.jobs.get(session.job.id).log_path
+    tail = read_log_tail(Path(log_path)) if log_path else lines[-LOG_TAIL_LINES:]
+    return Outcome("failed", {"error": message, "log_tail": tail}, exit_code)
+
+
+def with_overrides(section, options: dict[str, Any], names: tuple[str, ...]):
+    """A config section with the options that were given (not None) put in."""
+    values = {name: options[name] for name in names if options.get(name) is not None}
+    return dataclasses.replace(section, **values) if values else section
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or not args[1].isdigit():
+        print("usage: python -m kiwb.workers.job PROJECT JOB_ID", file=sys.stderr)
+        return 2
+    root = Path(args[0]).resolve()
+    print(f"kiwb job {args[1]} · pid {os.getpid()} on {socket.gethostname()} · "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
+    try:
+        with Store(ProjectPaths(root).store) as store:
+            return run_job(store, int(args[1]), project_label=str(root))
+    except KiwbError as error:
+        print(f"kiwb: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    # Run the imported module's main, so job_kinds and this entry point share one module.
+    from kiwb.workers.job import main as imported_main
+
+    sys.exit(imported_main())

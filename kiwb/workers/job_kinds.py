@@ -1,0 +1,99 @@
+"""The work of each job kind, calling the same functions whichever way the job was started.
+
+Each takes a running `JobSession` (its settings snapshot holds the command's options) and
+returns an `Outcome`; the session records the lifecycle around it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from kiwb.commands import quiet_libraries
+from kiwb.console import console
+from kiwb.project.paths import ProjectPaths
+from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome, with_overrides
+
+
+def score(session: JobSession) -> Outcome:
+    quiet_libraries()
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
+
+    config, store = session.config(), session.store
+    config = dataclasses.replace(config, scoring=with_overrides(
+        config.scoring, session.job.settings, ("device", "batch_size")))
+    device = resolve_device(config.scoring.device)
+    session.started(device)
+    tasks = plan_scoring(config, store)
+    register_tasks(store, tasks)
+    todo = pending_texts(store, tasks)
+    if todo == 0:
+        console.print("All scores are up to date (cached); nothing to do.")
+        return Outcome(data={"texts": 0})
+    console.print(f"Scoring {todo:,} text×teacher pairs on {device} "
+                  f"(K = {config.scoring.mc_passes} MC-dropout passes each)")
+    with session.progress("scoring", total=todo) as advance:
+        run_scoring(config, store, tasks, device=device, progress=advance,
+                    should_stop=session.should_stop, job_id=session.job.id)
+    left = pending_texts(store, tasks)
+    if left:
+        console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
+        return Outcome(data={"texts": todo - left, "left": left}, exit_code=1)
+    console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
+    return Outcome(data={"texts": todo})
+
+
+def train(session: JobSession) -> Outcome:
+    quiet_libraries()
+    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.train import Trainer, TrainRequest, prepare
+
+    options, store, run = session.job.settings, session.store, session.job.run
+    config = session.config()
+    config = dataclasses.replace(config, training=with_overrides(
+        config.training, options, ("student", "epochs", "device")))
+    settings = IntegrationSettings.from_config(
+        config, **{key: options.get(key) for key in ("method", "tau", "reweight", "use_mc")})
+    request = TrainRequest(run=run, settings=settings, resume=bool(options.get("resume")))
+    device = resolve_device(config.training.device)
+    session.started(device)
+    trainer = Trainer(config, store, request, prepare(config, store, request), device,
+                      job_id=session.job.id)
+    trainer.setup()
+    remaining = trainer.total_steps - trainer.step
+    console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {device}: "
+                  f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} "
+                  "steps to go")
+    with session.progress(f"train {run}", total=remaining, unit="steps") as advance:
+        result = trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n),
+                             should_stop=session.should_stop)
+    if result["stopped"]:
+        console.print(f"Stopped at step {result['step']} of {trainer.total_steps}, checkpointed.")
+        return Outcome("cancelled", {"step": result["step"]}, EXIT_CANCELLED)
+    best = result["best"] or {}
+    if best.get("accuracy") is not None:
+        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
+    console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
+    return Outcome(data={"step": result["step"], "best": result["best"]})
+
+
+def export(session: JobSession) -> Outcome:
+    quiet_libraries()
+    import torch
+
+    from kiwb.workers.export import export_student
+
+    options, run = session.job.settings, session.job.run
+    destination = Path(options.get("destination") or ProjectPaths(session.root).exports / run)
+    session.started(torch.device("cpu"))
+    export_student(session.root, run, destination, checkpoint=options.get("checkpoint") or "best",
+                   force=bool(options.get("force")))
+    console.print(f"Exported run {run} to {destination}")
+    console.print("Load it with:\n  from transformers import pipeline\n"
+                  f"  classify = pipeline(\"text-classification\", model=\"{destination}\")")
+    return Outcome(data={"destination": str(destination)})
+
+
+WORK = {"score": score, "train": train, "export": export}

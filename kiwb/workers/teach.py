@@ -1,0 +1,96 @@
+"""`kiwb teach`: fine-tune a teacher on a chosen subset of labels (the paper's way to get
+teachers with disjoint specialities), writing a normal Hugging Face checkpoint."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from kiwb.errors import KiwbError
+from kiwb.project.atomic import atomic_directory
+from kiwb.workers.data import TextTable
+from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
+
+
+@dataclass(frozen=True)
+class TeachSettings:
+    """How a teacher is fine-tuned (cross-entropy on its own labels)."""
+
+    epochs: float = 3.0
+    learning_rate: float = 5e-5
+    batch_size: int = 32
+    max_length: int = 128
+    warmup_ratio: float = 0.1
+    seed: int = 0
+
+
+def subset_rows(table: TextTable, labels: list[str]) -> tuple[list[str], torch.Tensor]:
+    """Texts whose gold label is in `labels`, and those labels as ids into `labels`."""
+    if table.labels is None:
+        raise KiwbError(f"{table.source}: teaching needs a label column; pass --label-column")
+    present = set(table.labels)
+    missing = [label for label in labels if label not in present]
+    if missing:
+        raise KiwbError(f"{table.source}: no rows with label(s) {', '.join(missing)} "
+                        f"(labels present: {', '.join(sorted(present)[:12])}...)")
+    index = {label: i for i, label in enumerate(labels)}
+    keep = [i for i, label in enumerate(table.labels) if label in index]
+    return [table.texts[i] for i in keep], torch.tensor([index[table.labels[i]] for i in keep])
+
+
+def teach(base: str, labels: list[str], train: TextTable, dev: TextTable | None, out: Path,
+          settings: TeachSettings, device: torch.device,
+          progress: Callable[[int, float], None] | None = None) -> dict:
+    """Fine-tune `base` on the rows of `labels`; keep the best epoch on dev; save to `out`."""
+    if len(labels) < 2 or len(set(labels)) != len(labels):
+        raise KiwbError(f"--labels {','.join(labels)}: give two or more distinct label names")
+    texts, targets = subset_rows(train, labels)
+    torch.manual_seed(settings.seed)
+    model, tokenizer = load_student_base(base, labels)
+    model.to(device)
+    features = tokenize(tokenizer, texts, settings.max_length)
+    dev_data = None
+    if dev is not None:
+        dev_texts, dev_ids = subset_rows(dev, labels)
+        dev_data = (tokenize(tokenizer, dev_texts, settings.max_length), dev_ids)
+    steps_per_epoch = math.ceil(len(texts) / settings.batch_size)
+    total = max(1, math.ceil(settings.epochs * steps_per_epoch))
+    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.01)
+    warmup = int(settings.warmup_ratio * total)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: (s + 1) / (warmup + 1) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    best: dict | None = None
+    generator = torch.Generator().manual_seed(settings.seed)
+    model.train()
+    for step in range(total):
+        if step % steps_per_epoch == 0:
+            order = torch.randperm(len(texts), generator=generator)
+        rows = order[(step % steps_per_epoch) * settings.batch_size:][:settings.batch_size]
+        logits = model(**collate(tokenizer, features, rows, device)).logits
+        loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows].to(device))
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        scheduler.step()
+        optimizer.zero_grad(set_to_none=True)
+        if progress is not None:
+            progress(1, float(loss.detach()))
+        end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == total
+        if end_of_epoch:
+            metrics = (evaluate(model, tokenizer, *dev_data, labels, settings.batch_size, device)
+                       if dev_data else {"accuracy": None})
+            if best is None or dev_data is None or metrics["accuracy"] > best["accuracy"]:
+                best = {"step": step + 1, **metrics}
+                _save(model, tokenizer, out)
+            model.train()
+    return best or {}
+
+
+def _save(model, tokenizer, out: Path) -> None:
+    with atomic_directory(out) as staging:
+        model.save_pretrained(staging, safe_serialization=True)
+        tokenizer.save_pretrained(staging)

@@ -1,0 +1,221 @@
+"""Background jobs end to end: real detached workers on tiny real models, killed, hung up on,
+refused, cancelled and resumed, with the store as the only witness."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from cli_helpers import kiwb_env, run_kiwb, write_project
+from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl
+
+from kiwb.launch import launch_job
+from kiwb.project.jobs import JobState
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store, pid_alive
+from kiwb.workers.checkpoints import list_checkpoints, step_name
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory) -> Path:
+    """Untrained tiny teachers: what they predict does not matter here, only that they run.
+    Teacher a doubles as the student base (a BERT classifier whose head training replaces)."""
+    root = tmp_path_factory.mktemp("job_models")
+    build_teacher(root / "a", "bert", TEACHER_A_LABELS, trained=False, seed=1)
+    build_teacher(root / "b", "roberta", TEACHER_B_LABELS, trained=False, seed=2)
+    return root
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    """Workers inherit this process's environment: keep them offline and quiet."""
+    for name, value in kiwb_env().items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture(autouse=True)
+def no_stray_workers(tmp_path):
+    """Detached workers outlive a failed test by design; end those this test started."""
+    yield
+    for store_path in tmp_path.rglob("store.sqlite"):
+        for state in jobs(store_path.parent):
+            if state.live and state.pid and pid_alive(state.pid):
+                os.kill(state.pid, signal.SIGKILL)
+
+
+def make_project(root: Path, models: Path, texts: int, extra: str = "") -> Path:
+    data = write_jsonl(root.parent / f"{root.name}.jsonl", make_texts(texts, seed=5))
+    project = write_project(root, {"a": models / "a", "b": models / "b"}, data,
+                            scoring='mc_passes = 4\nshard_size = 4\nbatch_size = 4\ndevice = "cpu"\n',
+                            extra=extra)
+    config = project / "kiwb.toml"  # gold labels, so the supervised student needs no scores
+    config.write_text(config.read_text().replace(f'path = "{data}"', f'path = "{data}"\nlabel_column = "label"'))
+    return project
+
+
+def job(root: Path, job_id: int) -> JobState:
+    with Store(ProjectPaths(root).store) as store:
+        return store.jobs.get(job_id)
+
+
+def jobs(root: Path) -> list[JobState]:
+    if not ProjectPaths(root).store.exists():
+        return []
+    with Store(ProjectPaths(root).store) as store:
+        return store.jobs.all()
+
+
+def wait_for(condition, what: str, timeout: float = 90.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def done_shards(root: Path) -> int:
+    with Store(ProjectPaths(root).store) as store:
+        return store.connection.execute(
+            "SELECT COUNT(*) FROM score_shards WHERE status='done'").fetchone()[0]
+
+
+def assert_one_score_per_text(root: Path) -> None:
+    paths = ProjectPaths(root)
+    with Store(paths.store) as store:
+        sets = store.connection.execute("SELECT key, num_texts, num_shards FROM score_sets").fetchall()
+        events = store.events_after(0, kind="score.shard")
+    assert len(sets) == 2
+    for key, num_texts, num_shards in sets:
+        rows = np.concatenate([np.load(paths.shard_file(key, s))["rows"] for s in range(num_shards)])
+        assert rows.tolist() == list(range(num_texts)), "each text scored exactly once"
+    shards = [(e["data"]["key"], e["data"]["shard"]) for e in events]
+    assert len(shards) == len(set(shards)), "no shard recorded twice"
+
+
+def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
+    root = make_project(tmp_path / "killed", models, texts=32)
+    first = launch_job(root, "score", {})
+    wait_for(lambda: ProjectPaths(root).store.exists() and done_shards(root) >= 1, "a finished shard")
+    os.kill(job(root, first).pid, signal.SIGKILL)
+    assert done_shards(root) < 16, "the kill must land mid-way"
+
+    listed = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)
+    lost = next(entry for entry in listed if entry["id"] == first)
+    assert lost["status"] == "lost"
+    assert any("Scoring" in line for line in lost["log_tail"])
+    assert "lost" in run_kiwb("jobs", root, cwd=tmp_path).stdout
+
+    second = launch_job(root, "score", {})  # the dead worker's lock and shard claim block nothing
+    wait_for(lambda: not job(root, second).live, "the relaunched job to end")
+    assert job(root, second).status == "finished"
+    assert job(root, first).status == "lost"
+    assert_one_score_per_text(root)
+
+
+def test_a_hung_up_job_keeps_running_and_a_reader_sees_its_events_live(tmp_path, models):
+    root = make_project(tmp_path / "hangup", models, texts=16)
+    # A stand-in for an SSH login: its own session and process group, like a terminal's.
+    shell = subprocess.Popen(
+        ["bash", "-c", f"'{sys.executable}' -m kiwb score '{root}' --detach; sleep 30"],
+        start_new_session=True, env=kiwb_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        job_id = wait_for(lambda: jobs(root) and jobs(root)[0].heartbeat_at and jobs(root)[0].id,
+                          "the job's first heartbeat")
+        hung_up_at = time.time()
+        os.killpg(shell.pid, signal.SIGHUP)
+        assert shell.wait(timeout=10) in (-signal.SIGHUP, 128 + signal.SIGHUP)
+    finally:
+        if shell.poll() is None:
+            os.killpg(shell.pid, signal.SIGKILL)
+    follower = subprocess.Popen([sys.executable, "-m", "kiwb", "logs", str(job_id), str(root), "-f"],
+                                env=kiwb_env(), stdout=subprocess.PIPE, text=True)
+    seen, lags, reading_since = [], [], time.time()
+    with Store(ProjectPaths(root).store) as reader:
+        while True:
+            ended = not reader.jobs.get(job_id).live  # then one more read gets the rest
+            now = time.time()
+            for event in reader.events_after(seen[-1]["id"] if seen else 0):
+                seen.append(event)
+                lags.append(now - event["ts"])
+            if ended:
+                break
+            time.sleep(0.05)
+        everything = reader.events_after(0)
+        ended = reader.jobs.get(job_id)
+    assert ended.status == "finished"
+    assert ended.heartbeat_at > hung_up_at, "it kept beating after the hangup"
+    assert_one_score_per_text(root)
+
+    ids = [event["id"] for event in seen]
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False)), "in order"
+    assert ids == [event["id"] for event in everything], "none missing"
+    kinds = [event["kind"] for event in seen]
+    assert kinds[:2] == ["job.queued", "job.started"] and kinds[-1] == "job.finished"
+    assert kinds.count("score.shard") == 8 and "job.progress" in kinds
+    live = [lag for event, lag in zip(seen, lags, strict=True) if event["ts"] > reading_since]
+    assert sorted(live)[len(live) // 2] < 1.0, "seen within a second"
+    log, _ = follower.communicate(timeout=30)  # `kiwb logs -f` ends with the job
+    assert "Done." in log
+
+
+def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
+    root = make_project(tmp_path / "twice", models, texts=600)  # ends killed, long before done
+    first = launch_job(root, "score", {})
+    running = wait_for(lambda: job(root, first).status == "running" and job(root, first), "job start")
+    message = (f"job {first} (score, pid {running.pid}) is already running this run; "
+               f"cancel it with: kiwb cancel {first}")
+
+    refused = run_kiwb("score", root, "--detach", cwd=tmp_path, check=False)
+    assert refused.returncode == 2 and refused.stderr.strip() == f"kiwb: error: {message}"
+    second_worker = subprocess.run([sys.executable, "-m", "kiwb.workers.job", str(root), str(first)],
+                                   env=kiwb_env(), capture_output=True, text=True, timeout=60)
+    assert second_worker.returncode == 2 and message in second_worker.stderr
+    assert job(root, first).status == "running"
+
+    # A second cancel ends it at once: freeze it first, so the first cannot finish cleanly.
+    os.kill(running.pid, signal.SIGSTOP)
+    assert "asked job" in run_kiwb("cancel", first, root, cwd=tmp_path).stdout
+    assert "killed job" in run_kiwb("cancel", first, root, cwd=tmp_path).stdout
+    cancelled = job(root, first)
+    assert cancelled.status == "cancelled" and cancelled.ending == {"killed": True}
+    assert not pid_alive(running.pid)
+
+
+def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, models):
+    training = (f'[training]\nstudent = "{models / "a"}"\nepochs = 3.0\nbatch_size = 4\n'
+                "eval_every = 1000\nmax_length = 32\nlearning_rate = 0.003\n")
+    root = make_project(tmp_path / "train", models, texts=40, extra=training)  # 30 steps
+    job_id = launch_job(root, "train", {"run": "sup", "method": "supervised"})
+    with Store(ProjectPaths(root).store) as store:
+        wait_for(lambda: store.events_after(0, job_id=job_id, kind="train.step"), "step 10")
+    # Frozen while the cancel arrives, so it lands mid-run however fast this machine trains.
+    worker = job(root, job_id).pid
+    os.kill(worker, signal.SIGSTOP)
+    try:
+        assert "asked job" in run_kiwb("cancel", job_id, root, cwd=tmp_path).stdout
+    finally:
+        os.kill(worker, signal.SIGCONT)
+    stopped = wait_for(lambda: None if job(root, job_id).live else job(root, job_id), "the stop")
+    assert stopped.status == "cancelled"
+    step = stopped.ending["step"]
+    assert 10 <= step < 30, "stopped between batches, before the end"
+    run_dir = ProjectPaths(root).run_dir("sup")
+    assert list_checkpoints(run_dir)[-1].name == step_name(step)  # checkpointed where it stopped
+    assert "Resume with: kiwb train" in Path(stopped.log_path).read_text()
+
+    resumed = run_kiwb("train", root, "--run", "sup", "--method", "supervised", "--resume",
+                       cwd=tmp_path)
+    assert f"{30 - step:,} of 30 steps to go" in resumed.stderr
+    assert list_checkpoints(run_dir)[-1].name == step_name(30)
+    foreground = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)[-1]
+    assert (foreground["kind"], foreground["run"], foreground["status"]) == ("train", "sup", "finished")
+    assert foreground["log_path"] is None and foreground["pid"] != stopped.pid

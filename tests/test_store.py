@@ -1,0 +1,204 @@
+"""The project store: migrations, job status derived from events and heartbeats, run locks,
+and a reader that sees a writing process's events as they come. No torch here: seconds."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from kiwb.errors import KiwbError
+from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
+from kiwb.project.store import SCHEMA_VERSION, Store
+
+# Schema version 1 exactly as the first release wrote it; never edit (migrations start here).
+V1_DDL = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE file_hashes (
+    path TEXT PRIMARY KEY, size INTEGER NOT NULL, mtime_ns INTEGER NOT NULL, sha256 TEXT NOT NULL
+);
+CREATE TABLE score_sets (
+    key TEXT PRIMARY KEY, teacher TEXT NOT NULL, dataset TEXT NOT NULL,
+    num_texts INTEGER NOT NULL, num_shards INTEGER NOT NULL, meta_json TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE score_shards (
+    score_key TEXT NOT NULL REFERENCES score_sets(key), shard INTEGER NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('claimed', 'done')), owner TEXT NOT NULL,
+    pid INTEGER NOT NULL, host TEXT NOT NULL, claimed_at REAL NOT NULL, finished_at REAL,
+    rows INTEGER, seconds REAL, PRIMARY KEY (score_key, shard)
+);
+CREATE TABLE integrations (
+    key TEXT PRIMARY KEY, dataset TEXT NOT NULL, settings_json TEXT NOT NULL,
+    summary_json TEXT NOT NULL, created_at REAL NOT NULL
+);
+CREATE TABLE events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, job_id INTEGER, run TEXT, ts REAL NOT NULL,
+    kind TEXT NOT NULL, data_json TEXT NOT NULL
+);
+CREATE INDEX events_by_job ON events (job_id, id);
+CREATE INDEX events_by_run ON events (run, kind, id);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO score_sets VALUES ('k1', 'a', 'unlabeled', 10, 1, '{"labels": ["x"]}', 1.0);
+INSERT INTO score_shards VALUES ('k1', 0, 'done', 'o', 1, 'h', 1.0, 2.0, 10, 0.5);
+INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (NULL, 'r', 1.0, 'train.step', '{"step": 1}');
+"""
+
+
+def test_a_v1_store_is_migrated_in_place(tmp_path):
+    path = tmp_path / "store.sqlite"
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_DDL)
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.done_shards("k1") == {0}  # v1 data kept
+        assert store.score_set("k1")["meta"] == {"labels": ["x"]}
+        job = store.jobs.create("train", "r", {"epochs": 1})
+        assert store.jobs.get(job).status == "queued"
+        ids = [event["id"] for event in store.events_after(0)]
+        assert ids == sorted(ids) and len(ids) == 2  # the old event, then job.queued
+    with Store(path) as again:  # opening a current store changes nothing
+        assert again.schema_version == SCHEMA_VERSION
+        assert [job.id for job in again.jobs.all()] == [1]
+
+
+def test_a_newer_store_is_refused_and_left_alone(tmp_path):
+    path = tmp_path / "store.sqlite"
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(SCHEMA_VERSION + 1),))
+    with pytest.raises(KiwbError, match=rf"schema version {SCHEMA_VERSION + 1} is newer .*upgrade kiwb"):
+        Store(path)
+    with sqlite3.connect(path) as db:
+        assert db.execute("SELECT value FROM meta").fetchone()[0] == str(SCHEMA_VERSION + 1)
+
+
+@pytest.mark.parametrize(("lifecycle", "heartbeat_age", "alive", "created_age", "expected"), [
+    (["job.queued"], None, None, 1.0, "queued"),
+    (["job.queued"], None, None, HEARTBEAT_STALE_S + 1, "lost"),  # launcher died before the worker
+    (["job.queued"], None, False, 1.0, "lost"),  # worker died before its first heartbeat
+    (["job.queued", "job.started"], 1.0, True, 60.0, "running"),
+    (["job.queued", "job.started"], 1.0, None, 60.0, "running"),  # another host, fresh beat
+    (["job.queued", "job.started"], 1.0, False, 60.0, "lost"),  # killed: the pid tells at once
+    (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, None, 60.0, "lost"),
+    (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, True, 60.0, "lost"),  # hung or pid reused
+    (["job.queued", "job.started", "job.cancel_requested"], 1.0, True, 60.0, "cancelling"),
+    (["job.queued", "job.started", "job.finished"], 500.0, False, 600.0, "finished"),
+    (["job.queued", "job.started", "job.failed"], None, False, 600.0, "failed"),
+    (["job.queued", "job.cancel_requested", "job.cancelled"], 1.0, True, 9.0, "cancelled"),
+])
+def test_status_is_derived_from_events_and_signs_of_life(lifecycle, heartbeat_age, alive,
+                                                         created_age, expected):
+    assert derive_status(lifecycle, heartbeat_age=heartbeat_age, process_alive=alive,
+                         created_age=created_age) == expected
+
+
+def _exited_pid() -> int:
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "store.sqlite") as opened:
+        yield opened
+
+
+def _running_job(store: Store, run: str, pid: int) -> int:
+    job = store.jobs.create("train", run, {})
+    store.jobs.claim(job, pid=pid)
+    store.jobs.beat(job)
+    store.jobs.started(job, {"device": "cpu"})
+    return job
+
+
+def test_a_live_holder_refuses_a_second_job_by_name(store):
+    first = _running_job(store, "muki-hard", pid=os.getpid())
+    with pytest.raises(JobConflict) as refused:
+        store.jobs.create("train", "muki-hard", {})
+    assert str(refused.value) == (f"job {first} (train muki-hard, pid {os.getpid()}) is already "
+                                  f"running this run; cancel it with: kiwb cancel {first}")
+    store.jobs.create("train", "other-run", {})  # another run is not blocked
+    store.jobs.create("export", "muki-hard", {})  # nor another kind on the same run
+    store.jobs.end(first, "finished", {})
+    assert store.jobs.get(store.jobs.create("train", "muki-hard", {})).status == "queued"
+
+
+def test_a_lock_held_by_a_dead_pid_is_taken_over(store):
+    dead = _running_job(store, "muki-hard", pid=_exited_pid())
+    assert store.jobs.get(dead).status == "lost"
+    taker = store.jobs.create("train", "muki-hard", {})
+    store.jobs.claim(taker, pid=os.getpid())
+    assert store.connection.execute("SELECT job_id FROM locks").fetchone()[0] == taker
+
+
+def test_a_lock_with_a_stale_heartbeat_is_taken_over(store):
+    stale = _running_job(store, "muki-hard", pid=os.getpid())
+    store.connection.execute("UPDATE heartbeats SET ts = ?", (time.time() - HEARTBEAT_STALE_S - 5,))
+    assert store.jobs.get(stale).status == "lost"
+    store.jobs.create("train", "muki-hard", {})
+
+
+def test_a_second_process_cannot_claim_a_running_job(store):
+    job = _running_job(store, "muki-hard", pid=os.getpid())
+    with pytest.raises(JobConflict, match=f"job {job} .* is already running"):
+        store.jobs.claim(job, pid=_exited_pid())  # any other pid than the running worker's
+
+
+def test_an_ending_is_recorded_once(store):
+    job = _running_job(store, "r", pid=os.getpid())
+    assert store.jobs.end(job, "cancelled", {"killed": True})
+    assert not store.jobs.end(job, "finished", {})
+    assert store.jobs.get(job).status == "cancelled"
+    assert store.connection.execute("SELECT COUNT(*) FROM locks").fetchone()[0] == 0
+
+
+WRITER = textwrap.dedent("""
+    import sys
+    from kiwb.project.store import Store
+    with Store(sys.argv[1]) as store:
+        job = store.jobs.create("score", "scores", {})
+        for step in range(int(sys.argv[2])):
+            store.append_event("test.step", {"step": step}, job_id=job)
+            if step % 10 == 0:
+                store.jobs.beat(job)
+        store.jobs.end(job, "finished", {})
+""")
+
+
+def test_a_reader_sees_a_writing_process_events_in_order(store):
+    count = 400
+    writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), str(count)])
+    seen, lags, last_id, deadline = [], [], 0, time.monotonic() + 60
+    while time.monotonic() < deadline:
+        finished = writer.poll() is not None  # read once more after the writer ended
+        now = time.time()
+        for event in store.events_after(last_id):
+            seen.append(event)
+            lags.append(now - event["ts"])
+            last_id = event["id"]
+        if finished:
+            break
+        time.sleep(0.01)
+    assert writer.returncode == 0
+    ids = [event["id"] for event in seen]
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    assert ids == [event["id"] for event in store.events_after(0)]  # none missing
+    steps = [event["data"]["step"] for event in seen if event["kind"] == "test.step"]
+    assert steps == list(range(count))
+    assert [seen[0]["kind"], seen[-1]["kind"]] == ["job.queued", "job.finished"]
+    assert max(lags) < 1.0, f"a write took {max(lags):.2f} s to be seen"
+
+
+def test_the_job_api_and_launcher_import_no_heavy_library():
+    """The TUI starts and watches jobs through these modules, so they must stay light."""
+    probe = ("import sys, kiwb.launch, kiwb.project.jobs, kiwb.workers.job\n"
+             "print(sorted({'torch', 'transformers', 'datasets', 'textual'} & set(sys.modules)))")
+    loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"

@@ -1,0 +1,351 @@
+"""Every pane of the workbench against a project whose store was written by the store's API."""
+
+from __future__ import annotations
+
+import csv
+
+import pytest
+from textual.widgets import DataTable, Input, Select, TabbedContent
+from tui_support import (
+    INTEGRATION_KEY,
+    cells,
+    record_notifications,
+    run_async,
+    synthetic_project,
+    text_of,
+    wait_for,
+    workbench,
+    write_run,
+    write_teacher,
+)
+
+from kiwb.project.config import load_config
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.tui.screens.detail import ConflictDetailScreen
+from kiwb.tui.screens.forms import FormScreen
+from kiwb.tui.screens.help import HelpScreen
+from kiwb.tui.widgets import Plot
+
+SIZE = (100, 32)
+
+
+@pytest.fixture
+def project(tmp_path):
+    return synthetic_project(tmp_path / "proj")
+
+
+def table(app, selector: str) -> DataTable:
+    return app.screen.query_one(selector, DataTable)
+
+
+async def fill_form(pilot, **values) -> FormScreen:
+    form = pilot.app.screen
+    assert isinstance(form, FormScreen)
+    for name, value in values.items():
+        form.query_one(f"#field-{name}", Input).value = value
+    return form
+
+
+@run_async
+async def test_number_keys_switch_panes_and_help_lists_keys(project):
+    app = workbench(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        tabs = app.screen.query_one(TabbedContent)
+        for key, pane in zip("7654321", ("export", "conflicts", "accuracy", "uncertainty", "jobs",
+                                         "data", "teachers"), strict=True):
+            await pilot.press(key)
+            assert tabs.active == pane
+        await pilot.press("question_mark")
+        assert isinstance(app.screen, HelpScreen)
+        shown = text_of(app.screen.query("Static").last())
+        for words in ("Add teacher", "Score", "Export CSV", "Export run", "switch pane"):
+            assert words in shown
+        await pilot.press("escape")
+        assert not isinstance(app.screen, HelpScreen)
+
+
+@run_async
+async def test_teachers_pane_shows_labels_architecture_size_and_union(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2, what="two teachers")
+        rows = cells(teachers)
+        assert rows[0][:5] == ["a", "sports, politics", "Bert", "Bert", "2.0 KB"]
+        assert rows[1][:5] == ["b", "music, cooking", "Roberta", "Roberta", "4.0 KB"]
+        assert "sports, politics, music, cooking" in text_of(app.screen.query_one("#union"))
+        assert "BertForSequenceClassification (bert)" in text_of(app.screen.query_one("#teacher-detail"))
+
+
+@run_async
+async def test_adding_a_teacher_validates_in_place_then_writes_kiwb_toml(project):
+    write_teacher(project / "teachers" / "c", ("sports", "travel"))
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2)
+        await pilot.press("a")
+        form = await fill_form(pilot, name="c", path="teachers/none/here")
+        await pilot.press("ctrl+s")
+        error = form.query_one("#form-error")
+        await wait_for(pilot, lambda: "does not exist" in text_of(error), what="the path error")
+        assert app.screen is form                     # still open, the error shown in place
+        await fill_form(pilot, path="teachers/c")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: teachers.row_count == 3, what="the new teacher")
+        assert [t.name for t in load_config(project).teachers] == ["a", "b", "c"]
+        union = text_of(app.screen.query_one("#union"))
+        assert "sports*" in union and "shared by several teachers" in union
+
+
+@run_async
+async def test_generic_labels_are_flagged_and_fixed_by_an_override(project):
+    write_teacher(project / "teachers" / "g", ("LABEL_0", "LABEL_1"))
+    with open(project / "kiwb.toml", "a") as handle:
+        handle.write('\n[[teachers]]\nname = "g"\npath = "teachers/g"\n')
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 3)
+        assert cells(teachers)[2][-1] == "✗ problem"
+        teachers.move_cursor(row=2)
+        await pilot.pause()
+        assert "generically" in text_of(app.screen.query_one("#teacher-detail"))
+        await pilot.press("e")
+        await fill_form(pilot, labels="travel, health")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: cells(teachers)[2][-1] == "ok", what="the override")
+        assert load_config(project).teacher("g").labels == ("travel", "health")
+
+
+@run_async
+async def test_a_project_folder_without_kiwb_toml_can_be_created(tmp_path):
+    app = workbench(tmp_path)
+    async with app.run_test(size=SIZE) as pilot:
+        hint = app.screen.query_one("#teachers-hint")
+        await wait_for(pilot, lambda: "press n" in text_of(hint).lower(), what="the hint")
+        await pilot.press("n")
+        await wait_for(pilot, lambda: "add one" in text_of(hint), what="the new project")
+        assert load_config(tmp_path).name == tmp_path.name
+
+
+@run_async
+async def test_data_pane_counts_rows_shows_samples_and_checks_columns(project):
+    (project / "data" / "eval.csv").write_text("body,topic\nthe match,sports\nthe vote,politics\n")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("2")
+        facts = app.screen.query_one("#unlabeled-facts")
+        await wait_for(pilot, lambda: "10 rows" in text_of(facts), what="row counts")
+        assert "jsonl" in text_of(facts)
+        assert cells(table(app, "#unlabeled-samples"))[0] == ["the striker scored a late goal to win the derby"]
+        assert "music 3" in text_of(app.screen.query_one("#eval-facts"))
+        await pilot.press("v")
+        form = await fill_form(pilot, path="data/eval.csv", label_column="label")
+        await pilot.press("ctrl+s")   # the loader accepts it; the pane then names the bad column
+        await wait_for(pilot, lambda: app.screen is not form)
+        eval_facts = app.screen.query_one("#eval-facts")
+        await wait_for(pilot, lambda: "no column 'text'" in text_of(eval_facts), what="the problem")
+        await pilot.press("v")
+        await fill_form(pilot, path="data/eval.csv", text_column="body", label_column="topic")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "2 rows" in text_of(eval_facts), what="the fixed columns")
+        assert cells(table(app, "#eval-samples"))[1] == ["the vote", "politics"]
+
+
+@run_async
+async def test_jobs_pane_follows_jobs_started_elsewhere_and_explains_failures(project):
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        jobs = table(app, "#jobs-table")
+        assert "10/10 texts" in text_of(app.screen.query_one("#score-sets"))
+        with Store(ProjectPaths(project).store) as store:   # another process launches jobs
+            running = store.jobs.create("score", "scores", {})
+            store.jobs.started(running, {"device": "cpu"})
+            store.jobs.beat(running)
+            store.jobs.record_progress(running, {"done": 30, "total": 120, "unit": "texts",
+                                                 "rate": 15.0, "eta_s": 6.0, "label": "a"})
+            failed = store.jobs.create("train", "muki-hard", {"run": "muki-hard"})
+            store.jobs.started(failed, {"device": "cpu"})
+        await wait_for(pilot, lambda: jobs.row_count == 2, what="the jobs")
+        first = cells(jobs)[0]
+        assert first[1:6] == ["score", "running", "30/120 texts", "15.0/s", "0m 06s"]
+        with Store(ProjectPaths(project).store) as store:
+            store.jobs.end(failed, "failed", {"error": "no complete teacher scores yet; run: kiwb score",
+                                              "log_tail": ["kiwb: error: no complete teacher scores"]})
+        await wait_for(pilot, lambda: cells(jobs)[1][2] == "failed", what="the failure")
+        await wait_for(pilot, lambda: any("Job failed" in n and "run: kiwb score" in n
+                                          for n in notifications), what="a notification")
+        jobs.move_cursor(row=1)
+        log = app.screen.query_one("#job-log")
+        await wait_for(pilot, lambda: "run: kiwb score" in text_of(log), what="the error in the log")
+
+
+@run_async
+async def test_uncertainty_pane_is_live(tmp_path):
+    project = synthetic_project(tmp_path / "proj", scored=False, trained=False)
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        plot = app.screen.query_one("#teacher-confidence", Plot)
+        await wait_for(pilot, lambda: "No scores yet" in text_of(plot))
+        from tui_support import write_integration, write_scores
+
+        with Store(ProjectPaths(project).store) as store:     # a scoring job finishes shards
+            arrays = write_scores(project, store)
+        await wait_for(pilot, lambda: "b · MC dropout · 10 texts" in text_of(plot), timeout=5, what="histograms")
+        assert "a · MC dropout · 10 texts" in text_of(plot) and "█" in text_of(plot)
+        margins = app.screen.query_one("#margins", Plot)
+        assert "No integration yet" in text_of(margins)
+        with Store(ProjectPaths(project).store) as store:
+            write_integration(store, arrays)
+        await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=5)
+        assert "0.3: 8 of 10 texts (80.0%)" in text_of(margins)
+        routing = text_of(app.screen.query_one("#routing", Plot))
+        assert "routing accuracy: MC dropout 90.0% · plain entropy 60.0%" in routing
+
+
+@run_async
+async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
+    with Store(ProjectPaths(project).store) as store:
+        write_run(project, store, run="vanilla-kd", method="vanilla-kd", accuracies=(0.4, 0.45))
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = table(app, "#runs-table")
+        await wait_for(pilot, lambda: runs.row_count == 5, what="two runs and three baselines")
+        rows = cells(runs)
+        assert rows[0] == ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "90.0% / 60.0%"]
+        assert rows[1][:4] == ["vanilla-kd", "done", "45.0%", "45.0% @20"]
+        assert rows[2][:3] == ["ensemble", "untrained", "55.0%"]
+        assert [row[0] for row in rows[3:]] == ["a alone", "b alone"]
+        assert "muki-hard · muki-hard · step 20/20" in text_of(app.screen.query_one("#curves", Plot))
+        per_class = text_of(app.screen.query_one("#per-class", Plot))
+        assert "sports" in per_class and "100.0%" in per_class and "–" in per_class
+        assert "loss 0.750 → 0.075" in text_of(app.screen.query_one("#curves", Plot))
+        assert "gold \\ pred" in text_of(app.screen.query_one("#confusion"))
+        runs.move_cursor(row=1)
+        await pilot.pause()
+        assert "music" in text_of(app.screen.query_one("#per-class", Plot))
+        assert "45.0%" in text_of(app.screen.query_one("#per-class", Plot))
+
+
+@run_async
+async def test_conflicts_pane_filters_pages_details_and_exports(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        conflicts = table(app, "#conflicts-table")
+        status = app.screen.query_one("#conflict-status")
+        await wait_for(pilot, lambda: "8 texts under margin 0.3" in text_of(status), what="the count")
+        margins = [float(row[0]) for row in cells(conflicts)]
+        assert len(margins) == 8 and margins == sorted(margins)
+        app.screen.query_one("#conflict-margin", Input).value = ""
+        await wait_for(pilot, lambda: conflicts.row_count == 10, what="every text")
+        app.screen.query_one("#conflict-teacher", Select).value = 0
+        await wait_for(pilot, lambda: {row[1] for row in cells(conflicts)} == {"a"}, what="teacher a")
+        app.screen.query_one("#conflict-teacher", Select).clear()
+        await pilot.press("slash")
+        await pilot.press(*"chef")
+        await wait_for(pilot, lambda: conflicts.row_count == 1 and "chef" in cells(conflicts)[0][4],
+                       what="the search")
+        app.screen.query_one("#conflict-search", Input).value = ""
+        app.screen.query_one("#conflict-margin", Input).value = "abc"
+        await wait_for(pilot, lambda: "is not a number" in text_of(status), what="the margin error")
+        app.screen.query_one("#conflict-margin", Input).value = "0.3"
+        await wait_for(pilot, lambda: conflicts.row_count == 8)
+        conflicts.focus()
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen), what="details")
+        detail = app.screen
+        plots = [text_of(plot) for plot in detail.query(Plot)]
+        assert len(plots) == 2 and any("won" in p for p in plots)
+        assert "sports" in plots[0] and "cooking" in plots[1] and "confidence MC" in plots[0]
+        await pilot.press("escape")
+        await pilot.press("x")
+        written = ProjectPaths(project).exports / f"conflicts-{INTEGRATION_KEY[:8]}.csv"
+        await wait_for(pilot, written.exists, what="the CSV")
+        with open(written, newline="") as handle:
+            rows = list(csv.DictReader(handle))
+        assert len(rows) == 8 and {"confidence_a", "confidence_b", "text"} <= set(rows[0])
+        assert [float(r["margin"]) for r in rows] == pytest.approx(margins, abs=1e-3)
+
+
+@run_async
+async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("7")
+        runs = table(app, "#export-runs")
+        await wait_for(pilot, lambda: runs.row_count == 1, what="the run")
+        assert cells(runs)[0] == ["muki-hard", "muki-hard", "2", "20", "75.0%"]
+        options = [value for _, value in app.screen.query_one("#export-checkpoint", Select)._options]
+        assert {"best", "last", "step-0000020", "step-0000010"} <= set(options)
+        how = text_of(app.screen.query_one("#export-how"))
+        assert 'pipeline("text-classification"' in how and "exports/muki-hard" in how
+        app.screen.query_one("#export-destination", Input).value = str(project / "out")
+        app.screen.query_one(DataTable).focus()
+        await pilot.pause()
+        assert str(project / "out") in text_of(app.screen.query_one("#export-how"), width=200)
+
+
+@run_async
+async def test_theme_switch_from_the_command_palette(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        assert app.theme == "kiwb-dark"
+        before = app.screen.query_one("#teacher-confidence", Plot).styles_for_plots().bar
+        await pilot.press("ctrl+p")
+        await pilot.press(*"theme")
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+        await pilot.press(*"kiwb-light")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: app.theme == "kiwb-light", what="the light theme")
+        after = app.screen.query_one("#teacher-confidence", Plot).styles_for_plots().bar
+        assert after.color != before.color
+
+
+@run_async
+async def test_a_broken_theme_file_is_reported_by_name(project, tmp_path):
+    from kiwb.tui.themes import package_themes_folder
+
+    user_themes = tmp_path / "themes"
+    user_themes.mkdir()
+    (user_themes / "mine.toml").write_text('name = "mine"\nprimary = 12\n')
+    app = workbench(project, theme_folders=[package_themes_folder(), user_themes])
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: notifications, what="the theme problem")
+        assert "mine.toml" in notifications[0] and "primary" in notifications[0]
+        assert app.theme == "kiwb-dark"
+
+
+@run_async
+async def test_a_theme_of_few_colours_is_chosen_for_a_16_colour_terminal(project, monkeypatch):
+    from kiwb.tui import themes
+
+    monkeypatch.setattr(themes, "few_colours", lambda system: True)
+    app = workbench(project, theme=None)
+    async with app.run_test(size=SIZE):
+        assert app.theme == "kiwb-ansi" and app.current_theme.ansi
+
+
+@run_async
+async def test_a_broken_kiwb_toml_is_explained_and_read_again_once_fixed(project):
+    good = (project / "kiwb.toml").read_text()
+    (project / "kiwb.toml").write_text(good.replace("[scoring]", "[scoring]\nmc_pases = 4", 1))
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        hint = app.screen.query_one("#teachers-hint")
+        await wait_for(pilot, lambda: "mc_pases" in text_of(hint), what="the config error")
+        assert 'did you mean "mc_passes"' in text_of(hint) and "reads it again" in text_of(hint)
+        await pilot.press("3", "s")
+        assert not isinstance(app.screen, FormScreen)      # nothing launches on a broken config
+        (project / "kiwb.toml").write_text(good)
+        await pilot.press("1")
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2 and not text_of(hint), what="the reload")

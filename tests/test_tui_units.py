@@ -1,0 +1,282 @@
+"""The workbench's pure parts: renderers, event folding, file inspection, config edits, themes."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from tui_support import LABELS_A, write_config, write_teacher
+
+from kiwb.errors import ConfigError
+from kiwb.project.config import load_config
+from kiwb.tui import config_edit, plots, themes
+from kiwb.tui.history import RunHistory, Runs, ScoreHistograms
+from kiwb.tui.inspect import human_size, inspect_dataset, inspect_teacher, union_with_overlaps
+from kiwb.tui.launcher import default_run_name, error_line
+
+# -- renderers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("values", "width", "expected"), [
+    ([1, 2, 3, 4], 8, [1, 1, 2, 2, 3, 3, 4, 4]),     # room: every bin repeats
+    ([1, 2, 3, 4], 2, [3, 7]),                       # no room: neighbours add up
+    ([1, 2, 3, 4], 4, [1, 2, 3, 4]),
+    ([], 3, [0, 0, 0]),
+])
+def test_bucket_repeats_or_sums_bins(values, width, expected):
+    assert plots.bucket(values, width) == expected
+
+
+def test_histogram_draws_eighths_scaled_to_the_tallest_bar():
+    text = plots.histogram([0, 1, 2], 3, 1, show_axis=False)
+    # one row is 8 eighths: 2 -> a full cell, 1 -> half of it, 0 -> nothing
+    assert text.plain.split("\n") == [" ▄█"]
+    assert plots.histogram([0, 2, 4], 3, 2, show_axis=False).plain.split("\n") == ["  █", " ██"]
+
+
+def test_histogram_gives_every_non_zero_bin_a_sliver():
+    assert plots.histogram([100, 1, 0], 3, 1, show_axis=False).plain == "█▁ "
+
+
+def test_histogram_axis_and_marker():
+    text = plots.histogram([4, 0, 0, 0, 0, 0, 0, 0, 0, 4], 10, 2, marker=0.5, marker_style="red")
+    bars, axis = text.plain.split("\n")
+    assert bars == "█    ┊   █"
+    assert axis == "0  0.5   1"
+    assert any(span.style == "red" for span in text.spans)
+
+
+def test_mirrored_histogram_compares_shapes_of_groups_of_different_sizes():
+    text = plots.mirrored_histogram([0, 0, 10], [2, 0, 0], 3, 3)
+    upper, axis, lower = text.plain.split("\n")
+    assert upper == "  █" and lower == "█  "   # 10 of 10 and 2 of 2 are both 100 %
+    assert axis == "0 1"
+
+
+def test_hbar_and_sparkline():
+    assert plots.hbar(0.5, 4) == "██  "
+    assert plots.hbar(1 / 16, 2) == "▏ "     # 1/16 of 2 cells = 1 eighth of one
+    assert plots.hbar(2.0, 3) == "███"
+    assert plots.sparkline([1, 2, 3], 10).plain == "▁▅█"   # 1 + round(3.5) eighths
+    assert plots.sparkline([5, 5], 4).plain == "██"
+    assert plots.sparkline([1, 1, 3, 3], 2).plain == "▁█"   # averaged in pairs
+
+
+def test_labelled_bars_show_missing_values():
+    lines = plots.labelled_bars([("sports", 1.0), ("music", None)], 30).plain.split("\n")
+    assert lines[0].startswith("sports") and lines[0].endswith("100.0%")
+    assert lines[1].startswith("music") and lines[1].rstrip().endswith("–")
+
+
+def test_side_by_side_pads_each_block():
+    from rich.text import Text
+
+    joined = plots.side_by_side([Text("ab\nc"), Text("x")], [3, 1], gap=1)
+    assert joined.plain.split("\n") == ["ab  x", "c    "]
+
+
+# -- state from events ------------------------------------------------------------------------
+
+
+def _shard(teacher, key, shard, mc, det=None, dataset="unlabeled"):
+    return {"kind": "score.shard", "data": {"teacher": teacher, "key": key, "shard": shard,
+                                            "dataset": dataset, "mc_confidence_hist": mc,
+                                            "det_confidence_hist": det or mc}}
+
+
+def test_score_histograms_sum_shards_once_and_restart_on_a_new_key():
+    histograms = ScoreHistograms()
+    assert histograms.add(_shard("a", "k1", 0, [1, 2]))
+    assert histograms.add(_shard("a", "k1", 1, [3, 0]))
+    assert histograms.add(_shard("a", "k1", 1, [3, 0]))   # recorded twice, counted once
+    assert not histograms.add(_shard("a", "k1", 2, [9, 9], dataset="eval"))
+    (a,) = histograms.teachers()
+    assert a.mc[:2] == [4, 2] and a.texts == 6
+    histograms.add(_shard("a", "k2", 0, [0, 1]))           # rescored: the old key is dropped
+    assert histograms.teachers()[0].mc[:2] == [0, 1]
+    histograms.add(_shard("b", "k3", 0, [1, 0]))
+    assert [t.teacher for t in histograms.teachers(["b", "a"])] == ["b", "a"]
+
+
+def test_run_history_follows_resume_and_restart():
+    run = RunHistory("r")
+    run.add("train.start", {"step": 0, "total_steps": 30, "method": "muki-hard"})
+    for step in (10, 20):
+        run.add("train.step", {"step": step, "loss": 1.0 / step})
+        run.add("train.eval", {"step": step, "accuracy": step / 100})
+    run.add("train.start", {"step": 10, "total_steps": 30})      # resumed from step 10
+    assert run.steps == [10] and [e["step"] for e in run.evals] == [10]
+    run.add("train.step", {"step": 20, "loss": 0.04})
+    run.add("train.eval", {"step": 20, "accuracy": 0.5})
+    run.add("train.done", {"step": 30})
+    assert run.state == "done" and run.best_eval["accuracy"] == 0.5
+    run.add("train.start", {"step": 0, "total_steps": 30})       # started afresh
+    assert run.steps == [] and run.latest_eval is None
+
+
+def test_runs_keep_each_run_apart():
+    runs = Runs()
+    runs.add({"kind": "train.start", "run": "a", "data": {"step": 0, "method": "uhc"}})
+    runs.add({"kind": "train.start", "run": "b", "data": {"step": 0, "method": "muki-soft"}})
+    assert not runs.add({"kind": "score.shard", "run": None, "data": {}})
+    assert [r.method for r in runs] == ["uhc", "muki-soft"]
+
+
+# -- reading files without transformers --------------------------------------------------------
+
+
+def test_union_marks_labels_shared_by_teachers():
+    assert union_with_overlaps([("a", "b"), ("b", "c")]) == [("a", 1), ("b", 2), ("c", 1)]
+
+
+def test_inspect_teacher_reads_json_and_sizes(tmp_path):
+    root = write_config(tmp_path / "proj")
+    config = load_config(root)
+    summary = inspect_teacher(config, config.teachers[1])
+    assert summary.labels == ("music", "cooking") and summary.problem is None
+    assert summary.architecture == "RobertaForSequenceClassification"
+    assert summary.tokenizer == "RobertaTokenizerFast" and summary.size_bytes == 4096
+    assert human_size(4096) == "4.0 KB" and human_size(None) == "–"
+
+
+def test_inspect_teacher_names_problems_and_fixes(tmp_path):
+    root = write_config(tmp_path / "proj")
+    write_teacher(root / "generic", ("LABEL_0", "LABEL_1"))
+    write_teacher(root / "encoder", LABELS_A, architecture="BertModel")
+    (root / "empty").mkdir()
+    config = config_edit.add_teacher(load_config(root), "g", str(root / "generic"))
+    config = config_edit.add_teacher(config, "e", str(root / "encoder"))
+    config = config_edit.add_teacher(config, "x", str(root / "empty"))
+    problems = {t.name: inspect_teacher(config, t).problem for t in config.teachers}
+    assert "generically" in problems["g"] and "override" in problems["g"]
+    assert "not a sequence classifier" in problems["e"]
+    assert "no config.json" in problems["x"]
+    fixed = config_edit.set_teacher_labels(config, "g", "one, two")
+    assert inspect_teacher(fixed, fixed.teacher("g")).problem is None
+    wrong = config_edit.set_teacher_labels(config, "g", "one, two, three")
+    assert "lists 3 names but the checkpoint has 2" in inspect_teacher(wrong, wrong.teacher("g")).problem
+
+
+def test_inspect_dataset_counts_rows_and_checks_columns(tmp_path):
+    root = write_config(tmp_path / "proj")
+    (root / "data" / "texts.csv").write_text("body,topic\n\"a, b\",x\nc,y\nd,x\n")
+    config = config_edit.set_dataset(load_config(root), "eval", "data/texts.csv", "body", "topic")
+    summary = inspect_dataset(config, "eval", config.data.eval)
+    assert (summary.rows, summary.columns, summary.format) == (3, ["body", "topic"], "csv")
+    assert summary.samples[0]["body"] == "a, b" and summary.label_counts == {"x": 2, "y": 1}
+    wrong = config_edit.set_dataset(config, "eval", "data/texts.csv", "text", "topic")
+    assert "no column 'text'" in inspect_dataset(wrong, "eval", wrong.data.eval).problem
+    jsonl = inspect_dataset(config, "unlabeled", config.data.unlabeled)
+    assert jsonl.rows == 10 and jsonl.format == "jsonl"
+
+
+def test_inspect_dataset_reads_parquet(tmp_path):
+    import pyarrow as arrow
+    import pyarrow.parquet as parquet
+
+    root = write_config(tmp_path / "proj")
+    parquet.write_table(arrow.table({"text": ["a", "b", "c", "d"]}), root / "data" / "t.parquet")
+    config = config_edit.set_dataset(load_config(root), "unlabeled", "data/t.parquet", limit="2")
+    summary = inspect_dataset(config, "unlabeled", config.data.unlabeled)
+    assert (summary.rows, summary.format, summary.samples[0]) == (2, "parquet", {"text": "a"})
+
+
+# -- config edits --------------------------------------------------------------------------------
+
+
+def test_config_edits_validate_before_writing(tmp_path):
+    root = write_config(tmp_path / "proj")
+    before = (root / "kiwb.toml").read_text()
+    with pytest.raises(ConfigError, match="does not exist"):
+        config_edit.add_teacher(load_config(root), "c", "no/such/folder")
+    with pytest.raises(ConfigError, match="already used"):
+        config_edit.add_teacher(load_config(root), "A", "teachers/a")
+    with pytest.raises(ConfigError, match="limit"):
+        config_edit.set_dataset(load_config(root), "unlabeled", "data/unlabeled.jsonl", limit="ten")
+    assert (root / "kiwb.toml").read_text() == before           # nothing half-written
+    removed = config_edit.remove_teacher(load_config(root), "b")
+    assert [t.name for t in load_config(root).teachers] == ["a"] == [t.name for t in removed.teachers]
+    assert "# Short unique name of this teacher" in (root / "kiwb.toml").read_text()
+
+
+def test_set_scoring_writes_only_changes(tmp_path):
+    root = write_config(tmp_path / "proj")
+    config = load_config(root)
+    assert config_edit.set_scoring(config, mc_passes=config.scoring.mc_passes) is config
+    assert config_edit.set_scoring(config, mc_passes=4).scoring.mc_passes == 4
+    assert load_config(root).scoring.mc_passes == 4
+
+
+def test_new_project_writes_defaults(tmp_path):
+    written = config_edit.new_project(tmp_path / "fresh")
+    assert load_config(written).name == "fresh"
+
+
+# -- small helpers ------------------------------------------------------------------------------
+
+
+def test_default_run_name_matches_the_cli():
+    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.train import default_run_name as cli_name
+
+    for settings in (IntegrationSettings(), IntegrationSettings("muki-soft", tau=0.5),
+                     IntegrationSettings(use_mc=False, reweight=False), IntegrationSettings("uhc")):
+        assert default_run_name(settings.method, settings.tau, settings.reweight,
+                                settings.use_mc) == cli_name(settings)
+
+
+def test_error_line_picks_kiwbs_message():
+    assert error_line("Traceback\nkiwb: error: no scores yet; run kiwb score\n") == \
+        "no scores yet; run kiwb score"
+    assert error_line("something else\n") == "something else"
+
+
+def test_packaged_themes_load_and_a_broken_one_is_named(tmp_path):
+    loaded = themes.load_themes([themes.package_themes_folder()])
+    names = {theme.name for theme in loaded.themes}
+    assert {"kiwb-dark", "kiwb-light", "kiwb-ansi"} <= names and not loaded.problems
+    assert next(t for t in loaded.themes if t.name == "kiwb-ansi").ansi
+    (tmp_path / "bad.toml").write_text('name = "bad"\nprimary = "not-a-colour"\n')
+    (tmp_path / "typo.toml").write_text('name = "t"\nprimray = "#fff"\n')
+    (tmp_path / "broken.toml").write_text("name = [\n")
+    problems = themes.load_themes([tmp_path]).problems
+    assert [p.split(":")[0] for p in problems] == ["bad.toml", "broken.toml", "typo.toml"]
+    assert "is not a colour" in problems[0] and "primray" in problems[2]
+
+
+def test_plot_colours_default_from_a_themes_standard_colours():
+    from textual.theme import BUILTIN_THEMES
+
+    defaults = themes.plot_variable_defaults(BUILTIN_THEMES["textual-light"])
+    assert defaults["kiwb-wrong"] == BUILTIN_THEMES["textual-light"].error
+    assert themes.few_colours("standard") and not themes.few_colours("truecolor")
+
+
+def test_theme_files_in_the_repository_are_the_packaged_ones():
+    from pathlib import Path
+
+    top = Path(__file__).parent.parent / "themes"
+    for name in ("dark.toml", "light.toml"):
+        assert (top / name).read_text() == (themes.package_themes_folder() / name).read_text()
+
+
+def test_stopping_an_integration_ends_its_process(tmp_path):
+    from kiwb.tui.launcher import integrate
+
+    started = time.monotonic()
+    with pytest.raises(InterruptedError):
+        integrate(tmp_path, should_stop=lambda: True)
+    assert time.monotonic() - started < 5
+
+
+def test_kiwb_dir_opens_the_workbench(monkeypatch, tmp_path, capsys):
+    from kiwb import cli
+
+    opened = []
+    monkeypatch.setattr("kiwb.tui.run", lambda root, theme=None, pane=None: opened.append(
+        (root, theme, pane)) or 0)
+    assert cli.main([str(tmp_path)]) == 0
+    assert cli.main(["ui", str(tmp_path), "--pane", "conflicts", "--theme", "kiwb-light"]) == 0
+    assert opened == [(tmp_path.resolve(), None, None), (tmp_path.resolve(), "kiwb-light", "conflicts")]
+    assert cli.main([str(tmp_path / "missing")]) == 2
+    assert "no such folder" in capsys.readouterr().err

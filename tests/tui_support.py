@@ -1,0 +1,272 @@
+"""Workbench test support: a small project written with the store's own API (no models),
+and helpers to wait for the UI and read what it shows."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import io
+import json
+import random
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from rich.console import Console
+
+from kiwb.project.config import DatasetConfig, TeacherConfig, write_new_project
+from kiwb.project.instances import replace_instances
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+
+LABELS_A = ("sports", "politics")
+LABELS_B = ("music", "cooking")
+UNION = [*LABELS_A, *LABELS_B]
+TEXTS = [
+    "the striker scored a late goal to win the derby",
+    "parliament passed the budget after a long debate",
+    "the band opened its tour with a new album",
+    "bake the bread in a hot oven with garlic",
+    "the coach praised the team after the match",
+    "a new song topped the charts this week",
+    "the senate vote on the law was delayed",
+    "the chef added spice to the sauce",
+    "the minister sang at the stadium concert",
+    "a referee cooked dinner for the league party",
+]
+INTEGRATION_KEY = "synthetic-integration"
+RUN = "muki-hard"
+
+
+def write_teacher(folder: Path, labels, *, architecture="BertForSequenceClassification",
+                  model_type="bert", tokenizer="BertTokenizerFast", weights_bytes=2048) -> Path:
+    """A checkpoint folder as save_pretrained lays it out, with placeholder weights."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": [architecture], "model_type": model_type,
+        "id2label": {str(i): label for i, label in enumerate(labels)},
+        "label2id": {label: i for i, label in enumerate(labels)}}))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": tokenizer}))
+    (folder / "model.safetensors").write_bytes(b"\0" * weights_bytes)
+    return folder
+
+
+def write_data(root: Path) -> None:
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    gold = ["sports", "politics", "music", "cooking", "sports", "music", "politics", "cooking",
+            "music", "cooking"]
+    (data / "unlabeled.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in TEXTS))
+    (data / "eval.jsonl").write_text("".join(
+        json.dumps({"text": t, "label": g}) + "\n" for t, g in zip(TEXTS, gold, strict=True)))
+
+
+def write_config(root: Path) -> Path:
+    write_teacher(root / "teachers" / "a", LABELS_A)
+    write_teacher(root / "teachers" / "b", LABELS_B, architecture="RobertaForSequenceClassification",
+                  model_type="roberta", tokenizer="RobertaTokenizerFast", weights_bytes=4096)
+    write_data(root)
+    write_new_project(
+        root, name="demo",
+        teachers=[TeacherConfig("a", "teachers/a"), TeacherConfig("b", "teachers/b")],
+        unlabeled=DatasetConfig("data/unlabeled.jsonl"),
+        eval=DatasetConfig("data/eval.jsonl", label_column="label"))
+    ProjectPaths(root).make_layout()
+    return root
+
+
+def _histogram(values) -> list[int]:
+    return np.histogram(np.asarray(values), bins=20, range=(0.0, 1.0))[0].tolist()
+
+
+def scores(teacher_index: int, count: int, seed: int) -> dict[str, np.ndarray]:
+    """Score arrays of one teacher, as a real shard file holds them (fixed by `seed`)."""
+    rng = np.random.default_rng(seed)
+    det = rng.dirichlet([0.6, 0.6], size=count).astype(np.float32)
+    mc = (0.7 * det + 0.3 * rng.dirichlet([2.0, 2.0], size=count)).astype(np.float32)
+
+    def confidence(probs):
+        entropy = -(probs * np.log(np.clip(probs, 1e-12, 1))).sum(-1)
+        return (1 - entropy / np.log(probs.shape[1])).astype(np.float32)
+
+    return {"det_probs": det, "mc_probs": mc, "det_confidence": confidence(det),
+            "mc_confidence": confidence(mc),
+            "mutual_information": rng.uniform(0, 0.2, count).astype(np.float32),
+            "rows": np.arange(count, dtype=np.int64)}
+
+
+def write_scores(root: Path, store: Store) -> list[dict[str, np.ndarray]]:
+    paths = ProjectPaths(root)
+    arrays = []
+    for index, (teacher, labels) in enumerate((("a", LABELS_A), ("b", LABELS_B))):
+        key = f"score-{teacher}"
+        store.register_score_set(key, teacher=teacher, dataset="unlabeled", num_texts=len(TEXTS),
+                                 num_shards=1, meta={"labels": list(labels), "shard_size": 16})
+        store.claim_shard(key, 0, "test")
+        data = scores(index, len(TEXTS), seed=index + 1)
+        buffer = io.BytesIO()
+        np.savez(buffer, **data)
+        paths.score_dir(key).mkdir(parents=True, exist_ok=True)
+        paths.shard_file(key, 0).write_bytes(buffer.getvalue())
+        store.finish_shard(key, 0, rows=len(TEXTS), seconds=1.0)
+        store.append_event("score.shard", {
+            "teacher": teacher, "dataset": "unlabeled", "key": key, "shard": 0, "rows": len(TEXTS),
+            "seconds": 1.0, "mc_confidence_hist": _histogram(data["mc_confidence"]),
+            "det_confidence_hist": _histogram(data["det_confidence"])})
+        arrays.append(data)
+    return arrays
+
+
+def integration_summary(margins) -> dict:
+    return {
+        "num_texts": len(margins), "labels": UNION, "overlapping_labels": [],
+        "wins": {"a": 5, "b": 5},
+        "margin_quantiles": {"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
+        "margin_histogram": _histogram(margins), "conflict_threshold": 0.3,
+        "conflicts": int((np.asarray(margins) < 0.3).sum()),
+        "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7},
+        "eval": {"num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6},
+                 "ensemble_accuracy": 0.55, "teacher_accuracy": {"a": 0.4, "b": 0.5},
+                 "confidence_histograms": {
+                     "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
+                                    "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
+                     "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
+                                       "wrong_teacher": [0] * 10 + [1, 2, 3, 3, 2, 1, 0, 0, 0, 0]}}},
+    }
+
+
+def write_integration(store: Store, arrays) -> None:
+    mc = np.stack([a["mc_confidence"] for a in arrays], axis=1)
+    ordered = np.sort(mc, axis=1)
+    margins = (ordered[:, -1] - ordered[:, -2]).tolist()
+    routed = mc.argmax(1).tolist()
+    gold = [0, 1, 2, 3, 0, 2, 1, 3, 2, 3]
+    rows = [(row, margins[row], routed[row], 2 * routed[row] + int(arrays[routed[row]]["det_probs"][row].argmax()),
+             gold[row], mc[row].tolist(), TEXTS[row]) for row in range(len(TEXTS))]
+    store.record_integration(INTEGRATION_KEY, dataset="unlabeled",
+                             settings={"method": "muki-hard", "tau": 0.2, "reweight": True,
+                                       "use_mc": True, "conflict_threshold": 0.3},
+                             summary=integration_summary(margins))
+    replace_instances(store.connection, INTEGRATION_KEY, rows)
+
+
+def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard",
+              accuracies=(0.5, 0.75)) -> None:
+    """Training events of a finished run, and its folder with checkpoints as a worker leaves it."""
+    total = 20
+    store.append_event("train.start", {"step": 0, "total_steps": total, "method": method}, run=run)
+    for step in range(2, total + 1, 2):
+        store.append_event("train.step", {"step": step, "loss": 1.5 / step, "lr": 1e-4,
+                                          "texts_per_s": 100.0, "total_steps": total}, run=run)
+        if step % 10 == 0:
+            accuracy = accuracies[step // 10 - 1]
+            store.append_event("train.eval", {
+                "step": step, "accuracy": accuracy, "macro_f1": accuracy - 0.05,
+                "per_class_accuracy": {"sports": 1.0, "politics": 0.5, "music": accuracy,
+                                       "cooking": None},
+                "confusion": [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]],
+                "num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6}},
+                run=run)
+    store.append_event("train.done", {"step": total, "best": {"step": 20, "accuracy": accuracies[-1]}},
+                       run=run)
+    run_dir = ProjectPaths(root).run_dir(run)
+    for step in (10, 20):
+        (run_dir / "checkpoints" / f"step-{step:07d}").mkdir(parents=True, exist_ok=True)
+    (run_dir / "best.json").write_text(json.dumps(
+        {"checkpoint": "step-0000020", "step": 20, "metrics": {"accuracy": accuracies[-1]}}))
+    (run_dir / "manifest.json").write_text(json.dumps(
+        {"labels": UNION, "method": {"method": method}}))
+
+
+def synthetic_project(root: Path, *, scored: bool = True, integrated: bool = True,
+                      trained: bool = True) -> Path:
+    """A project folder with teachers, data and (optionally) scores, an integration and a run."""
+    write_config(root)
+    with Store(ProjectPaths(root).store) as store:
+        arrays = write_scores(root, store) if scored else None
+        if integrated and arrays is not None:
+            write_integration(store, arrays)
+        if trained:
+            write_run(root, store)
+    return root
+
+
+def many_instances(store: Store, count: int, key: str = "big", seed: int = 0) -> None:
+    """`count` synthetic integration rows (and a summary), for the responsiveness tests."""
+    rng = random.Random(seed)
+    words = "goal vote album oven team senate song chef match party".split()
+
+    def rows():
+        for row in range(count):
+            margin = rng.random()
+            first = rng.random()
+            yield (row, margin, row % 2, row % 4, None, [first, max(first - margin, 0.0)],
+                   " ".join(rng.choices(words, k=8)) + f" #{row}")
+
+    replace_instances(store.connection, key, rows())
+    summary = integration_summary([0.5])
+    summary.update(num_texts=count, conflicts=count // 10, conflict_threshold=0.1)
+    store.record_integration(key, dataset="unlabeled", settings={"method": "muki-hard"},
+                             summary=summary)
+
+
+# -- reading and waiting for the UI --------------------------------------------------------
+
+def run_async(test):
+    """Run an `async def` test to completion (no pytest asyncio plugin needed)."""
+    @functools.wraps(test)
+    def run(*args, **kwargs):
+        return asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+def text_of(widget, width: int = 100) -> str:
+    """The plain text a widget shows (a Static's content, or what a Plot renders)."""
+    from textual.widgets import Static
+
+    renderable = widget.content if isinstance(widget, Static) else widget.render()
+    if isinstance(renderable, str):
+        return renderable
+    console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def cells(table) -> list[list[str]]:
+    """Every row of a DataTable as plain strings."""
+    return [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
+
+
+async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0,
+                   what: str = "the condition") -> None:
+    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await pilot.pause(0.05)
+
+
+def record_notifications(app) -> list[str]:
+    """Keep every notification's title and message (the toasts the user sees) in a list."""
+    shown: list[str] = []
+    notify = app.notify
+
+    def recording(message, *, title="", **kwargs):
+        shown.append(f"{title}: {message}")
+        return notify(message, title=title, **kwargs)
+
+    app.notify = recording
+    return shown
+
+
+def workbench(root: Path, **kwargs):
+    """The app on `root` with only the packaged themes (no user theme folder)."""
+    from kiwb.tui.app import WorkbenchApp
+    from kiwb.tui.themes import package_themes_folder
+
+    kwargs.setdefault("theme", "kiwb-dark")
+    kwargs.setdefault("theme_folders", [package_themes_folder()])
+    return WorkbenchApp(root, **kwargs)
