@@ -54,10 +54,10 @@ def student_base(tmp_path_factory) -> Path:
 
 TRAINING_SETTINGS = """
 [training]
-epochs = 4.0
+epochs = 8.0
 learning_rate = 0.003
 batch_size = 16
-eval_every = 10
+eval_every = 20
 warmup_ratio = 0.1
 """
 

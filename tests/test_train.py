@@ -37,7 +37,7 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     steps = _events(project, "hard", "train.step")
     assert steps[-1]["loss"] < steps[0]["loss"]
     evaluations = _events(project, "hard", "train.eval")
-    assert [e["step"] for e in evaluations] == [10, 20, 30, 40]
+    assert [e["step"] for e in evaluations] == [20, 40, 60, 80]
     best = max(e["accuracy"] for e in evaluations)
     assert best > 0.5  # four balanced labels: chance is 0.25
     last = evaluations[-1]
@@ -65,7 +65,7 @@ def test_killed_training_resumes_to_the_same_result(scored_project, tmp_path):
     killed = _copy_project(scored_project, tmp_path / "killed")
     for project in (straight, killed):  # long enough to be killed mid-way
         config = project / "kiwb.toml"
-        config.write_text(config.read_text().replace("epochs = 4.0", "epochs = 12.0"))
+        config.write_text(config.read_text().replace("epochs = 8.0", "epochs = 12.0"))
     run_kiwb("train", straight, "--run", "r", cwd=tmp_path)
 
     worker = start_kiwb("train", killed, "--run", "r", cwd=tmp_path, log=tmp_path / "train.log")
@@ -139,13 +139,13 @@ def test_every_method_trains_with_the_same_loop(scored_project, tmp_path, method
     from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
 
     project = _copy_project(scored_project, tmp_path / "proj")
-    config = with_training_overrides(load_config(project), epochs=2.0)
+    config = with_training_overrides(load_config(project), epochs=6.0)
     request = TrainRequest(run=method, settings=IntegrationSettings.from_config(config, method=method))
     with Store(ProjectPaths(project).store) as store:
         trainer = Trainer(config, store, request, prepare(config, store, request), torch.device("cpu"))
         trainer.setup()
         result = trainer.run()
-    assert result["step"] == trainer.total_steps == 20
+    assert result["step"] == trainer.total_steps == 60
     losses = [e["loss"] for e in _events(project, method, "train.step")]
     assert losses[-1] < losses[0]
     if method == "supervised":

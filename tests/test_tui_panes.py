@@ -48,14 +48,11 @@ async def fill_form(pilot, **values) -> FormScreen:
 
 
 @run_async
-async def test_number_keys_switch_panes_and_help_lists_keys(project):
-    app = workbench(project)
+async def test_help_lists_the_keys_of_every_pane(project):
+    app = workbench(project)   # number keys are pressed in test_tui_imports' visit of every pane
     async with app.run_test(size=(80, 24)) as pilot:
-        tabs = app.screen.query_one(TabbedContent)
-        for key, pane in zip("7654321", ("export", "conflicts", "accuracy", "uncertainty", "jobs",
-                                         "data", "teachers"), strict=True):
-            await pilot.press(key)
-            assert tabs.active == pane
+        await pilot.press("6")
+        assert app.screen.query_one(TabbedContent).active == "conflicts"
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
         shown = text_of(app.screen.query("Static").last())
@@ -170,12 +167,14 @@ async def test_jobs_pane_follows_jobs_started_elsewhere_and_explains_failures(pr
                                                  "rate": 15.0, "eta_s": 6.0, "label": "a"})
             failed = store.jobs.create("train", "muki-hard", {"run": "muki-hard"})
             store.jobs.started(failed, {"device": "cpu"})
+        app.screen.refresh_now()   # rather than wait for the next poll
         await wait_for(pilot, lambda: jobs.row_count == 2, what="the jobs")
         first = cells(jobs)[0]
-        assert first[1:6] == ["score", "running", "30/120 texts", "15.0/s", "0m 06s"]
+        assert first[1:6] == ["score", "running", "30/120 texts", "15.0/s", "ETA 0m 06s"]
         with Store(ProjectPaths(project).store) as store:
             store.jobs.end(failed, "failed", {"error": "no complete teacher scores yet; run: kiwb score",
                                               "log_tail": ["kiwb: error: no complete teacher scores"]})
+        app.screen.refresh_now()
         await wait_for(pilot, lambda: cells(jobs)[1][2] == "failed", what="the failure")
         await wait_for(pilot, lambda: any("Job failed" in n and "run: kiwb score" in n
                                           for n in notifications), what="a notification")
@@ -196,12 +195,14 @@ async def test_uncertainty_pane_is_live(tmp_path):
 
         with Store(ProjectPaths(project).store) as store:     # a scoring job finishes shards
             arrays = write_scores(project, store)
+        app.screen.refresh_now()
         await wait_for(pilot, lambda: "b · MC dropout · 10 texts" in text_of(plot), timeout=5, what="histograms")
         assert "a · MC dropout · 10 texts" in text_of(plot) and "█" in text_of(plot)
         margins = app.screen.query_one("#margins", Plot)
         assert "No integration yet" in text_of(margins)
         with Store(ProjectPaths(project).store) as store:
             write_integration(store, arrays)
+        app.screen.refresh_now()
         await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=5)
         assert "0.3: 8 of 10 texts (80.0%)" in text_of(margins)
         routing = text_of(app.screen.query_one("#routing", Plot))
@@ -346,6 +347,7 @@ async def test_a_broken_kiwb_toml_is_explained_and_read_again_once_fixed(project
         await pilot.press("3", "s")
         assert not isinstance(app.screen, FormScreen)      # nothing launches on a broken config
         (project / "kiwb.toml").write_text(good)
+        app.screen.refresh_now()
         await pilot.press("1")
         teachers = table(app, "#teachers-table")
         await wait_for(pilot, lambda: teachers.row_count == 2 and not text_of(hint), what="the reload")

@@ -244,6 +244,16 @@ def test_packaged_themes_load_and_a_broken_one_is_named(tmp_path):
     assert "is not a colour" in problems[0] and "primray" in problems[2]
 
 
+def test_choose_theme():
+    available = {"kiwb-dark", "kiwb-light", "kiwb-ansi", "textual-dark"}
+    assert themes.choose_theme(None, available, "truecolor") == ("kiwb-dark", None)
+    assert themes.choose_theme(None, available, "standard") == ("kiwb-ansi", None)
+    assert themes.choose_theme("kiwb-light", available, "standard") == ("kiwb-light", None)
+    chosen, note = themes.choose_theme("solarized", available, "256")
+    assert chosen == "kiwb-dark" and "no theme 'solarized'" in note and "kiwb-light" in note
+    assert themes.choose_theme(None, {"textual-dark"}, "256")[0] == "textual-dark"
+
+
 def test_plot_colours_default_from_a_themes_standard_colours():
     from textual.theme import BUILTIN_THEMES
 
@@ -280,3 +290,23 @@ def test_kiwb_dir_opens_the_workbench(monkeypatch, tmp_path, capsys):
     assert opened == [(tmp_path.resolve(), None, None), (tmp_path.resolve(), "kiwb-light", "conflicts")]
     assert cli.main([str(tmp_path / "missing")]) == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+def test_read_changes_follows_events_by_id_and_reports_a_new_integration(tmp_path):
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.queries import read_changes
+    from kiwb.project.store import Store
+
+    with Store(ProjectPaths(tmp_path).store) as store:
+        for step in range(5):
+            store.append_event("train.step", {"step": step, "loss": 1.0}, run="r")
+        store.append_event("job.progress", {"done": 1}, job_id=None)     # read through store.jobs
+        first = read_changes(store, 0, None, max_events=3)
+        assert [e["data"]["step"] for e in first.events] == [0, 1, 2] and first.more_events
+        rest = read_changes(store, first.last_event_id, None, max_events=3)
+        assert [e["data"]["step"] for e in rest.events] == [3, 4] and not rest.more_events
+        assert rest.integration is None and rest.integration_stamp is None
+        store.record_integration("k", dataset="unlabeled", settings={}, summary={"num_texts": 1})
+        changed = read_changes(store, rest.last_event_id, None)
+        assert changed.integration["key"] == "k" and changed.events == []
+        assert read_changes(store, 0, changed.integration_stamp).integration is None

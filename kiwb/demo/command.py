@@ -24,14 +24,16 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
 
     quiet_libraries()
     from kiwb.demo.recipe import FULL, QUICK
-    from kiwb.workers.demo import build_demo, say_built
+    from kiwb.workers.demo import build_demo, limit_cpu_threads, say_built
     from kiwb.workers.runtime import resolve_device
 
     root = (path or default_demo_root()).expanduser().resolve()
     recipe = QUICK if quick or os.environ.get(QUICK_ENV) == "1" else FULL
+    device = resolve_device("auto")
+    limit_cpu_threads(device)
     started = time.perf_counter()
     console.print(f"kiwb demo in {root}")
-    say_built(build_demo(root, recipe, resolve_device("auto")))
+    say_built(build_demo(root, recipe, device))
     console.print(f"Demo project ready in {time.perf_counter() - started:.1f}s")
     if not no_ui:
         return open_workbench(root)

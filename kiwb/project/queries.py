@@ -24,6 +24,7 @@ from kiwb.project.store import Store
 FEED_KINDS = ("score.shard", "train.start", "train.step", "train.eval", "train.done",
               "train.stopped")
 EVENT_BATCH = 5000
+MAX_EVENTS = 100_000  # per poll: a long history is caught up with over a few polls
 
 
 @contextmanager
@@ -72,14 +73,21 @@ class StoreChanges:
 
 
 def read_changes(store: Store, after_id: int, integration_stamp: float | None,
-                 limit: int = EVENT_BATCH) -> StoreChanges:
-    """Events of FEED_KINDS after `after_id`, the jobs, the score sets, a newer integration."""
-    events = feed_events(store, after_id, limit)
+                 max_events: int = MAX_EVENTS) -> StoreChanges:
+    """Events of FEED_KINDS after `after_id` (up to `max_events`), the jobs, the score sets,
+    and the newest integration when it is not the one stamped `integration_stamp`."""
+    events: list[dict[str, Any]] = []
+    while len(events) < max_events:
+        batch = feed_events(store, events[-1]["id"] if events else after_id,
+                            min(EVENT_BATCH, max_events - len(events)))
+        events += batch
+        if len(batch) < EVENT_BATCH:
+            break
     latest = latest_integration(store)
     stamp = latest["created_at"] if latest else None
     return StoreChanges(
         last_event_id=events[-1]["id"] if events else after_id,
-        events=events, more_events=len(events) == limit, jobs=store.jobs.all(),
+        events=events, more_events=len(events) >= max_events, jobs=store.jobs.all(),
         score_sets=score_progress(store),
         integration=latest if stamp != integration_stamp else None, integration_stamp=stamp,
     )

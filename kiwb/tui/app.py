@@ -6,7 +6,6 @@ from pathlib import Path
 
 from textual.app import App
 from textual.binding import Binding
-from textual.theme import Theme
 
 from kiwb.tui import themes
 from kiwb.tui.screens.help import HelpScreen
@@ -33,26 +32,19 @@ class WorkbenchApp(App):
         loaded = themes.load_themes(self.theme_folders)
         for theme in loaded.themes:
             self.register_theme(theme)
-        self.theme_problems = loaded.problems
-        wanted = self.requested_theme or (themes.ANSI_THEME if themes.few_colours(
-            self.console.color_system) else themes.DEFAULT_THEME)
-        chosen = wanted if wanted in self.available_themes else themes.DEFAULT_THEME
-        if chosen not in self.available_themes:
-            chosen = themes.FALLBACK_THEME
-        if self.requested_theme and self.requested_theme != chosen:
-            known = ", ".join(sorted(n for n in self.available_themes if n.startswith("kiwb")))
-            self.theme_problems.append(f"no theme {self.requested_theme!r}; using {chosen} "
-                                       f"(kiwb themes: {known}; ctrl+p → theme lists all)")
+        chosen, problem = themes.choose_theme(self.requested_theme, set(self.available_themes),
+                                              self.console.color_system)
+        self.theme_problems = loaded.problems + ([problem] if problem else [])
         self.theme = chosen
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
-        theme: Theme = self.current_theme
-        return themes.plot_variable_defaults(theme)
+        """kiwb's plot colours for themes that do not set them (Textual's own, in the palette)."""
+        return themes.plot_variable_defaults(self.current_theme)
 
     def on_mount(self) -> None:
         self.push_screen(WorkbenchScreen(self.project, self.initial_pane))
         for problem in self.theme_problems:
-            self.notify(problem, title="Theme file skipped", severity="warning", timeout=10)
+            self.notify(problem, title="Theme", severity="warning", timeout=10)
 
     def action_help(self) -> None:
         if not isinstance(self.screen, HelpScreen):

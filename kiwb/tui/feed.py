@@ -22,8 +22,7 @@ from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ConfigLoaded, StoreChanged
 
 POLL_S = 1.0
-_UNREAD = object()
-MAX_BATCHES = 20  # event batches read in one poll while catching up on a long history
+_UNREAD = object()  # the config stamp before the first read
 
 
 class StoreFeed:
@@ -53,13 +52,11 @@ class StoreFeed:
         try:
             messages = self._config_if_changed()
             with open_store(self.root) as store:
-                for _ in range(MAX_BATCHES if store is not None else 0):
+                if store is not None:
                     changes = read_changes(store, self.after_id, self.integration_stamp)
                     self.after_id = changes.last_event_id
                     self.integration_stamp = changes.integration_stamp
                     messages.append(StoreChanged(changes))
-                    if not changes.more_events:
-                        break
             return messages
         finally:
             self._polling.release()

@@ -117,6 +117,22 @@ def plot_variable_defaults(theme: Theme) -> dict[str, str]:
     return defaults
 
 
+def choose_theme(requested: str | None, available: set[str],
+                 color_system: str | None) -> tuple[str, str | None]:
+    """The theme to start with, and a note when the requested one does not exist.
+
+    Without a request: kiwb-dark, or kiwb-ansi in a terminal of 16 colours or fewer.
+    """
+    wanted = requested or (ANSI_THEME if few_colours(color_system) else DEFAULT_THEME)
+    fallback = DEFAULT_THEME if DEFAULT_THEME in available else FALLBACK_THEME
+    chosen = wanted if wanted in available else fallback
+    if requested is None or requested == chosen:
+        return chosen, None
+    known = ", ".join(sorted(name for name in available if name.startswith("kiwb")))
+    return chosen, (f"no theme {requested!r}; using {chosen} (kiwb themes: {known}; "
+                    "ctrl+p → theme lists them all)")
+
+
 def few_colours(color_system: str | None) -> bool:
     """Whether a terminal with this Rich colour system has only the 16 ANSI colours (or none)."""
     return color_system in (None, "standard", "windows")

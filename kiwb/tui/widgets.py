@@ -48,6 +48,10 @@ class Plot(Widget):
         self._draw: Draw | None = None
         self._lines = 1
 
+    def on_mount(self) -> None:
+        # The plot colours are component styles: redraw with the new ones on a theme change.
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
+
     def show(self, title: str, draw: Draw | None, lines: int) -> None:
         """Draw with `draw` in `lines` rows under `title` (None: the title alone, as a note)."""
         self._title, self._draw, self._lines = title, draw, lines

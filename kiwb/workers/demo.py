@@ -40,6 +40,13 @@ SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 Advance = Callable[[str, int], None]
 
 
+def limit_cpu_threads(device: torch.device) -> None:
+    """One CPU thread: the demo's tiny models gain nothing from intra-op threads, and on a
+    busy machine competing threads thrash (measured 7x slower with 2 threads on 2 busy cores)."""
+    if device.type == "cpu":
+        torch.set_num_threads(1)
+
+
 def build_demo(root: Path, recipe: DemoRecipe, device: torch.device) -> dict[str, float | None]:
     """Make (or finish) the demo project in `root`; the seconds each step took, None if reused."""
     paths = DemoPaths(root)

@@ -29,6 +29,7 @@ from kiwb.project.queries import (
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
 from kiwb.tui.messages import (
+    ActionFailed,
     ConflictScores,
     ConflictsCounted,
     ConflictsExported,
@@ -155,6 +156,9 @@ class ConflictsPane(Pane):
             table.add_row(*row_cells(item, teachers, labels), key=str(item.row))
         self.loaded.extend(message.instances)
         self._status()
+
+    def on_action_failed(self, message: ActionFailed) -> None:
+        self.loading = False  # a failed read may be tried again; the screen tells the user
 
     def on_conflicts_counted(self, message: ConflictsCounted) -> None:
         if message.request == self.request:

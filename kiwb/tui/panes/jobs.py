@@ -52,7 +52,7 @@ class JobsPane(Pane):
 
     def compose(self) -> ComposeResult:
         table = DataTable(id="jobs-table", cursor_type="row")
-        table.add_columns("job", "kind", "status", "progress", "rate", "ETA", "device")
+        table.add_columns("job", "kind", "status", "progress", "rate", "time", "device")
         yield table
         yield Static("No jobs yet: press s to score the teachers.", id="jobs-empty", classes="note")
         yield Static("", id="score-sets", classes="note")
@@ -216,9 +216,12 @@ def job_cells(job: JobState) -> tuple:
     done, total = progress.get("done"), progress.get("total")
     shown = (f"{done:,}/{total:,} {progress.get('unit', '')}" if total else "")
     rate = f"{progress['rate']:,.1f}/s" if job.live and progress.get("rate") else ""
-    eta = _seconds(progress.get("eta_s")) if job.live else _seconds(job.duration())
+    if job.live:
+        timing = f"ETA {_seconds(progress['eta_s'])}" if progress.get("eta_s") is not None else ""
+    else:
+        timing = f"took {_seconds(job.duration())}" if job.started_at else ""
     return (str(job.id), job.label, Text(job.status, STATUS_STYLE.get(job.status, "")), shown, rate,
-            eta, job.device or "")
+            timing, job.device or "")
 
 
 def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]) -> Text:
