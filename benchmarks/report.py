@@ -70,8 +70,9 @@ def render(results: dict) -> str:
         f"Machine: {machine['cpu']}, {machine['cores']} cores, GPU: {machine['gpu'] or 'none'}; "
         f"Python {machine['python']}, torch {machine['torch']}, transformers {machine['transformers']}, "
         f"datasets {machine['datasets']}.", "",
-        f"Rows used: train {rows['train']}, dev {rows['dev']}, test {rows['test']} "
-        f"(caps: {settings['train']}, {settings['dev']}, {settings['test']}); teachers "
+        f"Rows used: teachers' training {rows['teacher_train']}, student pool {rows['train']}, "
+        f"dev {rows['dev']}, test {rows['test']} (caps: {settings['teacher_train']}, {settings['train']}, "
+        f"{settings['dev']}, {settings['test']}); teachers "
         f"{settings['teacher_epochs']} epochs at lr {settings['teacher_lr']}, students "
         f"{settings['student_epochs']} epochs at lr {settings['student_lr']}, evaluated every "
         f"{settings['eval_every']} steps on dev, best checkpoint evaluated on test. K = 16, max length 128.",

@@ -131,6 +131,14 @@ def build_parser() -> argparse.ArgumentParser:
     ui.add_argument("--pane", choices=("teachers", "data", "jobs", "uncertainty", "accuracy",
                                        "conflicts", "export"), help="the pane to open first")
 
+    demo = commands.add_parser("demo", help="build a small offline demo project and open the "
+                               "workbench on it (--no-ui: run the whole workflow headless)")
+    demo.add_argument("project", nargs="?", type=Path, help="folder of the demo project "
+                      "(default: kiwb's folder in your user data folder)")
+    demo.add_argument("--no-ui", action="store_true", help="score, integrate, train, evaluate "
+                      "and export without the workbench, then print the results table")
+    demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
+
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
     predict.add_argument("texts", nargs="*", help="texts to classify (default: one per line on stdin)")

@@ -6,21 +6,10 @@ import argparse
 import json
 
 from kiwb.errors import KiwbError
+from kiwb.workers.quiet import quiet_libraries
 
 RECENT_JOBS = 10  # ended jobs that `kiwb jobs` shows without --all
 LOG_LINES_SHOWN = 8
-
-
-def quiet_libraries() -> None:
-    """Silence library progress bars and advisories; kiwb shows its own progress."""
-    import os
-
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-    import transformers
-
-    transformers.utils.logging.set_verbosity_error()
-    transformers.utils.logging.disable_progress_bar()
 
 
 def _from_cwd(path: str) -> str:
@@ -106,12 +95,12 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
+    config, store = open_project(args.project)  # a bad kiwb.toml fails before heavy imports
     quiet_libraries()
     from kiwb.console import stdout
     from kiwb.report import integration_tables
     from kiwb.workers.integrate import IntegrationSettings, run_integration
 
-    config, store = open_project(args.project)
     settings = IntegrationSettings.from_config(
         config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc,
         conflict_threshold=args.conflict_threshold,
@@ -329,3 +318,9 @@ def cmd_ui(args: argparse.Namespace) -> int:
     from kiwb.tui import run
 
     return run(root, theme=args.theme, pane=args.pane)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from kiwb.demo.command import run_demo
+
+    return run_demo(args.project, no_ui=args.no_ui, quick=args.quick)

@@ -14,7 +14,8 @@ from kiwb.project.store import Store
 
 SCORER = """
 import sys, torch
-from kiwb.commands import open_project, quiet_libraries
+from kiwb.commands import open_project
+from kiwb.workers.quiet import quiet_libraries
 from kiwb.workers.score import plan_scoring, register_tasks, run_scoring
 quiet_libraries()
 config, store = open_project(sys.argv[1])

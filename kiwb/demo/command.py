@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 import time
 from pathlib import Path
 
@@ -23,7 +24,7 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
     from kiwb.commands import quiet_libraries
 
     quiet_libraries()
-    from kiwb.demo.recipe import FULL, QUICK
+    from kiwb.demo.recipe import EXPORTED, FULL, QUICK
     from kiwb.workers.demo import build_demo, limit_cpu_threads, say_built
     from kiwb.workers.runtime import resolve_device
 
@@ -42,18 +43,19 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
     started = time.perf_counter()
     results = run_headless(root)
     stdout.print(results_table(results))
-    stdout.print(f"Exported the MUKI-Hard student to {results['exported']}", highlight=False)
+    stdout.print(f"Exported the {EXPORTED} student to {results['exported']}", highlight=False)
     console.print(f"Headless run took {time.perf_counter() - started:.1f}s")
     return 0
 
 
 def open_workbench(root: Path) -> int:
-    """Open the workbench on the demo project."""
-    # The single place `kiwb demo` opens the UI: call the workbench's entry here once
-    # kiwb/tui has one. Until then it says how to run the workflow from the shell.
+    """Open the workbench on the demo project, or say what to run where there is no terminal."""
+    if sys.stdin.isatty() and sys.stdout.isatty():
+        from kiwb.tui import run  # what `kiwb ui` opens
+
+        return run(root)
     stdout.print(f"The demo project is ready: {root}\n"
-                 "Run the workflow on it:\n"
-                 f"  kiwb score {root}\n  kiwb integrate {root}\n  kiwb train {root}\n"
-                 f"  kiwb export {root} --run muki-hard\n"
-                 f"or all of it at once: kiwb demo {root} --no-ui", highlight=False, soft_wrap=True)
+                 f"Open the workbench on it in a terminal: kiwb ui {root}\n"
+                 f"or run the whole workflow headless:     kiwb demo {root} --no-ui",
+                 highlight=False, soft_wrap=True)
     return 0

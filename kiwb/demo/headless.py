@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.table import Table
 
 from kiwb.console import console, progress_bar
-from kiwb.demo.recipe import EXPORTED_RUN, METHODS, TEACHERS
+from kiwb.demo.recipe import EXPORTED, STUDENTS, TEACHERS
 from kiwb.project.config import ProjectConfig, load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -25,9 +25,6 @@ from kiwb.workers.runtime import resolve_device
 from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
 from kiwb.workers.train import Trainer, TrainRequest, default_run_name, prepare
 
-METHOD_NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard",
-                "muki-soft": "MUKI-Soft"}
-
 
 def run_headless(root: Path) -> dict:
     """Score, integrate, train every method, evaluate and export; return the figures."""
@@ -37,16 +34,15 @@ def run_headless(root: Path) -> dict:
     with Store(paths.store) as store:
         score(config, store)
         summary = run_integration(config, store, IntegrationSettings.from_config(config))["eval"]
-        runs = {method: train(config, store, method) for method in METHODS}
+        runs = {name: train(config, store, settings) for name, settings in STUDENTS.items()}
     evaluation = load_dataset_role(config, "eval")
     device = resolve_device(config.training.device)
     students = {}
-    for method, run in runs.items():
+    for name, run in runs.items():
         checkpoint = choose_checkpoint(config.root, run, "best")
-        students[method] = evaluate_checkpoint(checkpoint, evaluation, device,
+        students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
                                                config.training.batch_size, config.training.max_length)
-    exported = export_student(config.root, runs[EXPORTED_RUN], paths.exports / runs[EXPORTED_RUN],
-                              force=True)
+    exported = export_student(config.root, runs[EXPORTED], paths.exports / runs[EXPORTED], force=True)
     return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
             "routing": summary["routing_accuracy"], "students": students,
             "eval_texts": summary["num_texts"], "exported": str(exported)}
@@ -67,9 +63,9 @@ def score(config: ProjectConfig, store: Store) -> None:
         run_scoring(config, store, tasks, device=device, progress=advance)
 
 
-def train(config: ProjectConfig, store: Store, method: str) -> str:
-    """Train (or finish, or reuse) the student of one method; returns its run name."""
-    settings = IntegrationSettings.from_config(config, method=method)
+def train(config: ProjectConfig, store: Store, overrides: dict) -> str:
+    """Train (or finish, or reuse) one student; returns its run name."""
+    settings = IntegrationSettings.from_config(config, **overrides)
     run = default_run_name(settings)
     existing = ckpt.list_checkpoints(ProjectPaths(config.root).run_dir(run))
     if existing and _finished(existing[-1]):
@@ -95,17 +91,20 @@ def _percent(value: float | None) -> str:
 
 def results_table(results: dict) -> Table:
     """Accuracy on the labeled eval texts: each teacher alone, the Ensemble, each student."""
-    table = Table(title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts")
+    labels = sum(len(labels) for labels in TEACHERS.values())
+    table = Table(title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts",
+                  caption="A teacher alone is right only on its own labels. Teacher routing: how "
+                  "often the most confident teacher knows the text's true label.")
     table.add_column("method")
     table.add_column("accuracy", justify="right")
     table.add_column("macro-F1", justify="right")
     for name, accuracy in results["teachers"].items():
-        table.add_row(f"teacher {name} alone ({', '.join(TEACHERS.get(name, ()))})", _percent(accuracy), "")
+        known = len(TEACHERS.get(name, ()))
+        table.add_row(f"teacher {name} alone ({known} of {labels} labels)", _percent(accuracy), "")
     table.add_row("Ensemble (no training)", _percent(results["ensemble"]), "")
     table.add_section()
-    for method, report in results["students"].items():
-        table.add_row(f"student · {METHOD_NAMES.get(method, method)}", _percent(report["accuracy"]),
-                      _percent(report["macro_f1"]))
+    for name, report in results["students"].items():
+        table.add_row(f"student · {name}", _percent(report["accuracy"]), _percent(report["macro_f1"]))
     table.add_section()
     routing = results["routing"]
     table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")

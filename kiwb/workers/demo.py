@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -45,6 +46,7 @@ def limit_cpu_threads(device: torch.device) -> None:
     busy machine competing threads thrash (measured 7x slower with 2 threads on 2 busy cores)."""
     if device.type == "cpu":
         torch.set_num_threads(1)
+        os.environ.setdefault("OMP_NUM_THREADS", "1")  # and the jobs the workbench starts
 
 
 def build_demo(root: Path, recipe: DemoRecipe, device: torch.device) -> dict[str, float | None]:
@@ -169,7 +171,7 @@ def pretrain_base(splits: dict[str, list[dict]], recipe: DemoRecipe, out: Path,
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
-            advance(f"pre-train base · MLM loss {float(loss):.3f}", 1)
+            advance(f"pre-train base · MLM loss {float(loss.detach()):.3f}", 1)
     with atomic_directory(out) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)

@@ -114,6 +114,8 @@ def summarize(scores: TeacherScores, result: integ.Integration, threshold: float
     counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
     summary = {
         "num_texts": int(margin.shape[0]),
+        "teachers": scores.teachers,
+        "score_keys": dict(zip(scores.teachers, scores.score_keys, strict=True)),
         "labels": scores.labels,
         "overlapping_labels": overlapping_labels(scores.teacher_labels),
         "wins": dict(zip(scores.teachers, wins, strict=True)),

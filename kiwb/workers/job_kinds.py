@@ -9,10 +9,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from kiwb.commands import quiet_libraries
 from kiwb.console import console
 from kiwb.project.paths import ProjectPaths
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome, with_overrides
+from kiwb.workers.quiet import quiet_libraries
 
 
 def score(session: JobSession) -> Outcome:
