@@ -26,6 +26,16 @@ def _job_args(parser: argparse.ArgumentParser) -> None:
     _project_arg(parser)
 
 
+def _method_args(parser: argparse.ArgumentParser, methods: str) -> None:
+    """The integration choices, shared by `integrate` and `train`."""
+    parser.add_argument("--method", help=methods)
+    parser.add_argument("--tau", type=float, help="MUKI-Soft temperature")
+    parser.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
+                        help="ablation: every text counts the same (no margin weights)")
+    parser.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
+                        help="ablation: route by plain (deterministic) entropy")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kiwb",
@@ -54,12 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     integrate = commands.add_parser("integrate", help="integrate scores into training targets")
     _project_arg(integrate)
-    integrate.add_argument("--method", help="muki-hard, muki-soft, vanilla-kd or uhc")
-    integrate.add_argument("--tau", type=float, help="MUKI-Soft temperature")
-    integrate.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
-                           help="do not weight texts by their confidence margin")
-    integrate.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
-                           help="ablation: route by plain (deterministic) entropy")
+    _method_args(integrate, "muki-hard, muki-soft, vanilla-kd or uhc")
     integrate.add_argument("--threshold", type=float, dest="conflict_threshold",
                            help="margin under which a text counts as conflicting")
     integrate.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -67,12 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
     train = commands.add_parser("train", help="train the student on the integrated targets")
     _project_arg(train)
     train.add_argument("--run", help="run name (default: from the method, e.g. muki-hard)")
-    train.add_argument("--method", help="muki-hard, muki-soft, vanilla-kd, uhc or supervised")
-    train.add_argument("--tau", type=float, help="MUKI-Soft temperature")
-    train.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
-                       help="ablation: every text counts the same")
-    train.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
-                       help="ablation: route by plain (deterministic) entropy")
+    _method_args(train, "muki-hard, muki-soft, vanilla-kd, uhc or supervised")
     train.add_argument("--student", help="override [training] student (base checkpoint)")
     train.add_argument("--epochs", type=float, help="override [training] epochs")
     train.add_argument("--device", help="override [training] device (auto, cpu, cuda, cuda:N)")

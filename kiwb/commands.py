@@ -191,6 +191,8 @@ def jobs_table(jobs):
 
     from rich.table import Table
 
+    from kiwb.project.jobs import format_duration
+
     table = Table("job", "kind", "run", "status", "progress", "started", "duration", "device")
     for job in jobs:
         progress = job.progress
@@ -199,17 +201,9 @@ def jobs_table(jobs):
         table.add_row(
             str(job.id), job.kind, "" if job.kind == "score" else job.run, job.status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
-            _duration(job.duration()), job.device or "",
+            format_duration(job.duration()), job.device or "",
         )
     return table
-
-
-def _duration(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"
 
 
 def cmd_logs(args: argparse.Namespace) -> int:

@@ -273,6 +273,7 @@ def test_theme_files_in_the_repository_are_the_packaged_ones():
 def test_stopping_an_integration_ends_its_process(tmp_path):
     from kiwb.tui.launcher import integrate
 
+    (tmp_path / "kiwb.toml").write_text('name = "stopped"\n')  # valid, so the child gets going
     started = time.monotonic()
     with pytest.raises(InterruptedError):
         integrate(tmp_path, should_stop=lambda: True)

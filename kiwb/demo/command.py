@@ -21,7 +21,7 @@ def default_demo_root() -> Path:
 
 def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
     """Build (or reuse) the demo project; then open the workbench, or run everything headless."""
-    from kiwb.commands import quiet_libraries
+    from kiwb.workers.quiet import quiet_libraries
 
     quiet_libraries()
     from kiwb.demo.recipe import EXPORTED, FULL, QUICK

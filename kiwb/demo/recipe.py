@@ -70,7 +70,8 @@ FULL = DemoRecipe()
 # For tests and CI smoke runs: every step runs, on a corpus and model too small to be honest.
 QUICK = DemoRecipe(
     split_sizes={"teach": 30, "pool": 30, "eval": 12}, vocab_size=600, hidden_size=32,
-    mlm_epochs=2, teacher_epochs=2.0, mc_passes=4, student_epochs=2.0, eval_every=10,
+    mlm_epochs=2, teacher_epochs=10.0, teacher_learning_rate=5e-3, mc_passes=4,
+    student_epochs=4.0, student_learning_rate=5e-3, eval_every=10,
 )
 
 

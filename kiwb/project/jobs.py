@@ -296,3 +296,12 @@ def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
         option("--to", "destination")
         options += ["--force"] if settings.get("force") else []
     return shlex.join(["kiwb", kind, project, *options])
+
+
+def format_duration(seconds: float | None) -> str:
+    """A job's duration as "1h 05m" or "3m 07s" (empty when unknown)."""
+    if seconds is None:
+        return ""
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"

@@ -1,10 +1,10 @@
 """Building the demo project offline: corpus files, a tiny pre-trained base, the teachers.
 
 The base plays the part of a published pre-trained encoder: a WordPiece tokenizer and a
-tiny BERT trained here by masked-language modelling on every corpus text (labels unused),
-so the encoder has a sense of all the topics although each teacher is fine-tuned on its
-own. That general sense is what lets Monte-Carlo dropout tell a teacher's own texts from
-foreign ones. Every part is written atomically and reused when a later run finds it.
+tiny BERT trained here by masked-language modelling on every corpus text (labels unused).
+Teachers are fine-tuned from it with `kiwb teach`'s own function, each on its own labels'
+rows only, and students start from it. Every part is written atomically and reused when a
+later run finds it.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import dataclasses
 import json
 import math
 import os
+import string
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -38,7 +40,7 @@ from kiwb.workers.student import collate, tokenize
 
 MASK_SHARE = 0.15
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-Advance = Callable[[str, int], None]
+BASE_ALPHABET = string.ascii_lowercase + string.digits + string.punctuation
 
 
 def limit_cpu_threads(device: torch.device) -> None:
@@ -115,20 +117,31 @@ def read_splits(paths: DemoPaths) -> dict[str, list[dict]]:
 
 
 # -- the base encoder ----------------------------------------------------------------------------
-def train_tokenizer(texts: list[str], recipe: DemoRecipe):
-    """A lower-casing WordPiece tokenizer trained on `texts`, as a transformers fast tokenizer."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+def build_tokenizer(texts: list[str], recipe: DemoRecipe):
+    """A lower-casing BERT WordPiece tokenizer whose vocabulary is learnt from `texts`: every
+    character (and its ## continuation), then whole words by frequency, ties alphabetical.
+
+    Counting words here rather than running the `tokenizers` trainer keeps the demo
+    reproducible: the trainer breaks ties between equal merges differently in every process.
+    Words outside the vocabulary fall back to pieces, down to single characters.
+    """
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(
-        vocab_size=recipe.vocab_size, special_tokens=SPECIAL_TOKENS, show_progress=False))
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    normalizer = normalizers.BertNormalizer(lowercase=True)
+    pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    counts = Counter(word for text in texts
+                     for word, _ in pre_tokenizer.pre_tokenize_str(normalizer.normalize_str(text)))
+    alphabet = sorted(set(BASE_ALPHABET) | {char for word in counts for char in word})
+    words = sorted((word for word in counts if len(word) > 1), key=lambda word: (-counts[word], word))
+    tokens = [*SPECIAL_TOKENS, *alphabet, *(f"##{char}" for char in alphabet), *words]
+    vocab = {token: index for index, token in enumerate(tokens[:recipe.vocab_size])}
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizer
+    tokenizer.pre_tokenizer = pre_tokenizer
     tokenizer.post_processor = processors.TemplateProcessing(
         single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])])
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, model_max_length=recipe.max_length, unk_token="[UNK]",
         pad_token="[PAD]", cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]")
@@ -140,7 +153,7 @@ def pretrain_base(splits: dict[str, list[dict]], recipe: DemoRecipe, out: Path,
     from transformers import BertConfig, BertForMaskedLM
 
     texts = [row["text"] for rows in splits.values() for row in rows]
-    tokenizer = train_tokenizer(texts, recipe)
+    tokenizer = build_tokenizer(texts, recipe)
     torch.manual_seed(recipe.seed)
     model = BertForMaskedLM(BertConfig(
         vocab_size=len(tokenizer), hidden_size=recipe.hidden_size,

@@ -12,7 +12,7 @@ from textual.widgets import DataTable, Static
 
 from kiwb.errors import ConfigError
 from kiwb.project.config import ProjectConfig
-from kiwb.project.jobs import JobState, read_log_tail
+from kiwb.project.jobs import JobState, format_duration, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import cancelled, run_in_thread
@@ -217,9 +217,9 @@ def job_cells(job: JobState) -> tuple:
     shown = (f"{done:,}/{total:,} {progress.get('unit', '')}" if total else "")
     rate = f"{progress['rate']:,.1f}/s" if job.live and progress.get("rate") else ""
     if job.live:
-        timing = f"ETA {_seconds(progress['eta_s'])}" if progress.get("eta_s") is not None else ""
+        timing = f"ETA {format_duration(progress['eta_s'])}" if progress.get("eta_s") is not None else ""
     else:
-        timing = f"took {_seconds(job.duration())}" if job.started_at else ""
+        timing = f"took {format_duration(job.duration())}" if job.started_at else ""
     return (str(job.id), job.label, Text(job.status, STATUS_STYLE.get(job.status, "")), shown, rate,
             timing, job.device or "")
 
@@ -239,14 +239,6 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
         text.append(hbar(share, 20), "green" if score_set.complete else "")
         text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")
     return text
-
-
-def _seconds(value: float | None) -> str:
-    if value is None:
-        return ""
-    minutes, seconds = divmod(int(value), 60)
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {seconds:02d}s"
 
 
 def _whole(value: str, name: str) -> int:

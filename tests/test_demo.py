@@ -1,0 +1,105 @@
+"""`kiwb demo`: the shipped corpus, and the whole demo end to end through the real CLI
+(with the small hidden --quick recipe, so it runs in well under a minute)."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from importlib import resources
+
+import pytest
+from cli_helpers import run_kiwb
+
+from kiwb.demo.corpus import corpus_file, corpus_spec, generate, split_by_label, topic_labels
+from kiwb.demo.recipe import FULL, QUICK, STUDENTS, TEACHERS
+
+
+def test_corpus_ships_inside_the_package():
+    shipped = resources.files("kiwb.demo").joinpath("corpus.json")
+    assert shipped.is_file()
+    assert corpus_file().read_text(encoding="utf-8") == shipped.read_text(encoding="utf-8")
+    assert len(topic_labels()) >= 6
+    assert sorted(label for labels in TEACHERS.values() for label in labels) == sorted(topic_labels())
+
+
+def test_every_slot_of_every_pattern_has_words():
+    spec = corpus_spec()
+    for label, topic in spec["topics"].items():
+        for pattern in topic["patterns"]:
+            for slot in re.findall(r"\{(\w+)\}", pattern):
+                assert slot in topic["slots"] or slot in spec["shared"], (label, slot)
+    for entry in spec["mixed"]:
+        known = {**spec["shared"], **spec["topics"][entry["also"]]["slots"],
+                 **spec["topics"][entry["label"]]["slots"]}
+        for pattern in entry["patterns"]:
+            assert all(slot in known for slot in re.findall(r"\{(\w+)\}", pattern)), pattern
+
+
+def test_corpus_is_deterministic_distinct_and_split_by_label():
+    rows = generate(20, seed=3)
+    assert rows == generate(20, seed=3)
+    assert rows != generate(20, seed=4)
+    assert len({row["text"] for row in rows}) == len(rows) == 20 * len(topic_labels())
+    assert all(row["text"][0].isupper() and "{" not in row["text"] for row in rows)
+    parts = split_by_label(rows, {"a": 12, "b": 8})
+    assert len(parts["a"]) == 12 * len(topic_labels()) and len(parts["b"]) == 8 * len(topic_labels())
+    assert not {row["text"] for row in parts["a"]} & {row["text"] for row in parts["b"]}
+
+
+def test_recipes_differ_and_have_their_own_keys():
+    assert FULL.key() != QUICK.key()
+    assert FULL.key() == type(FULL)().key()
+
+
+def test_demo_tokenizer_is_reproducible():
+    from kiwb.workers.demo import build_tokenizer
+
+    texts = [row["text"] for row in generate(10, seed=0)]
+    first, second = build_tokenizer(texts, QUICK), build_tokenizer(texts, QUICK)
+    assert first.get_vocab() == second.get_vocab()
+    assert first.tokenize("Zzyzx!") and "[UNK]" not in first.tokenize("Zzyzx!")
+
+
+def test_demo_refuses_a_folder_that_is_not_a_demo(tmp_path):
+    (tmp_path / "notes.txt").write_text("mine")
+    result = run_kiwb("demo", tmp_path, "--no-ui", "--quick", cwd=tmp_path, check=False)
+    assert result.returncode == 2
+    assert "not empty and holds no kiwb demo" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+@pytest.mark.slow
+def test_demo_end_to_end_then_reused(tmp_path):
+    root = tmp_path / "demo"
+    # Without a terminal the workbench cannot open: it builds, then says what to run.
+    built = run_kiwb("demo", root, "--quick", cwd=tmp_path)
+    assert "pre-train base" in built.stderr and f"kiwb ui {root}" in built.stdout
+    base_weights = root / "models" / "base" / "model.safetensors"
+    built_at = base_weights.stat().st_mtime_ns
+
+    started = time.perf_counter()
+    first = run_kiwb("demo", root, "--no-ui", "--quick", cwd=tmp_path)
+    first_seconds = time.perf_counter() - started
+    assert "Reused corpus, base, teacher news, teacher lifestyle" in " ".join(first.stderr.split())
+    for row in ("teacher news alone", "Ensemble (no training)", "teacher routing · MC dropout",
+                "teacher routing · plain entropy", *(f"student · {name}" for name in STUDENTS)):
+        assert row in first.stdout, row
+    assert re.search(r"student · MUKI-Hard\s+│\s+\d+\.\d%", first.stdout)
+
+    exported = root / "exports" / "muki-hard"
+    from transformers import pipeline
+
+    classify = pipeline("text-classification", model=str(exported))
+    prediction = classify("The striker scored twice in the derby on Sunday.")[0]
+    assert prediction["label"] in topic_labels()
+    manifest = json.loads((exported / "kiwb-manifest.json").read_text())
+    assert sorted(manifest["labels"]) == sorted(topic_labels())
+
+    started = time.perf_counter()
+    again = run_kiwb("demo", root, "--no-ui", "--quick", cwd=tmp_path)
+    assert time.perf_counter() - started < first_seconds
+    assert "Scores are cached" in again.stderr
+    assert again.stderr.count("is finished from an earlier run") == len(STUDENTS)
+    assert base_weights.stat().st_mtime_ns == built_at
+    assert "MUKI-Hard" in again.stdout
