@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import time
 from importlib import resources
 
 import pytest
-from cli_helpers import run_kiwb
+from cli_helpers import kiwb_env, run_kiwb
 
 from kiwb.demo.corpus import corpus_file, corpus_spec, generate, split_by_label, topic_labels
 from kiwb.demo.recipe import FULL, QUICK, STUDENTS, TEACHERS
@@ -71,9 +73,12 @@ def test_demo_refuses_a_folder_that_is_not_a_demo(tmp_path):
 
 @pytest.mark.slow
 def test_demo_end_to_end_then_reused(tmp_path):
-    root = tmp_path / "demo"
+    # No folder given: the user data folder (platformdirs honours XDG_DATA_HOME on Linux).
     # Without a terminal the workbench cannot open: it builds, then says what to run.
-    built = run_kiwb("demo", root, "--quick", cwd=tmp_path)
+    built = subprocess.run([sys.executable, "-m", "kiwb", "demo", "--quick"], cwd=tmp_path,
+                           env={**kiwb_env(), "XDG_DATA_HOME": str(tmp_path / "data")},
+                           capture_output=True, text=True, timeout=240, check=True)
+    root = tmp_path / "data" / "kiwb" / "demo"
     assert "pre-train base" in built.stderr and f"kiwb ui {root}" in built.stdout
     base_weights = root / "models" / "base" / "model.safetensors"
     built_at = base_weights.stat().st_mtime_ns

@@ -41,7 +41,7 @@ def run_headless(root: Path) -> dict:
     for name, run in runs.items():
         checkpoint = choose_checkpoint(config.root, run, "best")
         students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
-                                               config.training.batch_size, config.training.max_length)
+                                             config.training.batch_size, config.training.max_length)
     exported = export_student(config.root, runs[EXPORTED], paths.exports / runs[EXPORTED], force=True)
     return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
             "routing": summary["routing_accuracy"], "students": students,

@@ -146,7 +146,7 @@ class Trainer:
             ckpt.check_resumable(self.run_dir, self.data.manifest)
             self._load(existing[-1])
         else:
-            self.model, self.tokenizer = load_student_base(self.training.student, self.data.labels)
+            self.model, self.tokenizer = load_student_base(self.config.resolve(self.training.student), self.data.labels)
             self.step, self.best = 0, None
             ckpt.write_manifest(self.run_dir, self.data.manifest)
         self.model.to(self.device)
