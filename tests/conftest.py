@@ -42,10 +42,9 @@ def data_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def student_base(tmp_path_factory) -> Path:
     """An untrained tiny BERT classifier folder to start students from."""
+    import torch
     from tiny import tiny_bert_config, wordpiece_tokenizer
     from transformers import BertForSequenceClassification
-
-    import torch
 
     folder = tmp_path_factory.mktemp("student_base")
     torch.manual_seed(0)  # a fixed initialisation: accuracy thresholds must not ride on luck
