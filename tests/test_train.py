@@ -190,3 +190,23 @@ def test_student_base_that_is_not_a_sequence_classifier_is_refused(scored_projec
     result = run_kiwb("train", project, "--student", vision, cwd=tmp_path, check=False)
     assert result.returncode == 2
     assert "cannot be a sequence classifier" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
+    from tiny import make_texts, write_jsonl
+    from transformers import AutoModelForSequenceClassification
+
+    data = write_jsonl(tmp_path / "labeled.jsonl", make_texts(120, seed=31))
+    out = tmp_path / "teacher"
+    result = run_kiwb("teach", "--base", student_base, "--data", data, "--dev", data,
+                      "--labels", "music,cooking", "--out", out, "--epochs", "4",
+                      "--learning-rate", "0.006", "--batch-size", "16", cwd=tmp_path)
+    assert "Best dev accuracy" in result.stderr
+    model = AutoModelForSequenceClassification.from_pretrained(out)
+    assert model.config.id2label == {0: "music", 1: "cooking"}
+    again = run_kiwb("teach", "--base", student_base, "--data", data, "--labels", "music,cooking",
+                     "--out", out, cwd=tmp_path, check=False)
+    assert again.returncode == 2 and "--force" in again.stderr
+    unknown = run_kiwb("teach", "--base", student_base, "--data", data, "--labels", "music,jazz",
+                       "--out", tmp_path / "other", cwd=tmp_path, check=False)
+    assert unknown.returncode == 2 and "jazz" in unknown.stderr and not (tmp_path / "other").exists()
