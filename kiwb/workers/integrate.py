@@ -79,14 +79,6 @@ class TeacherScores:
         )
 
 
-def collect_scores(config: ProjectConfig, store: Store, dataset: str) -> TeacherScores:
-    """Load every teacher's finished scores on one data set (`unlabeled` or `eval`)."""
-    tasks = [task for task in plan_scoring(config, store) if task.dataset == dataset]
-    if not tasks:
-        raise DataError(f"{config.file}: no [data.{dataset}] section, so there is nothing to read")
-    return scores_from_tasks(config, store, tasks)
-
-
 def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> TeacherScores:
     arrays = [load_scores(config, store, task) for task in tasks]
     label_sets = [task.teacher.labels for task in tasks]
@@ -173,11 +165,6 @@ def ensemble_accuracy(scores: TeacherScores) -> float | None:
     return float((probs.argmax(-1) == true_ids).float().mean())
 
 
-def collect_texts(config: ProjectConfig, store: Store) -> list[str]:
-    tasks = [task for task in plan_scoring(config, store) if task.dataset == "unlabeled"]
-    return tasks[0].table.texts
-
-
 def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.Integration,
                    texts: list[str]) -> None:
     """One row per text for the conflicts list: margin, winner, target class, confidences."""
@@ -195,11 +182,14 @@ def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.
 
 def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings) -> dict:
     """Integrate the unlabeled scores with `settings`, record and return the summary."""
-    scores = collect_scores(config, store, "unlabeled")
+    tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
+    unlabeled = [task for task in tasks if task.dataset == "unlabeled"]
+    eval_tasks = [task for task in tasks if task.dataset == "eval"]
+    scores = scores_from_tasks(config, store, unlabeled)
     result = scores.integrate(settings)
     summary = summarize(scores, result, settings.conflict_threshold)
-    if config.data.eval is not None:
-        eval_scores = collect_scores(config, store, "eval")
+    if eval_tasks:
+        eval_scores = scores_from_tasks(config, store, eval_tasks)
         summary["eval"] = {
             "num_texts": len(eval_scores.true_labels or []),
             "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids()),
@@ -208,7 +198,7 @@ def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSe
             "confidence_histograms": confidence_histograms(eval_scores),
         }
     key = settings_key({"scores": scores.score_keys, **asdict(settings)})
-    texts = collect_texts(config, store)
+    texts = unlabeled[0].table.texts
     store.record_integration(key, dataset="unlabeled", settings=asdict(settings), summary=summary)
     save_instances(store, key, scores, result, texts)
     summary["key"] = key

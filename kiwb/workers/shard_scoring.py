@@ -38,11 +38,11 @@ def prepare_tokenizer(tokenizer, model) -> None:
         model.config.pad_token_id = tokenizer.pad_token_id
 
 
-def effective_max_length(tokenizer, settings: ScoringSettings) -> int:
-    """The configured max length, capped by what the teacher's tokenizer declares it supports."""
+def capped_max_length(tokenizer, max_length: int) -> int:
+    """The configured max length, capped by what the model's tokenizer declares it supports."""
     declared = tokenizer.model_max_length
     # Tokenizers without a recorded limit report a huge sentinel (int(1e30)).
-    return min(settings.max_length, declared) if declared < 1_000_000 else settings.max_length
+    return min(max_length, declared) if declared < 1_000_000 else max_length
 
 
 def length_sorted_batches(lengths: list[int], batch_size: int) -> list[np.ndarray]:
@@ -60,7 +60,7 @@ def score_texts(
     should_stop: Callable[[], bool] | None = None,
 ) -> dict[str, np.ndarray]:
     """All score arrays for `texts`, in input order; halves the batch on CUDA OOM."""
-    encodings = tokenizer(texts, truncation=True, max_length=effective_max_length(tokenizer, settings))
+    encodings = tokenizer(texts, truncation=True, max_length=capped_max_length(tokenizer, settings.max_length))
     features = [
         {name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))
     ]

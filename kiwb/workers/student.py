@@ -7,7 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
-from kiwb.workers.shard_scoring import length_sorted_batches
+from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
 
@@ -38,9 +38,7 @@ def load_student_base(base: str, labels: list[str]):
 
 def tokenize(tokenizer, texts: list[str], max_length: int) -> list[dict[str, list[int]]]:
     """Per-text token features, unpadded (batches are padded to their own longest text)."""
-    declared = tokenizer.model_max_length
-    limit = min(max_length, declared) if declared < 1_000_000 else max_length
-    encodings = tokenizer(texts, truncation=True, max_length=limit)
+    encodings = tokenizer(texts, truncation=True, max_length=capped_max_length(tokenizer, max_length))
     return [{name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))]
 
 
