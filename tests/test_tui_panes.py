@@ -249,8 +249,13 @@ async def test_conflicts_pane_filters_pages_details_and_exports(project):
         app.screen.query_one("#conflict-teacher", Select).value = 0
         await wait_for(pilot, lambda: {row[1] for row in cells(conflicts)} == {"a"}, what="teacher a")
         app.screen.query_one("#conflict-teacher", Select).clear()
+        conflicts.focus()  # "/" searches from the list (in a text box it is just a character)
+        await pilot.pause()
         await pilot.press("slash")
-        await pilot.press(*"chef")
+        search = app.screen.query_one("#conflict-search", Input)
+        await wait_for(pilot, lambda: search.has_focus, what="the search box to take focus")
+        # Set the text in one go: typed keys race the pilot's focus change on a loaded machine.
+        search.value = "chef"
         await wait_for(pilot, lambda: conflicts.row_count == 1 and "chef" in cells(conflicts)[0][4],
                        what="the search")
         app.screen.query_one("#conflict-search", Input).value = ""
