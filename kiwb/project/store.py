@@ -189,13 +189,6 @@ class Store:
                 (key, shard, owner),
             )
 
-    def shard_progress(self, key: str) -> tuple[int, int]:
-        """(finished shards, total shards) of a score set."""
-        record = self.score_set(key)
-        total = record["num_shards"] if record else 0
-        return len(self.done_shards(key)), total
-
-    # -- integrations ------------------------------------------------------------------
     def record_integration(
         self, key: str, *, dataset: str, settings: dict[str, Any], summary: dict[str, Any]
     ) -> None:
