@@ -21,6 +21,7 @@ from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store, pid_alive
 from kiwb.workers.checkpoints import list_checkpoints, step_name
+from kiwb.workers.job import Outcome
 
 
 @pytest.fixture(scope="module")
@@ -219,3 +220,27 @@ def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, mode
     foreground = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)[-1]
     assert (foreground["kind"], foreground["run"], foreground["status"]) == ("train", "sup", "finished")
     assert foreground["log_path"] is None and foreground["pid"] != stopped.pid
+
+
+def test_the_cancel_signal_after_the_heartbeat_saw_the_request_is_still_the_first(tmp_path):
+    # The race CI hit: a frozen worker resumes, its heartbeat thread reads the cancel request
+    # from the store before the pending SIGTERM's handler runs. That SIGTERM is still the
+    # first cancel (stop at a batch boundary), not the second (stop at once).
+    from kiwb.workers.job import JobSession
+
+    with Store(tmp_path / "kiwb.sqlite") as store:
+        session = JobSession(store, store.jobs.get(store.jobs.create("train", "r", {})), "p")
+        session.begin()
+        try:
+            store.jobs.request_cancel(session.job.id, by="kiwb cancel")
+            session._beat(store)  # what the heartbeat thread does once a second
+            assert session.should_stop()
+            try:
+                os.kill(os.getpid(), signal.SIGTERM)  # handled here, before kill returns
+            except KeyboardInterrupt:
+                pytest.fail("the first cancel's SIGTERM was taken for a second one")
+            with pytest.raises(KeyboardInterrupt):
+                os.kill(os.getpid(), signal.SIGTERM)  # a second SIGTERM: at once
+        finally:
+            session.finish(Outcome("cancelled", {}))
+    assert signal.getsignal(signal.SIGTERM) is not session._on_sigterm

@@ -6,12 +6,27 @@ Update them after a deliberate change with: pytest tests/test_tui_snapshots.py -
 from __future__ import annotations
 
 import pytest
+from rich.text import Text
 from textual.widgets import DataTable
 from tui_support import synthetic_project, text_of, wait_for, workbench
 
 from kiwb.tui.widgets import Plot
 
 SIZES = [(80, 24), (120, 40)]
+
+
+def _tables_settled(app) -> bool:
+    """Every visible table's columns are as wide as their cells: DataTable widens them on
+    its next idle after rows arrive, so a picture taken before that has a stale header."""
+    for table in app.screen.query(DataTable):
+        for key, column in table.columns.items():
+            cells = table.get_column(key)
+            widest = max((Text.from_markup(cell).cell_len if isinstance(cell, str) else
+                          Text(cell.plain if isinstance(cell, Text) else str(cell)).cell_len
+                          for cell in cells), default=0)
+            if column.content_width < widest:
+                return False
+    return True
 
 
 def _ready(pane: str):
@@ -44,7 +59,8 @@ def test_pane_snapshot(snap_compare, project, pane, size):
     ready = _ready(pane)
 
     async def run_before(pilot) -> None:
-        await wait_for(pilot, lambda: ready(pilot.app), what=f"the {pane} pane's data")
+        await wait_for(pilot, lambda: ready(pilot.app) and _tables_settled(pilot.app),
+                       what=f"the {pane} pane's data")
         await pilot.pause()
 
     assert snap_compare(workbench(project, pane=pane), terminal_size=size, run_before=run_before)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from tui_support import LABELS_A, write_config, write_teacher
+from tui_support import LABELS_A, run_async, write_config, write_teacher
 
 from kiwb.errors import ConfigError
 from kiwb.project.config import load_config
@@ -311,3 +311,31 @@ def test_read_changes_follows_events_by_id_and_reports_a_new_integration(tmp_pat
         changed = read_changes(store, rest.last_event_id, None)
         assert changed.integration["key"] == "k" and changed.events == []
         assert read_changes(store, 0, changed.integration_stamp).integration is None
+
+
+@run_async
+async def test_table_header_follows_columns_widened_after_a_repaint():
+    # The stale-header race made deterministic: the table is painted between the new row
+    # and the idle on which it widens its columns.
+    from textual.app import App
+    from textual.geometry import Region
+
+    from kiwb.tui.widgets import Table
+
+    class OneTable(App):
+        def compose(self):
+            table = Table(id="t", cursor_type="row")
+            table.add_columns("a", "b")
+            yield table
+
+    app = OneTable()
+    async with app.run_test(size=(40, 6)) as pilot:
+        await pilot.pause()
+        table = app.query_one("#t", Table)
+        table.clear()
+        table.add_row("a long first cell", "x")
+        table.move_cursor(row=0)
+        table.render_lines(Region(0, 0, 40, 2))
+        await pilot.pause()
+        header, row = (strip.text for strip in table.render_lines(Region(0, 0, 40, 2)))
+        assert header.index("b") == row.index("x") == len(" a long first cell  ")

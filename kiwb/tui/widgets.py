@@ -74,6 +74,25 @@ class Plot(Widget):
         return Group(title, self._draw(max(self.content_size.width, 1), styles))
 
 
+class Table(DataTable):
+    """A DataTable whose header keeps up with its columns.
+
+    Textual 8's DataTable widens a column on its next idle after new cells arrive, but keeps
+    the lines it rendered before: the header (rendered once, while the table was still
+    empty) then stayed at the old widths above rows drawn at the new ones, about one time
+    in three. Its caches are dropped whenever the column widths it renders with change.
+    """
+
+    _rendered_widths: tuple[int, ...] = ()
+
+    def render_lines(self, crop):
+        widths = tuple(column.get_render_width(self) for column in self.columns.values())
+        if widths != self._rendered_widths:
+            self._rendered_widths = widths
+            self._clear_caches()
+        return super().render_lines(crop)
+
+
 def sync_rows(table: DataTable, rows: dict[Hashable, Sequence[RenderableType]]) -> None:
     """Make `table` show `rows` (by key, in order) keeping the cursor: cells are updated in
     place, new rows added, vanished rows removed."""

@@ -62,6 +62,7 @@ class JobSession:
         self._heart: threading.Thread | None = None
         self._previous_sigterm: Any = None
         self._ending = False  # once the work is over, a signal must not cut the recording short
+        self._sigterms = 0  # the second SIGTERM (not the heartbeat's view of the store) stops at once
 
     def begin(self) -> None:
         """Take the run's lock, then show signs of life and listen for cancellation."""
@@ -121,7 +122,10 @@ class JobSession:
     def _on_sigterm(self, signum, frame) -> None:
         if self._ending:
             return
-        if self._stop.is_set():
+        # Counted, not read from `_stop`: the heartbeat thread may already have set `_stop`
+        # from the store's cancel request that this very SIGTERM came with.
+        self._sigterms += 1
+        if self._sigterms > 1:
             raise KeyboardInterrupt("a second cancel: stopping at once")
         self._stop.set()  # the heartbeat thread records it; a handler must not use the store
 

@@ -15,7 +15,7 @@ from kiwb.project.queries import StoreChanges
 from kiwb.tui import plots
 from kiwb.tui.history import RunHistory, Runs
 from kiwb.tui.panes.base import Pane
-from kiwb.tui.widgets import Plot, PlotStyles, sync_rows
+from kiwb.tui.widgets import Plot, PlotStyles, Table, sync_rows
 
 # Row keys of the baselines start with ":", which no run name kiwb makes does.
 ENSEMBLE_ROW = ":ensemble"
@@ -37,7 +37,7 @@ class AccuracyPane(Pane):
         self.summary: dict[str, Any] | None = None
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="runs-table", cursor_type="row")
+        table = Table(id="runs-table", cursor_type="row")
         table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing MC/plain")
         yield table
         with VerticalScroll(id="run-detail"):

@@ -37,6 +37,7 @@ from kiwb.tui.messages import (
 )
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.detail import ConflictDetailScreen
+from kiwb.tui.widgets import Table
 
 PAGE = 200
 FETCH_WHEN_LEFT = 40   # rows below the cursor when the next page is asked for
@@ -82,7 +83,7 @@ class ConflictsPane(Pane):
             yield Input(placeholder="max margin", id="conflict-margin", compact=True)
         yield Static("No integration yet: in Jobs (3) press i once the scores are done.",
                      id="conflict-status")
-        table = DataTable(id="conflicts-table", cursor_type="row", zebra_stripes=True)
+        table = Table(id="conflicts-table", cursor_type="row", zebra_stripes=True)
         table.add_column("margin", key="margin")
         table.add_column("won by", key="teacher")
         table.add_column("class", key="class")

@@ -14,6 +14,7 @@ from kiwb.tui.inspect import DatasetSummary
 from kiwb.tui.messages import ConfigLoaded
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.forms import Field, FormScreen
+from kiwb.tui.widgets import Table
 
 ROLES = {"unlabeled": "Unlabeled texts (scored by the teachers, learned by the student)",
          "eval": "Labeled evaluation set (optional)"}
@@ -37,7 +38,7 @@ class DataPane(Pane):
         for role, heading in ROLES.items():
             yield Static(heading, classes="heading")
             yield Static("", id=f"{role}-facts", classes="note")
-            yield DataTable(id=f"{role}-samples", show_cursor=False)
+            yield Table(id=f"{role}-samples", show_cursor=False)
 
     def main_widget(self) -> DataTable:
         return self.query_one("#unlabeled-samples", DataTable)

@@ -19,7 +19,7 @@ from kiwb.tui import launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, RunsFound
 from kiwb.tui.panes.base import Pane
-from kiwb.tui.widgets import show, sync_rows
+from kiwb.tui.widgets import Table, show, sync_rows
 
 LOAD_SNIPPET = """from transformers import pipeline
 classify = pipeline("text-classification", model="{destination}")
@@ -51,7 +51,7 @@ class ExportPane(Pane):
         self.snippet = ""
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="export-runs", cursor_type="row")
+        table = Table(id="export-runs", cursor_type="row")
         table.add_columns("run", "method", "checkpoints", "best step", "best accuracy")
         yield table
         yield Static("No trained runs yet: in Jobs (3) press t to train a student.",

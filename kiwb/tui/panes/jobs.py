@@ -20,7 +20,7 @@ from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.plots import hbar
 from kiwb.tui.screens.forms import Field, FormScreen
-from kiwb.tui.widgets import show, sync_rows
+from kiwb.tui.widgets import Table, show, sync_rows
 
 METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised")
 NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Conflicts (6)",
@@ -51,7 +51,7 @@ class JobsPane(Pane):
         self.seen_status: dict[int, str] | None = None
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="jobs-table", cursor_type="row")
+        table = Table(id="jobs-table", cursor_type="row")
         table.add_columns("job", "kind", "status", "progress", "rate", "time", "device")
         yield table
         yield Static("No jobs yet: press s to score the teachers.", id="jobs-empty", classes="note")

@@ -16,6 +16,7 @@ from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
 from kiwb.tui.messages import ActionDone, ConfigLoaded
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.forms import Field, FormScreen
+from kiwb.tui.widgets import Table
 
 
 class TeachersPane(Pane):
@@ -34,7 +35,7 @@ class TeachersPane(Pane):
         self.summaries: list[TeacherSummary] = []
 
     def compose(self) -> ComposeResult:
-        table = DataTable(id="teachers-table", cursor_type="row", zebra_stripes=True)
+        table = Table(id="teachers-table", cursor_type="row", zebra_stripes=True)
         table.add_columns("teacher", "labels", "architecture", "tokenizer", "size", "status")
         yield table
         yield Static("", id="union")
