@@ -26,16 +26,19 @@ TEACHER_A, TEACHER_B = LABELS[:4], LABELS[4:]
 PRESETS = {
     # On 2 CPU cores one MiniLM forward of a 128-token text costs ~0.1 s, and MC scoring needs
     # 17 of them: the CPU preset caps the student's pool, dev and test (teachers keep 2000 rows).
+    # Scoring costs 2 x 17 forwards per text and training ~3 per text and epoch, so students
+    # take several epochs over the scored pool, in batches of 16: ~150 steps, not ~20.
     "cpu": {"teacher_train": 2000, "train": 600, "dev": 200, "test": 400, "teacher_epochs": 2.0,
-            "student_epochs": 1.0, "teacher_lr": 1e-4, "student_lr": 1e-4, "eval_every": 10,
-            "speed_texts": 96},
+            "student_epochs": 4.0, "student_batch": 16, "teacher_lr": 1e-4, "student_lr": 1e-4,
+            "eval_every": 25, "speed_texts": 96},
     # What a shared 2-core machine finishes in about half an hour: a smoke-sized run whose
     # accuracy figures have wide error bars; the speed ratios do not depend on size.
     "tiny": {"teacher_train": 2000, "train": 240, "dev": 100, "test": 240, "teacher_epochs": 2.0,
-             "student_epochs": 3.0, "teacher_lr": 1e-4, "student_lr": 2e-4, "eval_every": 4,
-             "speed_texts": 64},
+             "student_epochs": 3.0, "student_batch": 32, "teacher_lr": 1e-4, "student_lr": 2e-4,
+             "eval_every": 4, "speed_texts": 64},
     "full": {"teacher_train": None, "train": None, "dev": None, "test": None, "teacher_epochs": 3.0,
-             "student_epochs": 3.0, "teacher_lr": 5e-5, "student_lr": 5e-5, "eval_every": 100,
+             "student_epochs": 3.0, "student_batch": 32, "teacher_lr": 5e-5, "student_lr": 5e-5,
+             "eval_every": 100,
              "speed_texts": 2048},
 }
 RUNS = [  # (run name, train arguments)
@@ -114,7 +117,7 @@ def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Pat
         lines += ["[data.eval]", f'path = "{evaluation}"', 'label_column = "label"']
     lines += ["[scoring]", "mc_passes = 16", "batch_size = 32", "max_length = 128", "shard_size = 512",
               "[training]", f'student = "{student}"', f"epochs = {preset['student_epochs']}",
-              f"learning_rate = {preset['student_lr']}", "batch_size = 32",
+              f"learning_rate = {preset['student_lr']}", f"batch_size = {preset['student_batch']}",
               f"eval_every = {preset['eval_every']}", "max_length = 128"]
     (project / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
@@ -186,18 +189,36 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=PRESETS, default="cpu")
     parser.add_argument("--seeds", type=int, default=1, help="student seeds (mean ± std)")
+    parser.add_argument("--part", choices=("all", "accuracy", "speed"), default="all",
+                        help="speed alone re-measures scoring speed into an existing results file "
+                             "(timings want a quiet machine; accuracy does not)")
     parser.add_argument("--out", type=Path, help="work folder (default benchmarks/out/PRESET)")
     args = parser.parse_args()
     preset = PRESETS[args.preset]
     out = (args.out or HERE / "out" / args.preset).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    log = out / "commands.log"
-    results: dict = {"preset": args.preset, "settings": preset, "machine": machine(), "stages": {}}
+    results_path = out / "results.json"
     base = minilm_path()
     data = split_data(out, preset)
-    results["rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}
-    stages = results["stages"]
+    if args.part == "speed":
+        results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    else:
+        results = {"preset": args.preset, "settings": preset, "stages": {}}
+        results["rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}
+    results["machine"] = machine()
+    teachers = make_teachers(out, data, base, preset, results.setdefault("stages", {}))
+    if args.part != "speed":
+        accuracy(out, data, teachers, base, preset, args.seeds, results, results_path)
+    if args.part != "accuracy":
+        texts = [json.loads(line)["text"] for line in open(data["test"])][: preset["speed_texts"]]
+        results["speed"] = {name: speed(folder, texts) for name, folder in teachers.items()}
+        results_path.write_text(json.dumps(results, indent=2))
+    print(json.dumps({k: results.get(k) for k in ("accuracy", "speed")}, indent=2))
 
+
+def make_teachers(out: Path, data: dict, base: str, preset: dict, stages: dict) -> dict[str, Path]:
+    """Fine-tune teacher A and B on their label halves, unless a previous run did."""
+    log = out / "commands.log"
     teachers = {}
     for name, labels in (("A", TEACHER_A), ("B", TEACHER_B)):
         folder = out / f"teacher_{name}"
@@ -207,7 +228,13 @@ def main() -> None:
                 ",".join(labels), "--out", folder, "--epochs", preset["teacher_epochs"],
                 "--learning-rate", preset["teacher_lr"], "--force", log=log)
         teachers[name] = folder
+    return teachers
 
+
+def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, seeds: int,
+             results: dict, results_path: Path) -> None:
+    """Score, integrate, train every method per seed, evaluate on test; save after each seed."""
+    log, stages = out / "commands.log", results["stages"]
     project = out / "project"
     write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
     stages["score"] = kiwb("score", project, log=log)
@@ -218,7 +245,7 @@ def main() -> None:
     results["train_integration"] = json.loads(kiwb("integrate", project, "--json", log=log)["stdout"])
 
     results["accuracy"] = {}
-    for seed in range(args.seeds):
+    for seed in range(seeds):
         for run, extra in RUNS:
             name = f"{run}-s{seed}"
             config = project / "kiwb.toml"
@@ -231,13 +258,9 @@ def main() -> None:
             report = json.loads(kiwb("evaluate", project, "--run", name, "--data", data["test"],
                                       "--json", log=log)["stdout"])
             results["accuracy"].setdefault(run, []).append(report["accuracy"])
-            results.setdefault("per_class", {})[run] = report["per_class_accuracy"]
-    results["train_texts_per_s"] = _training_rates(project)
-
-    texts = [json.loads(line)["text"] for line in open(data["test"])][: preset["speed_texts"]]
-    results["speed"] = {name: speed(folder, texts) for name, folder in teachers.items()}
-    (out / "results.json").write_text(json.dumps(results, indent=2))
-    print(json.dumps({k: results[k] for k in ("accuracy", "speed")}, indent=2))
+            results.setdefault("per_class", {}).setdefault(run, []).append(report["per_class_accuracy"])
+        results["train_texts_per_s"] = _training_rates(project)
+        results_path.write_text(json.dumps(results, indent=2))  # a cut-short run keeps its seeds
 
 
 def _training_rates(project: Path) -> dict:
