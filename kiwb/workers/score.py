@@ -23,8 +23,9 @@ from kiwb.workers.project_inputs import inspect_teachers, load_datasets
 from kiwb.workers.shard_scoring import SCORE_FIELDS, ScoringSettings, prepare_tokenizer, score_texts
 from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
 
-# Bump when the stored arrays or their meaning change, so old caches are not reused.
-SCORE_FORMAT = 1
+# Bump when the stored arrays, their meaning or the way they are drawn change, so old caches
+# are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout.
+SCORE_FORMAT = 2
 HISTOGRAM_BINS = 20
 
 

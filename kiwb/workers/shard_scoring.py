@@ -11,6 +11,7 @@ import torch
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.core.uncertainty import confidence, entropy, summarize_passes
 from kiwb.workers.runtime import autocast_context, free_accelerator_memory, is_out_of_memory
+from kiwb.workers.sampled_dropout import sampled_dropout
 
 # Arrays stored per (text, teacher). Shapes: (n, C) for the first three, (n,) for the rest.
 SCORE_FIELDS = (
@@ -68,10 +69,11 @@ def score_texts(
     batch_size = settings.batch_size
     while True:
         try:
-            return _score_features(
-                model, tokenizer, features, lengths, settings, batch_size, device,
-                shard_seed, on_batch, should_stop,
-            )
+            with sampled_dropout(model, device):
+                return _score_features(
+                    model, tokenizer, features, lengths, settings, batch_size, device,
+                    shard_seed, on_batch, should_stop,
+                )
         except RuntimeError as error:
             if not (is_out_of_memory(error) and batch_size > 1):
                 raise
