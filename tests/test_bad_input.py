@@ -81,7 +81,25 @@ def bad_teachers(tmp_path_factory) -> Path:
     save_bert(root / "generic", tokenizer, labels=None)
     save_bert(root / "one_label", tokenizer, labels=("relevance",))
     save_bert(root / "one_label_default", tokenizer, labels=None, num_labels=1)
+    save_remote_code(root / "remote_code", tokenizer)
     return root
+
+
+REMOTE_MARKER = "remote-code-ran"
+
+
+def save_remote_code(folder: Path, tokenizer) -> Path:
+    """A checkpoint whose config names custom code (auto_map) that leaves a mark when run."""
+    save_bert(folder, tokenizer)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(model_type="kiwb-remote-test", architectures=["RemoteForSequenceClassification"],
+                  auto_map={"AutoConfig": "remote_code.RemoteConfig"})
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "remote_code.py").write_text(
+        "from pathlib import Path\nfrom transformers import BertConfig\n"
+        f"Path({str(folder / REMOTE_MARKER)!r}).write_text('ran')\n"
+        "class RemoteConfig(BertConfig):\n    model_type = 'kiwb-remote-test'\n")
+    return folder
 
 
 @pytest.fixture(scope="module")
@@ -138,6 +156,11 @@ REFUSALS = {
         teachers=(("good", "teacher_b", None), ("bad", "one_label_default", ("relevance",))),
         at_config_load=True,
     ),
+    "remote-code": Case(
+        ("teacher 'bad'", "remote_code", "its own model code", "trust_remote_code = true",
+         "[[teachers]]"),
+        teachers=(("good", "teacher_b", None), ("bad", "remote_code", None)),
+    ),
     "missing-text-column": Case(
         ("body.jsonl", "no column 'text'", "columns: body", "text_column", "[data.unlabeled]"),
         data="body.jsonl",
@@ -190,6 +213,21 @@ def test_bad_input_is_refused_in_one_line(cli_runs, case):
     if REFUSALS[case].at_config_load:
         assert not (project / "store.sqlite").exists()
         assert not (project / "scores").exists()
+
+
+def test_remote_code_never_runs_without_the_opt_in(cli_runs, bad_teachers):
+    assert "remote-code" in cli_runs  # refused above, in one line
+    assert not (bad_teachers / "remote_code" / REMOTE_MARKER).exists()
+
+
+def test_remote_code_runs_once_the_teacher_opts_in(bad_teachers):
+    from kiwb.workers.teachers import inspect_teacher
+
+    folder = bad_teachers / "remote_code"
+    info = inspect_teacher("custom", str(folder), trust_remote_code=True)
+    assert (folder / REMOTE_MARKER).read_text() == "ran"
+    assert info.model_type == "kiwb-remote-test" and info.labels == tuple(TEACHER_A_LABELS)
+    (folder / REMOTE_MARKER).unlink()
 
 
 def test_labels_override_makes_a_generic_teacher_usable(cli_runs):

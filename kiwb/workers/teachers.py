@@ -56,6 +56,12 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
     try:
         config = AutoConfig.from_pretrained(folder, trust_remote_code=trust_remote_code)
     except Exception as error:
+        if not trust_remote_code and "trust_remote_code" in str(error):
+            raise TeacherError(
+                f"teacher {name!r}: {folder} ships its own model code (auto_map in config.json), "
+                "which kiwb never runs unless asked: if you trust that code, set "
+                "trust_remote_code = true in this teacher's [[teachers]] entry in kiwb.toml"
+            ) from None
         raise TeacherError(f"teacher {name!r}: cannot read {folder}/config.json: {error}") from None
     architecture = _classifier_architecture(name, folder, config)
     labels = _teacher_labels(name, folder, config, labels_override)
