@@ -299,10 +299,13 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
 
 
 @run_async
-async def test_theme_switch_from_the_command_palette(project):
-    app = workbench(project)
+async def test_theme_switch_from_the_command_palette_is_remembered(project, tmp_path):
+    memory = tmp_path / "config" / "workbench.toml"
+    app = workbench(project, theme=None, theme_memory=memory)
     async with app.run_test(size=SIZE) as pilot:
-        assert app.theme == "kiwb-dark"
+        assert app.theme == _default_theme(app)
+        await pilot.pause()
+        assert not memory.exists(), "starting is not picking"
         before = app.screen.query_one("#teacher-confidence", Plot).styles_for_plots().bar
         await pilot.press("ctrl+p")
         await pilot.press(*"theme")
@@ -313,6 +316,34 @@ async def test_theme_switch_from_the_command_palette(project):
         await wait_for(pilot, lambda: app.theme == "kiwb-light", what="the light theme")
         after = app.screen.query_one("#teacher-confidence", Plot).styles_for_plots().bar
         assert after.color != before.color
+        await wait_for(pilot, memory.exists, what="the theme to be remembered")
+
+    again = workbench(project, theme=None, theme_memory=memory)
+    async with again.run_test(size=SIZE):
+        assert again.theme == "kiwb-light"
+    once = workbench(project, theme="kiwb-ansi", theme_memory=memory)  # --theme: this session only
+    async with once.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert once.theme == "kiwb-ansi"
+    assert 'theme = "kiwb-light"' in memory.read_text()
+
+
+@run_async
+async def test_an_unreadable_theme_memory_is_reported_and_the_default_used(project, tmp_path):
+    memory = tmp_path / "workbench.toml"
+    memory.write_text("theme = [1, 2")
+    app = workbench(project, theme=None, theme_memory=memory)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: notifications, what="the note")
+        assert str(memory) in notifications[0] and app.theme == _default_theme(app)
+
+
+def _default_theme(app) -> str:
+    """kiwb-dark, or kiwb-ansi where the test terminal reports 16 colours."""
+    from kiwb.tui.themes import choose_theme
+
+    return choose_theme(None, set(app.available_themes), app.console.color_system)[0]
 
 
 @run_async

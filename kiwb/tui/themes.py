@@ -6,6 +6,7 @@ A file that cannot be used is reported by name, with the reason, and skipped.
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
 from importlib import resources
@@ -53,6 +54,35 @@ def user_themes_folder() -> Path:
     from platformdirs import user_config_dir
 
     return Path(user_config_dir("kiwb")) / "themes"
+
+
+def theme_memory_file() -> Path:
+    """Where the workbench remembers the theme last picked from the palette."""
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("kiwb")) / "workbench.toml"
+
+
+def remembered_theme(file: Path) -> tuple[str | None, str | None]:
+    """The remembered theme name (None if none), and a note when the file cannot be read."""
+    try:
+        with open(file, "rb") as handle:
+            value = tomllib.load(handle).get("theme")
+    except FileNotFoundError:
+        return None, None
+    except (OSError, tomllib.TOMLDecodeError) as error:
+        return None, f"{file}: {error}; starting with the default theme (pick one with ctrl+p)"
+    if not isinstance(value, str):
+        return None, f"{file}: theme must be a string such as \"kiwb-light\"; starting with the default"
+    return value, None
+
+
+def remember_theme(file: Path, name: str) -> None:
+    from kiwb.project.atomic import atomic_write_text
+
+    file.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(file, "# Written by the kiwb workbench: the theme last picked.\n"
+                            f"theme = {json.dumps(name)}\n")
 
 
 def load_themes(folders: list[Path]) -> LoadedThemes:
