@@ -16,8 +16,9 @@ from transformers import (
 )
 from transformers.modeling_utils import ALL_ATTENTION_FUNCTIONS
 
-from kiwb.core.sampled_dropout import attention_with_dropout, drop_mask, drop_probability, dropout
-from kiwb.workers.sampled_dropout import ATTENTION_NAME, sampled_dropout
+from kiwb.core import sampled_dropout as sampled
+from kiwb.core.sampled_dropout import attention_with_dropout, drop_probability, dropout, keep_mask
+from kiwb.workers.sampled_dropout import ATTENTION_NAME, numpy_lanes, sampled_dropout
 
 CPU = torch.device("cpu")
 
@@ -26,38 +27,68 @@ def test_drop_probability_is_p_rounded_to_sixteen_bits():
     assert drop_probability(0.1) == 6554 / 65536  # 0.1000061
     assert drop_probability(0.5) == 0.5
     assert drop_probability(0.0) == 0.0
+    assert drop_probability(1e-9) == 0.0
+    assert drop_probability(1.0) == 1.0
 
 
+@pytest.mark.parametrize("lanes", ["torch", "numpy"])
 @pytest.mark.parametrize("p", [0.1, 0.5])
-def test_each_element_is_dropped_with_probability_p_whatever_its_lane(p):
+def test_each_element_is_dropped_with_probability_p_whatever_its_lane(p, lanes):
     torch.manual_seed(0)
-    mask = drop_mask((1_000_000, 4), p)  # column j: the j-th 16-bit lane of each 64-bit draw
+    source = sampled.torch_lanes if lanes == "torch" else numpy_lanes(0)
+    dropped = keep_mask((1_000_000, 4), p, source) == 0  # column j: the j-th lane of a 64-bit draw
     rate = drop_probability(p)
     bound = 5 * math.sqrt(rate * (1 - rate) / 1_000_000)  # five standard errors
     for lane in range(4):
-        assert abs(mask[:, lane].float().mean().item() - rate) < bound
+        assert abs(dropped[:, lane].float().mean().item() - rate) < bound
     # Neighbours are independent: both dropped as often as p².
-    both = (mask[:, 0] & mask[:, 1]).float().mean().item()
+    both = (dropped[:, 0] & dropped[:, 1]).float().mean().item()
     assert abs(both - rate ** 2) < 5 * math.sqrt(rate ** 2 / 1_000_000)
 
 
+def test_keep_mask_reads_each_lane_against_the_threshold():
+    # p = 0.25 drops the lanes below -32768 + 16384 = -16384, a quarter of the int16 range.
+    lanes = torch.tensor([-32768, -16385, -16384, 0, 32767], dtype=torch.int16)
+    assert keep_mask((5,), 0.25, lambda count: lanes[:count]).tolist() == [0, 0, 1, 1, 1]
+    assert keep_mask((5,), 0.0, lambda count: lanes[:count]).tolist() == [1, 1, 1, 1, 1]
+    assert keep_mask((5,), 1.0, lambda count: lanes[:count]).tolist() == [0, 0, 0, 0, 0]
+
+
 def test_masks_repeat_under_a_seed_and_differ_without():
-    torch.manual_seed(3)
-    first, second = drop_mask((64, 33), 0.2), drop_mask((64, 33), 0.2)
-    torch.manual_seed(3)
-    assert torch.equal(drop_mask((64, 33), 0.2), first)
+    source = numpy_lanes(3)
+    first, second = keep_mask((64, 33), 0.2, source), keep_mask((64, 33), 0.2, source)
+    assert torch.equal(keep_mask((64, 33), 0.2, numpy_lanes(3)), first)
     assert not torch.equal(first, second)
+    torch.manual_seed(3)
+    first = keep_mask((64, 33), 0.2)
+    torch.manual_seed(3)
+    assert torch.equal(keep_mask((64, 33), 0.2), first)
 
 
 def test_dropout_zeroes_or_scales_by_one_over_one_minus_p():
     torch.manual_seed(0)
     x = torch.full((200, 300), 2.0)
-    out = dropout(x, 0.2)
-    assert set(out.unique().tolist()) == {0.0, 2.5}  # 2 / (1 - 0.2)
-    assert abs(out.mean().item() - 2.0) < 0.02      # the expectation is kept
+    out = dropout(x, 0.25)  # 0.25 is a whole number of 2^-16 steps, so no rounding below
+    assert set(out.unique().tolist()) == {0.0, torch.tensor(2.0 / 0.75).item()}
+    assert abs(out.mean().item() - 2.0) < 0.03      # the expectation is kept
     assert torch.equal(x, torch.full((200, 300), 2.0)), "the input is left alone"
     assert dropout(x, 0.0) is x
     assert torch.equal(dropout(x, 1.0), torch.zeros_like(x))
+
+
+class RecordingLanes:
+    """A lane source that remembers what it handed out, to rebuild the masks it made."""
+
+    def __init__(self, seed: int):
+        self.source, self.drawn = numpy_lanes(seed), []
+
+    def __call__(self, count: int) -> torch.Tensor:
+        self.drawn.append(self.source(count))
+        return self.drawn[-1]
+
+    def keep(self, shape, p: float) -> torch.Tensor:
+        every = torch.cat(self.drawn)
+        return keep_mask(shape, p, lambda count: every[:count])
 
 
 def _qkv(batch=2, heads=3, length=5, dim=4):
@@ -80,14 +111,36 @@ def test_attention_without_dropout_equals_sdpa(mask_kind):
                                                               scale=0.25).transpose(1, 2))
 
 
-def test_attention_dropout_drops_weights_then_rescales():
-    query, key, value = _qkv()
-    torch.manual_seed(11)
-    dropped = drop_mask((2, 3, 5, 5), 0.3)  # the draw attention_with_dropout will make
-    weights = (query @ key.transpose(-1, -2) / 2.0).softmax(-1)  # 1/sqrt(4) = 1/2
-    expected = ((weights.masked_fill(dropped, 0.0) / 0.7) @ value).transpose(1, 2)
-    torch.manual_seed(11)
-    torch.testing.assert_close(attention_with_dropout(query, key, value, None, None, 0.3), expected)
+@pytest.mark.parametrize("shape, block", [
+    ((2, 3, 5, 4), 1 << 19),  # one block
+    ((5, 3, 6, 4), 3 * 36),   # a block per text
+    ((2, 6, 8, 4), 2 * 64),   # blocks of two heads within a text
+])
+def test_attention_dropout_drops_weights_then_rescales(shape, block, monkeypatch):
+    monkeypatch.setattr(sampled, "_BLOCK_ELEMENTS", block)
+    batch, heads, length, dim = shape
+    generator = torch.Generator().manual_seed(7)
+    query, key, value = (torch.randn(*shape, generator=generator) for _ in range(3))
+    keep = torch.ones(batch, 1, length, length, dtype=torch.bool)
+    keep[1, :, :, length - 2:] = False  # the second text's last two tokens are padding
+    lanes = RecordingLanes(11)
+    ours = attention_with_dropout(query, key, value, keep, None, 0.3, lanes)
+    # Whatever the blocks, the lanes were drawn in the weights' row-major order.
+    dropped = lanes.keep((batch, heads, length, length), 0.3) == 0
+    scores = (query @ key.transpose(-1, -2) / 2.0).masked_fill(~keep, float("-inf"))  # 1/sqrt(4)
+    weights = scores.softmax(-1)
+    expected = ((weights.masked_fill(dropped, 0.0) / (1 - drop_probability(0.3))) @ value).transpose(1, 2)
+    torch.testing.assert_close(ours, expected)
+    assert 0.2 < dropped.float().mean() < 0.4
+
+
+def test_attention_blocks_without_dropout_equal_sdpa(monkeypatch):
+    monkeypatch.setattr(sampled, "_BLOCK_ELEMENTS", 2 * 49)  # two heads of 7 x 7 per block
+    query, key, value = _qkv(batch=3, heads=5, length=7)
+    additive = torch.zeros(3, 1, 1, 7)
+    additive[2, ..., 5:] = torch.finfo(torch.float32).min
+    expected = F.scaled_dot_product_attention(query, key, value, attn_mask=additive).transpose(1, 2)
+    torch.testing.assert_close(attention_with_dropout(query, key, value, additive, None, 0.0), expected)
 
 
 def _tiny(kind: str, dropout_p: float):
@@ -118,7 +171,7 @@ def test_a_teacher_sampling_through_it_computes_what_it_computes_in_eval(kind):
     model, inputs = _tiny(kind, 1e-9), _inputs()
     with torch.no_grad():
         expected = model(**inputs).logits
-        with sampled_dropout(model, CPU):
+        with sampled_dropout(model, CPU, seed=0):
             model.train()
             assert ALL_ATTENTION_FUNCTIONS.get_interface(model.config._attn_implementation, None) \
                 is ALL_ATTENTION_FUNCTIONS[ATTENTION_NAME]
@@ -129,14 +182,14 @@ def test_a_teacher_sampling_through_it_computes_what_it_computes_in_eval(kind):
 def test_samples_vary_repeat_under_a_seed_and_the_model_is_put_back():
     model, inputs = _tiny("bert", 0.2), _inputs()
     dropouts = [module for module in model.modules() if isinstance(module, torch.nn.Dropout)]
-    with torch.no_grad(), sampled_dropout(model, CPU):
+    with torch.no_grad():
         model.train()
-        torch.manual_seed(5)
-        first, second = model(**inputs).logits, model(**inputs).logits
-        torch.manual_seed(5)
-        again = model(**inputs).logits
-        model.eval()
-        eval_inside = model(**inputs).logits
+        with sampled_dropout(model, CPU, seed=5):
+            first, second = model(**inputs).logits, model(**inputs).logits
+        with sampled_dropout(model, CPU, seed=5):
+            again = model(**inputs).logits
+            model.eval()
+            eval_inside = model(**inputs).logits
     assert not torch.allclose(first, second)
     assert torch.equal(first, again)
     assert model.config._attn_implementation == "sdpa"
@@ -150,13 +203,13 @@ def test_attention_dropout_alone_is_sampled():
     config = tiny_bert_config(("x", "y", "z"), vocab_size=50, hidden_dropout_prob=0.0,
                               attention_probs_dropout_prob=0.3)
     model, inputs = BertForSequenceClassification(config), _inputs()
-    with torch.no_grad(), sampled_dropout(model, CPU):
+    with torch.no_grad(), sampled_dropout(model, CPU, seed=0):
         model.train()
         assert not torch.allclose(model(**inputs).logits, model(**inputs).logits)
 
 
 def test_nothing_changes_off_cpu():
     model = _tiny("bert", 0.2)
-    with sampled_dropout(model, torch.device("meta")):
+    with sampled_dropout(model, torch.device("meta"), seed=0):
         assert model.config._attn_implementation == "sdpa"
         assert all("forward" not in vars(module) for module in model.modules())

@@ -6,6 +6,10 @@ inside `scaled_dot_product_attention`. The first get their `forward` swapped for
 duration; the second get an attention function registered with transformers under its own
 name, chosen through the config. Everything is put back on exit.
 
+The random bits come from numpy's SFC64 generator, seeded by the caller: it makes 64 random
+bits in 2.5 ns where torch's CPU generator (a Mersenne twister) takes 4.5 ns, and the bits
+are 30% of the cost of dropout.
+
 Only on CPU: CUDA's dropout and SDPA kernels already draw cheaply. Models whose attention
 does not go through SDPA (an eager-only architecture, a decoder) keep torch's attention
 dropout, which is the same law, only slower.
@@ -15,14 +19,29 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
+import numpy as np
 import torch
 from torch import nn
 
-from kiwb.core.sampled_dropout import attention_with_dropout, dropout
+from kiwb.core.sampled_dropout import LaneSource, attention_with_dropout, dropout
 
 ATTENTION_NAME = "kiwb-sampled-sdpa"
 _registered = False
+# The lane source of the sampling block in progress; the registered attention function is
+# global, so it finds its generator here.
+_current_lanes: ContextVar[LaneSource] = ContextVar("kiwb_dropout_lanes")
+
+
+def numpy_lanes(seed: int) -> LaneSource:
+    """A lane source drawing from numpy's SFC64 generator seeded with `seed`."""
+    generator = np.random.SFC64(seed)
+
+    def lanes(count: int) -> torch.Tensor:
+        words = generator.random_raw((count + 3) // 4).view(np.int64)
+        return torch.from_numpy(words).view(torch.int16)[:count]
+    return lanes
 
 
 def _sampled_sdpa(module, query, key, value, attention_mask, dropout: float = 0.0,
@@ -34,7 +53,8 @@ def _sampled_sdpa(module, query, key, value, attention_mask, dropout: float = 0.
     if plain:  # nothing to draw, or a case (causal, grouped heads) SDPA's own code handles
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
                                       scaling=scaling, is_causal=is_causal, **kwargs)
-    return attention_with_dropout(query, key, value, attention_mask, scaling, dropout), None
+    return attention_with_dropout(query, key, value, attention_mask, scaling, dropout,
+                                  _current_lanes.get()), None
 
 
 def _register() -> None:
@@ -50,15 +70,18 @@ def _register() -> None:
     _registered = True
 
 
-def _sampled_forward(module: nn.Dropout):
+def _sampled_forward(module: nn.Dropout, lanes: LaneSource):
     def forward(x: torch.Tensor) -> torch.Tensor:
-        return dropout(x, module.p) if module.training else x
+        return dropout(x, module.p, lanes) if module.training else x
     return forward
 
 
 @contextmanager
-def sampled_dropout(model: nn.Module, device: torch.device) -> Iterator[None]:
-    """Within this block, `model`'s dropout on CPU draws through kiwb.core.sampled_dropout."""
+def sampled_dropout(model: nn.Module, device: torch.device, seed: int) -> Iterator[None]:
+    """Within this block, `model`'s dropout on CPU draws through kiwb.core.sampled_dropout
+    from a generator seeded with `seed`; torch's generator, which draws any other dropout
+    (and all of it off the CPU), is seeded with `seed` too."""
+    torch.manual_seed(seed)
     if device.type != "cpu":
         yield
         return
@@ -70,13 +93,16 @@ def sampled_dropout(model: nn.Module, device: torch.device) -> Iterator[None]:
                and not getattr(config, "is_decoder", False)}
     if configs:
         _register()
+    lanes = numpy_lanes(seed)
     for module in dropouts:
-        module.forward = _sampled_forward(module)
+        module.forward = _sampled_forward(module, lanes)
     for config in configs.values():
         config._attn_implementation = ATTENTION_NAME
+    token = _current_lanes.set(lanes)
     try:
         yield
     finally:
+        _current_lanes.reset(token)
         for module in dropouts:
             del module.forward
         for config in configs.values():

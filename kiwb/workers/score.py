@@ -24,8 +24,9 @@ from kiwb.workers.shard_scoring import SCORE_FIELDS, ScoringSettings, prepare_to
 from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
 
 # Bump when the stored arrays, their meaning or the way they are drawn change, so old caches
-# are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout.
-SCORE_FORMAT = 2
+# are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout. 3: its bits come
+# from numpy's SFC64 generator.
+SCORE_FORMAT = 3
 HISTOGRAM_BINS = 20
 
 

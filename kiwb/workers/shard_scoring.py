@@ -69,10 +69,12 @@ def score_texts(
     batch_size = settings.batch_size
     while True:
         try:
-            with sampled_dropout(model, device):
+            # Seeded per shard, so a shard's MC draws do not depend on which process scores
+            # it or what it scored before: a resumed run reproduces an uninterrupted one.
+            with sampled_dropout(model, device, shard_seed):
                 return _score_features(
                     model, tokenizer, features, lengths, settings, batch_size, device,
-                    shard_seed, on_batch, should_stop,
+                    on_batch, should_stop,
                 )
         except RuntimeError as error:
             if not (is_out_of_memory(error) and batch_size > 1):
@@ -82,12 +84,8 @@ def score_texts(
 
 
 def _score_features(
-    model, tokenizer, features, lengths, settings, batch_size, device, shard_seed,
-    on_batch, should_stop,
+    model, tokenizer, features, lengths, settings, batch_size, device, on_batch, should_stop,
 ) -> dict[str, np.ndarray]:
-    # Seeded per shard, so a shard's MC draws do not depend on which process scores it
-    # or what it scored before: a resumed run reproduces an uninterrupted one.
-    torch.manual_seed(shard_seed)
     columns: dict[str, np.ndarray] = {}
     for batch_rows in length_sorted_batches(lengths, batch_size):
         if should_stop is not None and should_stop():
