@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import signal
 import time
@@ -13,9 +14,12 @@ import torch
 from cli_helpers import run_kiwb, start_kiwb
 from safetensors.torch import load_file
 
+from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
+
+LABELS = ["sports", "politics", "music", "cooking"]
 
 
 def _copy_project(source: Path, target: Path) -> Path:
@@ -27,6 +31,34 @@ def _copy_project(source: Path, target: Path) -> Path:
 def _events(project: Path, run: str, kind: str) -> list[dict]:
     with Store(ProjectPaths(project).store) as store:
         return [event["data"] for event in store.events_after(run=run, kind=kind)]
+
+
+def _trainer(store: Store, project: Path, run: str, method: str = "muki-hard", resume: bool = False,
+             ablation: dict | None = None, **overrides):
+    """A set-up Trainer of `run` in this process, writing to `store`."""
+    from kiwb.project.config import load_config
+    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
+
+    config = with_training_overrides(load_config(project), **overrides)
+    integration = IntegrationSettings.from_config(config, method=method, **(ablation or {}))
+    request = TrainRequest(run=run, settings=integration, resume=resume)
+    trainer = Trainer(config, store, request, prepare(config, store, request), torch.device("cpu"))
+    trainer.setup()
+    return trainer
+
+
+def _store(project: Path) -> Store:
+    return Store(ProjectPaths(project).store)
+
+
+def _without_eval_set(project: Path) -> str:
+    """Drop [data.eval] from the project's config; returns the config as it was."""
+    config = project / "kiwb.toml"
+    text = config.read_text()
+    section = text[text.index("[data.eval]"):text.index("[scoring]")]
+    config.write_text(text.replace(section, ""))
+    return text
 
 
 def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
@@ -50,10 +82,14 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     recorded_best = ckpt.read_best(run_dir)
     assert recorded_best["metrics"]["accuracy"] == best
     assert (run_dir / "checkpoints" / recorded_best["checkpoint"] / "model.safetensors").is_file()
+    best_progress = ckpt.read_progress(run_dir / "checkpoints" / recorded_best["checkpoint"])
+    assert best_progress["evaluation"] == recorded_best["metrics"]  # each checkpoint keeps its own
     manifest = ckpt.read_manifest(run_dir)
-    assert manifest["labels"] == ["sports", "politics", "music", "cooking"]
+    assert manifest["labels"] == LABELS
     assert [t["name"] for t in manifest["teachers"]] == ["a", "b"]
     assert len(manifest["teachers"][0]["hash"]) == 64
+    assert manifest["training"]["seed"] == 0 and manifest["method"]["method"] == "muki-hard"
+    assert set(manifest["eval_data"]) == {"texts", "labels"}
 
 
 def _weights(checkpoint: Path) -> dict[str, torch.Tensor]:
@@ -68,7 +104,8 @@ def test_killed_training_resumes_to_the_same_result(scored_project, tmp_path):
         config.write_text(config.read_text().replace("epochs = 8.0", "epochs = 12.0"))
     run_kiwb("train", straight, "--run", "r", cwd=tmp_path)
 
-    worker = start_kiwb("train", killed, "--run", "r", cwd=tmp_path, log=tmp_path / "train.log")
+    worker = start_kiwb("train", killed, "--run", "r", "--foreground", cwd=tmp_path,
+                        log=tmp_path / "train.log")
     first = ProjectPaths(killed).run_dir("r") / "checkpoints" / ckpt.step_name(20)
     deadline = time.time() + 120
     while not first.exists() and time.time() < deadline and worker.poll() is None:
@@ -80,7 +117,11 @@ def test_killed_training_resumes_to_the_same_result(scored_project, tmp_path):
 
     refused = run_kiwb("train", killed, "--run", "r", cwd=tmp_path, check=False)
     assert refused.returncode != 0 and "--resume" in refused.stderr
+    # What a kill mid-write leaves, whether or not this one landed there: a staging folder.
+    checkpoints = ckpt.checkpoints_dir(ProjectPaths(killed).run_dir("r"))
+    (checkpoints / f".{ckpt.step_name(200)}.k1ll3d0x.tmp").mkdir()
     run_kiwb("train", killed, "--run", "r", "--resume", cwd=tmp_path)
+    assert [p.name for p in checkpoints.iterdir() if p.name.startswith(".")] == []
 
     final = ckpt.step_name(120)
     expected = _weights(ProjectPaths(straight).run_dir("r") / "checkpoints" / final)
@@ -115,11 +156,9 @@ def test_export_round_trip_through_pipeline(scored_project, tmp_path):
         direct = model(**tokenizer(texts, padding=True, return_tensors="pt")).logits.argmax(-1)
     assert labels == [model.config.id2label[int(i)] for i in direct]
 
-    card = (destination / "README.md").read_text()
-    assert "muki-soft" in card and "| cooking |" in card and "accuracy" in card
-    manifest = json.loads((destination / "kiwb-manifest.json").read_text())
-    assert manifest["labels"] == ["sports", "politics", "music", "cooking"]
-    assert manifest["evaluation"]["per_class_accuracy"].keys() == {"sports", "politics", "music", "cooking"}
+    run_dir = ProjectPaths(project).run_dir("soft")
+    best, run_manifest = ckpt.read_best(run_dir), ckpt.read_manifest(run_dir)
+    _assert_card_and_manifest(destination, best, run_manifest)
 
     predicted = run_kiwb("predict", destination, *texts, cwd=tmp_path).stdout.splitlines()
     assert [line.split()[0] for line in predicted] == labels
@@ -130,24 +169,104 @@ def test_export_round_trip_through_pipeline(scored_project, tmp_path):
     assert again.returncode != 0 and "--force" in again.stderr
     run_kiwb("export", project, "--run", "soft", "--to", destination, "--force", cwd=tmp_path)
     assert (destination / "model.safetensors").is_file()
+    _assert_force_replaces_only_an_empty_folder_or_an_export(project, tmp_path)
 
 
-@pytest.mark.parametrize("method", ["vanilla-kd", "uhc", "supervised"])
-def test_every_method_trains_with_the_same_loop(scored_project, tmp_path, method):
-    from kiwb.project.config import load_config
-    from kiwb.workers.integrate import IntegrationSettings
-    from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
+def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict) -> None:
+    """The model card and kiwb-manifest.json name everything the issue asks for."""
+    import kiwb
+
+    card = (destination / "README.md").read_text()
+    metrics = best["metrics"]
+    assert "`sports`, `politics`, `music`, `cooking`" in card
+    for teacher in run_manifest["teachers"]:
+        assert f"| {teacher['name']} | {', '.join(teacher['labels'])} | `{teacher['hash'][:16]}` |" in card
+    assert "- method: `muki-soft` (tau = 0.2)" in card
+    assert "- MC dropout routing: True; margin re-weighting: True" in card
+    for key, value in (("epochs", 8.0), ("learning_rate", 0.006), ("batch_size", 16), ("seed", 0)):
+        assert f"- {key}: `{value}`" in card
+    assert f"- checkpoint: `{best['checkpoint']}` (step {best['step']})" in card
+    assert f"at step {best['step']} (40 texts)" in card
+    assert f"- accuracy: {100 * metrics['accuracy']:.2f}%" in card
+    assert f"- macro-F1: {100 * metrics['macro_f1']:.2f}%" in card
+    assert f"- teacher-routing accuracy (mc dropout): {100 * metrics['routing_accuracy']['mc_dropout']:.2f}%" in card
+    for label in LABELS:
+        assert f"| {label} | {100 * metrics['per_class_accuracy'][label]:.1f}% |" in card
+
+    manifest = json.loads((destination / "kiwb-manifest.json").read_text())
+    assert manifest == {
+        "kiwb_version": kiwb.__version__, "run": "soft", "checkpoint": best["checkpoint"],
+        "step": best["step"], "labels": LABELS, "teachers": run_manifest["teachers"],
+        "method": run_manifest["method"], "training": run_manifest["training"],
+        "student_base": run_manifest["student"], "data": run_manifest["data"],
+        "eval_data": run_manifest["eval_data"], "evaluation": metrics,
+    }
+
+
+def _assert_force_replaces_only_an_empty_folder_or_an_export(project: Path, tmp_path: Path) -> None:
+    from kiwb.workers.export import export_student
+
+    shelf = tmp_path / "models"  # `--to ~/models --force` must not wipe a folder of other things
+    shelf.mkdir()
+    (shelf / "notes.txt").write_text("mine")
+    with pytest.raises(KiwbError, match=f"neither an empty folder nor an earlier kiwb export.*{shelf / 'soft'}"):
+        export_student(project, "soft", shelf, force=True)
+    assert [p.name for p in shelf.iterdir()] == ["notes.txt"]
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    export_student(project, "soft", empty, force=True)
+    assert (empty / "model.safetensors").is_file()
+
+
+def test_every_checkpoint_exports_with_its_own_evaluation(scored_project, tmp_path, monkeypatch):
+    from kiwb.workers.export import export_student
 
     project = _copy_project(scored_project, tmp_path / "proj")
-    config = with_training_overrides(load_config(project), epochs=6.0)
-    request = TrainRequest(run=method, settings=IntegrationSettings.from_config(config, method=method))
-    with Store(ProjectPaths(project).store) as store:
-        trainer = Trainer(config, store, request, prepare(config, store, request), torch.device("cpu"))
-        trainer.setup()
+    monkeypatch.setattr(ckpt, "prune_checkpoints", lambda run_dir, keep: None)  # keep every step
+    with _store(project) as store:
+        trainer = _trainer(store, project, "r", epochs=4.0, eval_every=10)
+        trainer.run(should_stop=lambda: trainer.step == 35)
+    evaluations = {event.pop("step"): event for event in _events(project, "r", "train.eval")}
+    assert sorted(evaluations) == [10, 20, 30]
+    checkpoints = ckpt.checkpoints_dir(trainer.run_dir)
+    (checkpoints / ckpt.step_name(20) / ckpt.STATE_FILE).unlink()  # export reads the small progress file
+    progress = json.loads((checkpoints / ckpt.step_name(30) / ckpt.PROGRESS_FILE).read_text())
+    del progress["evaluation"]  # as saved before checkpoints kept their evaluation: the store has it
+    (checkpoints / ckpt.step_name(30) / ckpt.PROGRESS_FILE).write_text(json.dumps(progress))
+
+    for step, metrics in evaluations.items():
+        folder = export_student(project, "r", tmp_path / f"step{step}", checkpoint=str(step))
+        assert json.loads((folder / "kiwb-manifest.json").read_text())["evaluation"] == metrics
+        card = (folder / "README.md").read_text()
+        assert f"at step {step} (40 texts)" in card and f"- accuracy: {100 * metrics['accuracy']:.2f}%" in card
+    last = export_student(project, "r", tmp_path / "last", checkpoint="last")
+    card = (last / "README.md").read_text()
+    assert "`step-0000035` was saved between evaluations" in card and "No labeled evaluation" not in card
+
+
+METHODS = {
+    "vanilla-kd": ("vanilla-kd", {}),
+    "uhc": ("uhc", {}),
+    "supervised": ("supervised", {}),
+    "muki-soft-no-mc": ("muki-soft", {"use_mc": False}),
+    "muki-hard-no-reweight": ("muki-hard", {"reweight": False}),
+}
+
+
+@pytest.mark.parametrize(("method", "ablation"), list(METHODS.values()), ids=list(METHODS))
+def test_every_method_trains_with_the_same_loop(scored_project, tmp_path, method, ablation):
+    project = _copy_project(scored_project, tmp_path / "proj")
+    with _store(project) as store:
+        trainer = _trainer(store, project, run=method, method=method, ablation=ablation, epochs=6.0, seed=7)
         result = trainer.run()
     assert result["step"] == trainer.total_steps == 60
     losses = [e["loss"] for e in _events(project, method, "train.step")]
     assert losses[-1] < losses[0]
+    manifest = ckpt.read_manifest(trainer.run_dir)
+    assert manifest["training"]["seed"] == 7
+    assert {key: manifest["method"][key] for key in ablation} == ablation
+    if ablation.get("reweight") is False:
+        assert bool((trainer.data.weights == 1).all())
     if method == "supervised":
         assert result["best"]["accuracy"] > 0.5
 
@@ -169,6 +288,81 @@ def test_resume_against_changed_teachers_is_refused(scored_project, tmp_path, te
     refused = run_kiwb("train", project, "--run", "r", "--epochs", "1", "--resume", cwd=tmp_path, check=False)
     assert refused.returncode == 2
     assert "teachers changed" in refused.stderr and "Traceback" not in refused.stderr
+
+
+def test_resume_after_an_eval_set_was_added_is_refused(scored_project, tmp_path):
+    project = _copy_project(scored_project, tmp_path / "proj")
+    with_eval_set = _without_eval_set(project)
+    with _store(project) as store:
+        trainer = _trainer(store, project, "r", eval_every=10)
+        trainer.run(should_stop=lambda: trainer.step == 15)
+    assert trainer.best == {"step": 10, "accuracy": None}  # checkpointed with nothing to measure
+
+    (project / "kiwb.toml").write_text(with_eval_set)
+    with _store(project) as store, pytest.raises(KiwbError) as refused:
+        _trainer(store, project, "r", resume=True, eval_every=10)
+    message = str(refused.value)
+    assert "labeled evaluation data was added, removed or changed" in message and "\n" not in message
+
+
+@pytest.mark.parametrize(("best", "metrics", "better"), [
+    (None, {"accuracy": 0.2}, True),
+    ({"step": 10, "accuracy": 0.5}, {"accuracy": 0.6}, True),
+    ({"step": 10, "accuracy": 0.5}, {"accuracy": 0.5}, False),   # ties keep the earlier step
+    ({"step": 10, "accuracy": None}, {"accuracy": 0.0}, True),   # nothing measured yet: -inf
+    ({"step": 10, "accuracy": 0.5}, None, True),                 # no eval set: the newest is best
+])
+def test_which_evaluation_improves_on_the_best(best, metrics, better):
+    from kiwb.workers.train import improves
+
+    assert improves(best, metrics) is better
+
+
+def test_best_json_left_behind_by_a_kill_is_put_right_before_anything_is_pruned(
+        scored_project, tmp_path, monkeypatch):
+    from kiwb.workers.export import choose_checkpoint
+
+    project = _copy_project(scored_project, tmp_path / "proj")
+    with monkeypatch.context() as keep_all, _store(project) as store:
+        keep_all.setattr(ckpt, "prune_checkpoints", lambda run_dir, keep: None)
+        trainer = _trainer(store, project, "r", epochs=4.0, eval_every=10)
+        trainer.run(should_stop=lambda: trainer.step == 30)
+    run_dir = trainer.run_dir
+    best = ckpt.read_progress(ckpt.list_checkpoints(run_dir)[-1])["best"]
+    # Killed after saving a better checkpoint, before best.json named it: best.json still
+    # names an older step, which the next prune would delete.
+    stale = next(step for step in (10, 20, 30) if step != best["step"])
+    ckpt.write_best(run_dir, stale, {"accuracy": 0.0})
+
+    with _store(project) as store:
+        trainer = _trainer(store, project, "r", resume=True, epochs=4.0, eval_every=10)
+        assert ckpt.read_best(run_dir)["checkpoint"] == ckpt.step_name(best["step"])
+        assert ckpt.read_best(run_dir)["metrics"]["accuracy"] == best["accuracy"]
+        trainer.run()
+    final = ckpt.read_best(run_dir)
+    assert choose_checkpoint(project, "r") == ckpt.checkpoints_dir(run_dir) / final["checkpoint"]
+    assert final["step"] == ckpt.read_progress(ckpt.list_checkpoints(run_dir)[-1])["best"]["step"]
+
+    ckpt.write_best(run_dir, 15, {})  # a best.json naming a checkpoint that is gone
+    with pytest.raises(KiwbError, match="best.json names checkpoint step-0000015, which is gone"):
+        choose_checkpoint(project, "r")
+
+
+def test_the_resume_hint_of_a_train_job_that_failed_before_its_first_checkpoint_works(
+        scored_project, tmp_path, student_base):
+    project = _copy_project(scored_project, tmp_path / "proj")
+    student = tmp_path / "student"  # not there yet: the job fails before its first checkpoint
+    failed = run_kiwb("train", project, "--run", "r", "--epochs", "1", "--student", student,
+                      cwd=tmp_path, check=False)
+    assert failed.returncode == 2
+    jobs = run_kiwb("jobs", project, cwd=tmp_path).stdout
+    hint = next(line.split("resume with: ", 1)[1] for line in jobs.splitlines() if "resume with: " in line)
+    assert "--resume" in hint
+
+    shutil.copytree(student_base, student)
+    resumed = run_kiwb(*shlex.split(hint)[1:], cwd=tmp_path)
+    assert "Run r has no checkpoint yet; starting it from step 0" in resumed.stderr
+    assert ckpt.list_checkpoints(ProjectPaths(project).run_dir("r"))[-1].name == ckpt.step_name(10)
 
 
 def test_training_before_scoring_says_which_command_to_run(tmp_path, teachers_dir, data_dir, student_base):
@@ -210,3 +404,10 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
     unknown = run_kiwb("teach", "--base", student_base, "--data", data, "--labels", "music,jazz",
                        "--out", tmp_path / "other", cwd=tmp_path, check=False)
     assert unknown.returncode == 2 and "jazz" in unknown.stderr and not (tmp_path / "other").exists()
+    notes = tmp_path / "notes"  # --force replaces a checkpoint, never a folder of other things
+    notes.mkdir()
+    (notes / "todo.txt").write_text("keep me")
+    kept = run_kiwb("teach", "--base", student_base, "--data", data, "--labels", "music,cooking",
+                    "--out", notes, "--force", cwd=tmp_path, check=False)
+    assert kept.returncode == 2 and "no config.json" in kept.stderr
+    assert [path.name for path in notes.iterdir()] == ["todo.txt"]

@@ -3,11 +3,29 @@
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
+
+# What a killed write leaves beside its target: a staging file or folder (from mkstemp or
+# mkdtemp: eight random characters) and, while a folder is being replaced, the old folder.
+_STAGING = re.compile(r"\.(?P<target>.+)\.[a-z0-9_]{8}\.tmp")
+_RETIRED = re.compile(r"\.(?P<target>.+)\.old-\d+")
+
+
+def fsync_directory(folder: Path) -> None:
+    """Make the renames in `folder` durable (a no-op where folders cannot be opened, as on Windows)."""
+    if os.name != "posix":
+        return
+    handle = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(handle)
+    finally:
+        os.close(handle)
 
 
 @contextmanager
@@ -24,6 +42,7 @@ def atomic_open(path: Path, mode: str = "wb") -> Iterator[IO]:
     except BaseException:
         Path(tmp_name).unlink(missing_ok=True)
         raise
+    fsync_directory(path.parent)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
@@ -40,28 +59,60 @@ def atomic_write_with(path: Path, writer: Callable[[IO], None]) -> None:
 
 @contextmanager
 def atomic_directory(path: Path) -> Iterator[Path]:
-    """Yield a temp folder beside `path`; on success it replaces `path` in one rename.
+    """Yield a temp folder beside `path`; on success it takes the place of `path`.
 
-    A crash at any moment leaves either the old folder or the new one, never a mix:
-    readers ignore the dot-named temp folders.
+    A new folder arrives in one rename. Replacing a folder takes two (old out, new in);
+    a crash between them leaves the old folder under a dot-name that
+    `recover_interrupted_writes` puts back. Readers ignore dot-named folders.
     """
-    import shutil
-
     path.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
     try:
         yield staging
-        for file in staging.rglob("*"):
-            if file.is_file():
-                with open(file, "rb") as handle:
-                    os.fsync(handle.fileno())
+        _fsync_tree(staging)
         if path.exists():
             retired = path.with_name(f".{path.name}.old-{os.getpid()}")
+            # One left by a killed process that had our pid is a stale copy: `path` exists.
+            shutil.rmtree(retired, ignore_errors=True)
             os.replace(path, retired)
             os.replace(staging, path)
+            fsync_directory(path.parent)
             shutil.rmtree(retired, ignore_errors=True)
         else:
             os.replace(staging, path)
+            fsync_directory(path.parent)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
+
+
+def _fsync_tree(folder: Path) -> None:
+    for file in folder.rglob("*"):
+        if file.is_file():
+            with open(file, "rb") as handle:
+                os.fsync(handle.fileno())
+    fsync_directory(folder)
+
+
+def recover_interrupted_writes(folder: Path, target: str | None = None) -> None:
+    """Clear what killed atomic writes left in `folder`: an old folder whose replacement never
+    arrived goes back in place, and staging files and folders are deleted.
+
+    `target` limits this to the leftovers of one name. Call it only where no other process
+    is writing those names, or their staging would go too.
+    """
+    if not folder.is_dir():
+        return
+    for entry in sorted(folder.iterdir()):
+        retired, staging = _RETIRED.fullmatch(entry.name), _STAGING.fullmatch(entry.name)
+        found = retired or staging
+        if found is None or target not in (None, found["target"]):
+            continue
+        original = folder / found["target"]
+        if retired and not original.exists():
+            os.replace(entry, original)
+        elif entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    fsync_directory(folder)

@@ -1,5 +1,9 @@
 """Training checkpoints: immutable step folders written atomically, plus a run manifest.
 
+A step folder, once written, is never written again: the state at a step is the same
+however the run got there, so a second save of it (a stop right after an evaluation) is
+skipped rather than replaced.
+
 Weights are safetensors (via save_pretrained); optimizer, scheduler and RNG state are
 plain tensors and containers loaded with `torch.load(weights_only=True)`, so nothing in a
 project folder is ever unpickled as arbitrary objects.
@@ -15,7 +19,7 @@ from typing import Any
 import torch
 
 from kiwb.errors import KiwbError
-from kiwb.project.atomic import atomic_directory, atomic_write_text
+from kiwb.project.atomic import atomic_directory, atomic_write_text, recover_interrupted_writes
 
 STATE_FILE = "trainer_state.pt"
 PROGRESS_FILE = "progress.json"
@@ -39,10 +43,18 @@ def list_checkpoints(run_dir: Path) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("step-"))
 
 
+def recover_run(run_dir: Path) -> None:
+    """Clear what a killed process left half-written in a run folder and its checkpoints."""
+    recover_interrupted_writes(checkpoints_dir(run_dir))
+    recover_interrupted_writes(run_dir)
+
+
 def save_checkpoint(run_dir: Path, step: int, model, tokenizer, state: dict[str, Any],
                     progress: dict[str, Any]) -> Path:
-    """Write a checkpoint folder for `step` atomically and return it."""
+    """Write a checkpoint folder for `step` atomically (unless it exists) and return it."""
     target = checkpoints_dir(run_dir) / step_name(step)
+    if target.is_dir():
+        return target
     with atomic_directory(target) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
@@ -54,8 +66,12 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, state: dict[str,
 def load_state(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """(trainer state, progress) of a checkpoint, loaded without unpickling objects."""
     state = torch.load(checkpoint / STATE_FILE, map_location="cpu", weights_only=True)
-    progress = json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))
-    return state, progress
+    return state, read_progress(checkpoint)
+
+
+def read_progress(checkpoint: Path) -> dict[str, Any]:
+    """A checkpoint's small progress record: step, best so far and its own evaluation."""
+    return json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))
 
 
 def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
@@ -76,6 +92,21 @@ def read_best(run_dir: Path) -> dict[str, Any] | None:
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
 
 
+def reconcile_best(run_dir: Path) -> None:
+    """Make best.json name the best checkpoint that the newest one records.
+
+    A process killed after saving a better checkpoint but before writing best.json leaves it
+    naming the previous best, which the next prune would delete.
+    """
+    existing = list_checkpoints(run_dir)
+    best = read_progress(existing[-1]).get("best") if existing else None
+    if not best or (read_best(run_dir) or {}).get("step") == best["step"]:
+        return
+    folder = checkpoints_dir(run_dir) / step_name(best["step"])
+    if folder.is_dir():
+        write_best(run_dir, best["step"], read_progress(folder).get("evaluation") or {})
+
+
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     atomic_write_text(run_dir / MANIFEST_FILE, json.dumps(manifest, indent=2))
 
@@ -91,6 +122,7 @@ RESUME_CHECKS = {
     "labels": "the union label set or its order changed",
     "method": "the integration method or its settings changed",
     "data": "the unlabeled data changed",
+    "eval_data": "the labeled evaluation data was added, removed or changed",
     "student": "the student base changed",
     "training": "the training settings changed",
 }

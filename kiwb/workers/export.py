@@ -7,8 +7,9 @@ from pathlib import Path
 
 from kiwb import __version__
 from kiwb.errors import KiwbError
-from kiwb.project.atomic import atomic_directory
+from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 
 MANIFEST_NAME = "kiwb-manifest.json"
@@ -22,15 +23,22 @@ def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") ->
         runs = sorted(p.name for p in ProjectPaths(project_root).runs.glob("*") if p.is_dir())
         raise KiwbError(f"run {run!r} has no checkpoints (runs here: {', '.join(runs) or 'none'}); "
                         f"train it first with: kiwb train {project_root} --run {run}")
+    names = ", ".join(p.name for p in available)
     if checkpoint == "last":
         return available[-1]
     if checkpoint == "best":
         best = ckpt.read_best(run_dir)
-        return run_dir / "checkpoints" / best["checkpoint"] if best else available[-1]
+        if not best:
+            return available[-1]
+        chosen = ckpt.checkpoints_dir(run_dir) / best["checkpoint"]
+        if not chosen.is_dir():
+            raise KiwbError(f"run {run!r}: best.json names checkpoint {best['checkpoint']}, which "
+                            f"is gone (the run has: {names}); choose one with --checkpoint "
+                            "STEP or --checkpoint last")
+        return chosen
     name = ckpt.step_name(int(checkpoint)) if checkpoint.isdigit() else checkpoint
-    chosen = run_dir / "checkpoints" / name
+    chosen = ckpt.checkpoints_dir(run_dir) / name
     if not chosen.is_dir():
-        names = ", ".join(p.name for p in available)
         raise KiwbError(f"run {run!r} has no checkpoint {checkpoint!r} (it has: {names}, best, last)")
     return chosen
 
@@ -41,12 +49,11 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     source = choose_checkpoint(project_root, run, checkpoint)
-    if destination.exists() and not force:
-        raise KiwbError(f"{destination} already exists; choose another folder or add --force")
+    recover_interrupted_writes(destination.parent, destination.name)
+    _check_destination(destination, run, force)
     run_dir = ProjectPaths(project_root).run_dir(run)
     manifest = ckpt.read_manifest(run_dir) or {}
-    _, progress = ckpt.load_state(source)
-    metrics = _metrics_of(run_dir, source)
+    progress = ckpt.read_progress(source)
     model = AutoModelForSequenceClassification.from_pretrained(source)
     tokenizer = AutoTokenizer.from_pretrained(source)
     export_manifest = {
@@ -54,7 +61,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "labels": [model.config.id2label[i] for i in range(model.config.num_labels)],
         "teachers": manifest.get("teachers"), "method": manifest.get("method"),
         "training": manifest.get("training"), "student_base": manifest.get("student"),
-        "data": manifest.get("data"), "evaluation": metrics,
+        "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
+        "evaluation": _evaluation_of(project_root, run, progress),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -64,11 +72,32 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     return destination
 
 
-def _metrics_of(run_dir: Path, source: Path) -> dict | None:
-    best = ckpt.read_best(run_dir)
-    if best and best.get("checkpoint") == source.name and best.get("metrics"):
-        return best["metrics"]
-    return None
+def _check_destination(destination: Path, run: str, force: bool) -> None:
+    """Refuse a destination that exists, unless --force and it is empty or an earlier export."""
+    if not (destination.exists() or destination.is_symlink()):
+        return
+    if not force:
+        raise KiwbError(f"{destination} already exists; choose another folder or add --force")
+    if destination.is_dir() and ((destination / MANIFEST_NAME).is_file()
+                                 or not any(destination.iterdir())):
+        return
+    raise KiwbError(f"{destination} is neither an empty folder nor an earlier kiwb export (it has "
+                    f"no {MANIFEST_NAME}), so --force will not replace it; export into a folder of "
+                    f"its own, such as {destination / run}")
+
+
+def _evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
+    """The figures of the checkpoint's own evaluation: its own record, or for a checkpoint
+    saved before checkpoints kept one, the run's train.eval event at its step."""
+    if progress.get("evaluation"):
+        return progress["evaluation"]
+    path = ProjectPaths(project_root).store
+    if not path.is_file():
+        return None
+    with Store(path) as store:
+        events = [event["data"] for event in store.events_after(run=run, kind="train.eval")
+                  if event["data"].get("step") == progress["step"]]
+    return {key: value for key, value in events[-1].items() if key != "step"} if events else None
 
 
 def model_card(manifest: dict) -> str:
@@ -94,19 +123,28 @@ def model_card(manifest: dict) -> str:
               f"- checkpoint: `{manifest['checkpoint']}` (step {manifest['step']})"]
     for key, value in (manifest.get("training") or {}).items():
         lines.append(f"- {key}: `{value}`")
-    lines += ["", "## Evaluation", ""]
-    metrics = manifest.get("evaluation")
-    if metrics:
-        lines += [f"- accuracy: {100 * metrics['accuracy']:.2f}%",
-                  f"- macro-F1: {100 * metrics['macro_f1']:.2f}%",
-                  f"- texts: {metrics.get('num_texts')}", "", "| label | accuracy |", "|---|---|"]
-        for label, value in metrics["per_class_accuracy"].items():
-            lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")
-    else:
-        lines.append("No labeled evaluation set was configured for this run.")
+    lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
               'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
               'print(classify("your text here"))', "```", ""]
     return "\n".join(lines)
 
 
+def _evaluation_lines(manifest: dict) -> list[str]:
+    """The model card's figures for the exported checkpoint, or why there are none."""
+    metrics = manifest.get("evaluation")
+    if not metrics:
+        if manifest.get("eval_data"):
+            return [f"Checkpoint `{manifest['checkpoint']}` was saved between evaluations, so it "
+                    "has no figures of its own; export an evaluated step (or `best`) for them."]
+        return ["No labeled evaluation set was configured for this run."]
+    lines = [f"On the labeled evaluation set at step {manifest['step']} "
+             f"({metrics.get('num_texts')} texts):", "",
+             f"- accuracy: {100 * metrics['accuracy']:.2f}%",
+             f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
+    for router, value in (metrics.get("routing_accuracy") or {}).items():
+        lines.append(f"- teacher-routing accuracy ({router.replace('_', ' ')}): {100 * value:.2f}%")
+    lines += ["", "| label | accuracy |", "|---|---|"]
+    for label, value in metrics["per_class_accuracy"].items():
+        lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")
+    return lines

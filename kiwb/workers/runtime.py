@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
+from kiwb.console import console
 from kiwb.errors import KiwbError
+
+Result = TypeVar("Result")
 
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
@@ -46,6 +51,24 @@ def is_out_of_memory(error: BaseException) -> bool:
 def free_accelerator_memory(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.empty_cache()
+
+
+def halving_on_oom(attempt: Callable[[int], Result], batch_size: int, device: torch.device,
+                   doing: str) -> tuple[Result, int]:
+    """`attempt(batch)` from `batch_size` down, halved after each out-of-memory error; returns
+    its result and the batch size that fitted."""
+    while True:
+        try:
+            return attempt(batch_size), batch_size
+        except RuntimeError as error:
+            if not (is_out_of_memory(error) and batch_size > 1):
+                raise
+        # Only out here is the error's traceback gone, and with it the failed batch's tensors,
+        # so only now can the cache give that memory back.
+        free_accelerator_memory(device)
+        console.print(f"Out of memory on {device} {doing} {batch_size} texts at a time; "
+                      f"going on with {batch_size // 2}", highlight=False, markup=False, soft_wrap=True)
+        batch_size //= 2
 
 
 def device_description(device: torch.device) -> dict:

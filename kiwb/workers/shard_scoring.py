@@ -10,7 +10,7 @@ import torch
 
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.core.uncertainty import confidence, entropy, summarize_passes
-from kiwb.workers.runtime import autocast_context, free_accelerator_memory, is_out_of_memory
+from kiwb.workers.runtime import autocast_context, halving_on_oom
 from kiwb.workers.sampled_dropout import sampled_dropout
 
 # Arrays stored per (text, teacher). Shapes: (n, C) for the first three, (n,) for the rest.
@@ -66,21 +66,41 @@ def score_texts(
         {name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))
     ]
     lengths = [len(feature["input_ids"]) for feature in features]
-    batch_size = settings.batch_size
-    while True:
-        try:
-            # Seeded per shard, so a shard's MC draws do not depend on which process scores
-            # it or what it scored before: a resumed run reproduces an uninterrupted one.
-            with sampled_dropout(model, device, shard_seed):
-                return _score_features(
-                    model, tokenizer, features, lengths, settings, batch_size, device,
-                    on_batch, should_stop,
-                )
-        except RuntimeError as error:
-            if not (is_out_of_memory(error) and batch_size > 1):
-                raise
-            free_accelerator_memory(device)
-            batch_size //= 2
+    progress = ProgressOnce(on_batch)
+
+    def attempt(batch_size: int) -> dict[str, np.ndarray]:
+        progress.restart()
+        # Seeded per shard, so a shard's MC draws do not depend on which process scores
+        # it or what it scored before: a resumed run reproduces an uninterrupted one, and
+        # a retry after OOM draws as a run started at the smaller batch would.
+        with sampled_dropout(model, device, shard_seed):
+            return _score_features(
+                model, tokenizer, features, lengths, settings, batch_size, device,
+                progress, should_stop,
+            )
+
+    columns, _ = halving_on_oom(attempt, settings.batch_size, device, "scoring")
+    return columns
+
+
+class ProgressOnce:
+    """Passes texts done on to `on_batch` once each, though a retry scores them again.
+
+    A retry after out-of-memory starts over from the first text; it reports only the
+    texts beyond those the failed attempt had already reported.
+    """
+
+    def __init__(self, on_batch: Callable[[int], None] | None):
+        self.on_batch, self.reported, self.done = on_batch, 0, 0
+
+    def restart(self) -> None:
+        self.done = 0
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        if self.on_batch is not None and self.done > self.reported:
+            self.on_batch(self.done - self.reported)
+            self.reported = self.done
 
 
 def _score_features(
@@ -99,8 +119,7 @@ def _score_features(
             if name not in columns:
                 columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)
             columns[name][batch_rows] = values
-        if on_batch is not None:
-            on_batch(len(batch_rows))
+        on_batch(len(batch_rows))
     return columns
 
 

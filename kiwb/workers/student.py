@@ -7,6 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
+from kiwb.workers.runtime import halving_on_oom
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -49,16 +50,26 @@ def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict
 
 @torch.no_grad()
 def predict_ids(model, tokenizer, features, batch_size: int, device: torch.device) -> torch.Tensor:
-    """Argmax predictions of the model for every feature row, in input order."""
+    """Argmax predictions of the model for every feature row, in input order; halves the
+    batch on CUDA OOM."""
     was_training = model.training
     model.eval()
+    try:
+        predictions, _ = halving_on_oom(
+            lambda size: _predictions(model, tokenizer, features, size, device), batch_size,
+            device, "evaluating")
+    finally:
+        model.train(was_training)
+    return torch.from_numpy(predictions)
+
+
+def _predictions(model, tokenizer, features, batch_size: int, device: torch.device) -> np.ndarray:
     predictions = np.zeros(len(features), dtype=np.int64)
     lengths = [len(f["input_ids"]) for f in features]
     for rows in length_sorted_batches(lengths, batch_size):
         logits = model(**collate(tokenizer, features, rows, device)).logits
         predictions[rows] = logits.argmax(-1).cpu().numpy()
-    model.train(was_training)
-    return torch.from_numpy(predictions)
+    return predictions
 
 
 def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[str],

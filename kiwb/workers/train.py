@@ -11,20 +11,24 @@ from dataclasses import asdict, dataclass
 import torch
 
 from kiwb import __version__
+from kiwb.console import console
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import IntegrationSettings, TeacherScores, scores_from_tasks
-from kiwb.workers.runtime import free_accelerator_memory, is_out_of_memory
+from kiwb.workers.runtime import autocast_context, halving_on_oom
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
 from kiwb.workers.teachers import teacher_content_hash
 
 SUPERVISED = "supervised"
 LOG_EVERY = 10
+# [training] mixed_precision -> the autocast dtype it asks for.
+AUTOCAST_DTYPES = {"no": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 @dataclass(frozen=True)
@@ -75,10 +79,13 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     else:
         integration = scores.integrate(request.settings)
         targets, weights = integration.targets, integration.weights
-    eval_texts = eval_ids = eval_routing = None
+    eval_texts = eval_ids = eval_routing = eval_fingerprint = None
     if by_dataset["eval"]:
         eval_table = by_dataset["eval"][0].table
         eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
+        # The gold labels decide the figures and the best checkpoint as much as the texts do.
+        eval_fingerprint = {"texts": eval_table.fingerprint,
+                            "labels": texts_fingerprint(eval_table.labels)}
         eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
         if eval_scores is not None:
             from kiwb.workers.integrate import routing_accuracies
@@ -91,6 +98,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         "labels": labels,
         "method": asdict(request.settings),
         "data": unlabeled_table.fingerprint,
+        "eval_data": eval_fingerprint,
         "student": config.training.student,
         "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
     }
@@ -134,16 +142,19 @@ class Trainer:
 
     # -- set-up ------------------------------------------------------------------------
     def setup(self) -> None:
+        ckpt.recover_run(self.run_dir)
         existing = ckpt.list_checkpoints(self.run_dir)
         if existing and not self.request.resume:
             raise KiwbError(f"run {self.request.run!r} already has checkpoints; continue it with "
                             "--resume or start another with --run NEW_NAME")
         if self.request.resume and not existing:
-            raise KiwbError(f"run {self.request.run!r} has no checkpoint to resume; start it "
-                            "without --resume")
+            # A job that failed before its first checkpoint is told to resume like any other.
+            console.print(f"Run {self.request.run} has no checkpoint yet; starting it from step 0",
+                          highlight=False, markup=False)
         torch.manual_seed(self.training.seed)
         if existing:
             ckpt.check_resumable(self.run_dir, self.data.manifest)
+            ckpt.reconcile_best(self.run_dir)
             self._load(existing[-1])
         else:
             self.model, self.tokenizer = load_student_base(self.config.resolve(self.training.student), self.data.labels)
@@ -152,15 +163,28 @@ class Trainer:
         self.model.to(self.device)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
+        self.autocast_dtype = AUTOCAST_DTYPES[self._mixed_precision()]
+        # Half-precision gradients underflow without loss scaling; bfloat16's range needs none.
+        self.scaler = torch.amp.GradScaler("cuda", enabled=self.autocast_dtype == "float16")
         if existing:
             self.optimizer.load_state_dict(self._state["optimizer"])
             self.scheduler.load_state_dict(self._state["scheduler"])
+            if "scaler" in self._state:
+                self.scaler.load_state_dict(self._state["scaler"])
             torch.set_rng_state(self._state["rng_cpu"])
             if torch.cuda.is_available() and "rng_cuda" in self._state:
                 torch.cuda.set_rng_state_all(self._state["rng_cuda"])
         self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
         self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
                               if self.data.eval_texts else None)
+
+    def _mixed_precision(self) -> str:
+        wanted = self.training.mixed_precision
+        if wanted != "no" and self.device.type != "cuda":
+            console.print(f"mixed_precision = {wanted!r} applies on CUDA only; training in "
+                          f"float32 on {self.device}", highlight=False, markup=False)
+            return "no"
+        return wanted
 
     def _load(self, checkpoint) -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
@@ -229,28 +253,31 @@ class Trainer:
         return {"stopped": False, "step": self.step, "best": self.best}
 
     def _train_step(self, rows: torch.Tensor) -> float:
-        while True:
-            try:
-                return self._accumulated_step(rows)
-            except RuntimeError as error:
-                if not (is_out_of_memory(error) and self.micro_batch > 1):
-                    raise
-                self.optimizer.zero_grad(set_to_none=True)
-                free_accelerator_memory(self.device)
-                self.micro_batch //= 2  # same update, computed in smaller pieces
+        # A smaller micro-batch makes the same update: its gradients accumulate to the batch's.
+        loss, self.micro_batch = halving_on_oom(
+            lambda size: self._accumulate(rows, size), self.micro_batch, self.device, "training on")
+        self._update()
+        return loss
 
-    def _accumulated_step(self, rows: torch.Tensor) -> float:
+    def _accumulate(self, rows: torch.Tensor, micro_batch: int) -> float:
+        self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
         total = 0.0
-        for chunk in rows.split(self.micro_batch):
+        for chunk in rows.split(micro_batch):
             inputs = collate(self.tokenizer, self.features, chunk, self.device)
-            loss = self._loss(self.model(**inputs).logits.float(), chunk) * (len(chunk) / len(rows))
-            loss.backward()
+            with autocast_context(self.device, self.autocast_dtype):
+                logits = self.model(**inputs).logits
+            loss = self._loss(logits.float(), chunk) * (len(chunk) / len(rows))
+            self.scaler.scale(loss).backward()
             total += float(loss.detach())
+        return total
+
+    def _update(self) -> None:
+        self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        self.optimizer.step()
+        self.scaler.step(self.optimizer)
+        self.scaler.update()
         self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
-        return total
 
     def _loss(self, logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         data, method = self.data, self.request.settings.method
@@ -270,27 +297,38 @@ class Trainer:
                                self.data.labels, self.training.batch_size, self.device)
             metrics["routing_accuracy"] = self.data.eval_routing
             self._event("train.eval", {"step": self.step, **metrics})
-        if self.best is None or metrics is None or metrics["accuracy"] > self.best["accuracy"]:
+        improved = improves(self.best, metrics)
+        if improved:
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy")}
-            improved = True
-        else:
-            improved = False
-        self.checkpoint()
+        # The checkpoint records the best so far; should best.json lag behind it after a
+        # crash, setup() puts it right before anything is pruned.
+        self.checkpoint(evaluation=metrics)
         if improved:
             ckpt.write_best(self.run_dir, self.step, metrics or {})
         ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
 
-    def checkpoint(self) -> None:
+    def checkpoint(self, evaluation: dict | None = None) -> None:
         state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                  "rng_cpu": torch.get_rng_state()}
         if torch.cuda.is_available():
             state["rng_cuda"] = torch.cuda.get_rng_state_all()
+        if self.scaler.is_enabled():
+            state["scaler"] = self.scaler.state_dict()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
                              {"step": self.step, "best": self.best,
-                              "total_steps": self.total_steps})
+                              "total_steps": self.total_steps, "evaluation": evaluation})
 
     def _event(self, kind: str, data: dict) -> None:
         self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
+
+
+def improves(best: dict | None, metrics: dict | None) -> bool:
+    """Whether an evaluation beats the best so far; without evaluations the newest checkpoint
+    is the best, and a best with no accuracy (none was measured) counts as -inf."""
+    if metrics is None or best is None:
+        return True
+    previous = best.get("accuracy")
+    return metrics["accuracy"] > (-math.inf if previous is None else previous)
 
 
 def default_run_name(settings: IntegrationSettings) -> str:

@@ -1,0 +1,142 @@
+"""Device limits on tiny real models: out-of-memory retries and mixed precision.
+
+There is no GPU here, so a model is made to fail the way a full one does: its forward
+raises CUDA's own out-of-memory error for batches over a size. Everything else is real.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file
+from tiny import make_texts
+
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers import checkpoints as ckpt
+
+CPU = torch.device("cpu")
+
+
+def fail_above(model, largest: int, after_calls: int = 0) -> None:
+    """Make `model` raise CUDA's out-of-memory error on batches over `largest` texts, from
+    its `after_calls`-th forward on (memory can run out part-way, as fragmentation grows)."""
+    forward, calls = model.forward, itertools.count()
+
+    def limited(*args, **kwargs):
+        if next(calls) >= after_calls and kwargs["input_ids"].shape[0] > largest:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return forward(*args, **kwargs)
+
+    model.forward = limited
+
+
+def test_scoring_retries_at_half_the_batch_and_counts_each_text_once(teachers_dir, capsys):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from kiwb.workers.shard_scoring import SCORE_FIELDS, ScoringSettings, score_texts
+
+    model = AutoModelForSequenceClassification.from_pretrained(teachers_dir / "teacher_a")
+    tokenizer = AutoTokenizer.from_pretrained(teachers_dir / "teacher_a")
+    texts = [row["text"] for row in make_texts(40, seed=5)]
+    settings = ScoringSettings(passes=4, batch_size=8, max_length=64, strategy="loop",
+                               dtype="float32", seed=0)
+
+    def score(batch_size: int, on_batch=None) -> dict[str, np.ndarray]:
+        return score_texts(model, tokenizer, texts, dataclasses.replace(settings, batch_size=batch_size),
+                           CPU, shard_seed=3, on_batch=on_batch)
+
+    at_8, at_4 = score(8), score(4)
+    fail_above(model, 4, after_calls=10)  # two batches of 8 (five forwards each) get through
+    reported: list[int] = []
+    squeezed = score(8, on_batch=reported.append)
+
+    assert sum(reported) == len(texts) and min(reported) > 0  # 16 were reported before the retry
+    assert "scoring 8 texts at a time; going on with 4" in capsys.readouterr().err
+    for name in SCORE_FIELDS:  # the retry draws its dropout as a run started at batch 4 would
+        np.testing.assert_array_equal(squeezed[name], at_4[name], err_msg=name)
+    for name in ("det_logits", "det_probs", "det_confidence"):
+        np.testing.assert_allclose(squeezed[name], at_8[name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+@pytest.fixture(scope="module")
+def still_student(tmp_path_factory, student_base) -> Path:
+    """The tiny student base with dropout off, so runs that batch differently can agree."""
+    folder = tmp_path_factory.mktemp("still_student")
+    shutil.copytree(student_base, folder, dirs_exist_ok=True)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory, scored_project, still_student) -> Path:
+    """A private copy of the scored project where run "plain" trained without any limit."""
+    root = tmp_path_factory.mktemp("limits") / "proj"
+    shutil.copytree(scored_project, root, ignore=shutil.ignore_patterns("runs", "exports"))
+    train(root, "plain", still_student)
+    return root
+
+
+def train(project: Path, run: str, student: Path, fail_over: int | None = None, **overrides):
+    """Train `run` in this process for one epoch (10 steps of 16); returns the trainer and
+    the progress it reported."""
+    from kiwb.project.config import load_config
+    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
+
+    config = with_training_overrides(load_config(project), student=str(student), epochs=1.0,
+                                     **overrides)
+    request = TrainRequest(run=run, settings=IntegrationSettings.from_config(config, method="muki-hard"))
+    reported: list[int] = []
+    with Store(ProjectPaths(project).store) as store:
+        trainer = Trainer(config, store, request, prepare(config, store, request), CPU)
+        trainer.setup()
+        if fail_over is not None:
+            fail_above(trainer.model, fail_over)
+        trainer.run(progress=lambda steps, loss: reported.append(steps))
+    return trainer, reported
+
+
+def _final(project: Path, run: str) -> tuple[dict[str, torch.Tensor], dict]:
+    """Weights of a run's last checkpoint and its evaluation event."""
+    checkpoint = ckpt.list_checkpoints(ProjectPaths(project).run_dir(run))[-1]
+    with Store(ProjectPaths(project).store) as store:
+        evaluation = store.events_after(run=run, kind="train.eval")[-1]["data"]
+    return load_file(checkpoint / "model.safetensors"), evaluation
+
+
+def test_training_after_out_of_memory_makes_the_same_updates_in_smaller_pieces(project, still_student, capsys):
+    trainer, reported = train(project, "squeezed", still_student, fail_over=4)
+
+    assert trainer.micro_batch == 4 and sum(reported) == trainer.total_steps == 10
+    log = capsys.readouterr().err
+    assert "training on 16 texts at a time; going on with 8" in log
+    assert "training on 8 texts at a time; going on with 4" in log
+    assert "evaluating 16 texts at a time; going on with 8" in log
+    expected, expected_eval = _final(project, "plain")
+    weights, evaluation = _final(project, "squeezed")
+    for name, tensor in expected.items():
+        torch.testing.assert_close(weights[name], tensor, rtol=1e-4, atol=1e-5, msg=name)
+    assert evaluation["step"] == expected_eval["step"] == 10
+    assert evaluation["confusion"] == expected_eval["confusion"]
+
+
+def test_mixed_precision_is_read_and_noted_but_changes_nothing_on_the_cpu(project, still_student, capsys):
+    trainer, _ = train(project, "fp16", still_student, mixed_precision="fp16")
+
+    assert "mixed_precision = 'fp16' applies on CUDA only; training in float32 on cpu" in capsys.readouterr().err
+    assert trainer.autocast_dtype == "float32" and not trainer.scaler.is_enabled()
+    assert ckpt.read_manifest(trainer.run_dir)["training"]["mixed_precision"] == "fp16"
+    expected, _ = _final(project, "plain")
+    weights, _ = _final(project, "fp16")
+    for name, tensor in expected.items():
+        torch.testing.assert_close(weights[name], tensor, rtol=0, atol=0, msg=name)
