@@ -5,9 +5,10 @@ from __future__ import annotations
 import csv
 
 import pytest
-from textual.widgets import DataTable, Input, Select, TabbedContent
+from textual.widgets import DataTable, DirectoryTree, Input, Select, Static, TabbedContent
 from tui_support import (
     INTEGRATION_KEY,
+    UNION,
     cells,
     record_notifications,
     run_async,
@@ -58,8 +59,20 @@ async def test_help_lists_the_keys_of_every_pane(project):
         shown = text_of(app.screen.query("Static").last())
         for words in ("Add teacher", "Score", "Export CSV", "Export run", "switch pane"):
             assert words in shown
+        keys_column = {line.split("  ")[0].strip() for line in shown.splitlines()}
+        assert "q / ctrl+q" in keys_column and "? / f1" in keys_column
         await pilot.press("escape")
         assert not isinstance(app.screen, HelpScreen)
+
+
+def test_help_names_every_key_the_app_binds():
+    """The app's own keys (the footer advertises q) are listed, whatever else changes."""
+    from kiwb.tui.app import WorkbenchApp
+    from kiwb.tui.screens.help import GLOBAL_KEYS
+
+    listed = {key.strip() for keys, _ in GLOBAL_KEYS for key in keys.split(" / ")}
+    bound = {key.strip() for binding in WorkbenchApp.BINDINGS for key in binding.key.split(",")}
+    assert bound <= listed and "ctrl+q" in listed
 
 
 @run_async
@@ -94,6 +107,33 @@ async def test_adding_a_teacher_validates_in_place_then_writes_kiwb_toml(project
         assert [t.name for t in load_config(project).teachers] == ["a", "b", "c"]
         union = text_of(app.screen.query_one("#union"))
         assert "sports*" in union and "shared by several teachers" in union
+
+
+@run_async
+async def test_a_teacher_is_picked_from_the_folder_browser_and_removed_again(project, monkeypatch):
+    write_teacher(project / "teachers" / "c", ("sports", "travel"))
+    monkeypatch.chdir(project / "teachers")  # the browser starts in the folder kiwb was run from
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2)
+        await pilot.press("a")
+        form = await fill_form(pilot, name="c")
+        tree = form.query_one(DirectoryTree)
+        await wait_for(pilot, lambda: any(str(n.label) == "c" for n in tree.root.children), what="folders")
+        tree.select_node(next(node for node in tree.root.children if str(node.label) == "c"))
+        path = form.query_one("#field-path", Input)
+        await wait_for(pilot, lambda: path.value.endswith("teachers/c"), what="the picked folder")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: teachers.row_count == 3, what="the new teacher")
+        assert [t.name for t in load_config(project).teachers] == ["a", "b", "c"]
+
+        teachers.move_cursor(row=0)
+        await pilot.press("d")
+        assert "Remove teacher a?" in text_of(app.screen.query(Static).first())
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: teachers.row_count == 2, what="the removal")
+        assert [t.name for t in load_config(project).teachers] == ["b", "c"]
 
 
 @run_async
@@ -184,6 +224,30 @@ async def test_jobs_pane_follows_jobs_started_elsewhere_and_explains_failures(pr
 
 
 @run_async
+async def test_a_form_submitted_twice_quickly_starts_one_job(project):
+    from kiwb.tui.launcher import cancel
+
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "s")
+        form = app.screen
+        assert isinstance(form, FormScreen)
+        # A busy store (a job writing) holds the launch, so the second press lands during it.
+        with Store(ProjectPaths(project).store) as busy, busy.transaction():
+            await pilot.press("ctrl+s", "ctrl+s")
+            assert form.query_one("#form-ok").disabled and not form.check_action("submit", ())
+        await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
+        await pilot.pause(0.5)                      # time for a second launch to be recorded
+        with Store(ProjectPaths(project).store) as store:
+            jobs = store.jobs.all()
+        assert len(jobs) == 1, [job.label for job in jobs]
+        assert any("started job 1" in note for note in notifications), notifications
+    for _ in range(2):   # its placeholder teachers would fail it; a second cancel ends it at once
+        cancel(project, jobs[0].id)
+
+
+@run_async
 async def test_uncertainty_pane_is_live(tmp_path):
     project = synthetic_project(tmp_path / "proj", scored=False, trained=False)
     app = workbench(project)
@@ -246,9 +310,20 @@ async def test_conflicts_pane_filters_pages_details_and_exports(project):
         assert len(margins) == 8 and margins == sorted(margins)
         app.screen.query_one("#conflict-margin", Input).value = ""
         await wait_for(pilot, lambda: conflicts.row_count == 10, what="every text")
+        everything = cells(conflicts)
         app.screen.query_one("#conflict-teacher", Select).value = 0
         await wait_for(pilot, lambda: {row[1] for row in cells(conflicts)} == {"a"}, what="teacher a")
+        classes = app.screen.query_one("#conflict-class", Select)
+        classes.value = UNION.index("music")        # with teacher a: nothing a routes is music
+        await wait_for(pilot, lambda: "0 texts in all" in text_of(status), what="no a-music texts")
+        assert conflicts.row_count == 0
         app.screen.query_one("#conflict-teacher", Select).clear()
+        music = [row for row in everything if row[2] == "music"]
+        assert 0 < len(music) < len(everything)
+        await wait_for(pilot, lambda: cells(conflicts) == music, what="the music texts alone")
+        assert f"{len(music)} texts in all" in text_of(status)
+        classes.clear()
+        await wait_for(pilot, lambda: cells(conflicts) == everything, what="every class again")
         conflicts.focus()  # "/" searches from the list (in a text box it is just a character)
         await pilot.pause()
         await pilot.press("slash")

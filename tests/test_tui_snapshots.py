@@ -1,4 +1,5 @@
-"""Snapshots of the main panes at 80×24 and 120×40, on fixed data (no clocks, no random paths).
+"""Snapshots of every pane at 80×24 and 120×40, and one in the 16-colour theme, on fixed
+data (no clocks, no pids, no random paths).
 
 Update them after a deliberate change with: pytest tests/test_tui_snapshots.py --snapshot-update
 """
@@ -7,12 +8,17 @@ from __future__ import annotations
 
 import pytest
 from rich.text import Text
-from textual.widgets import DataTable
-from tui_support import synthetic_project, text_of, wait_for, workbench
+from textual.widgets import DataTable, Input
+from tui_support import cells, synthetic_project, text_of, wait_for, workbench, write_jobs
 
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
 from kiwb.tui.widgets import Plot
 
 SIZES = [(80, 24), (120, 40)]
+SIZE_IDS = [f"{width}x{height}" for width, height in SIZES]
+# Typed in the Export pane instead of the default under the test's random temporary folder.
+EXPORT_DESTINATION = "/srv/kiwb/students/muki-hard"
 
 
 def _tables_settled(app) -> bool:
@@ -44,18 +50,24 @@ def _ready(pane: str):
         return "shown" in text_of(app.screen.query_one("#conflict-status")) and \
             "counting" not in text_of(app.screen.query_one("#conflict-status"))
 
+    def data(app):
+        return all("10 rows" in text_of(app.screen.query_one(f"#{role}-facts"))
+                   for role in ("unlabeled", "eval"))
+
+    def jobs(app):
+        return [row[2] for row in cells(app.screen.query_one("#jobs-table", DataTable))] == \
+            ["finished", "failed", "running"] and "job 1" in text_of(app.screen.query_one("#job-log"))
+
+    def export(app):
+        return app.screen.query_one("#export-runs", DataTable).row_count == 1 and \
+            EXPORT_DESTINATION in text_of(app.screen.query_one("#export-how"), width=200)
+
     return {"teachers": teachers, "uncertainty": uncertainty, "accuracy": accuracy,
-            "conflicts": conflicts}[pane]
+            "conflicts": conflicts, "data": data, "jobs": jobs, "export": export}[pane]
 
 
-@pytest.fixture(scope="module")
-def project(tmp_path_factory):
-    return synthetic_project(tmp_path_factory.mktemp("snapshots") / "proj")
-
-
-@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
-@pytest.mark.parametrize("pane", ["teachers", "uncertainty", "accuracy", "conflicts"])
-def test_pane_snapshot(snap_compare, project, pane, size):
+def _settled(pane: str):
+    """Wait, before the picture, for the pane's data and for its tables to be sized."""
     ready = _ready(pane)
 
     async def run_before(pilot) -> None:
@@ -63,4 +75,50 @@ def test_pane_snapshot(snap_compare, project, pane, size):
                        what=f"the {pane} pane's data")
         await pilot.pause()
 
-    assert snap_compare(workbench(project, pane=pane), terminal_size=size, run_before=run_before)
+    return run_before
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    return synthetic_project(tmp_path_factory.mktemp("snapshots") / "proj")
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("pane", ["teachers", "data", "uncertainty", "accuracy", "conflicts"])
+def test_pane_snapshot(snap_compare, project, pane, size):
+    assert snap_compare(workbench(project, pane=pane), terminal_size=size,
+                        run_before=_settled(pane))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_jobs_pane_snapshot(snap_compare, tmp_path, size):
+    project = synthetic_project(tmp_path / "proj")
+    with Store(ProjectPaths(project).store) as store:
+        running = write_jobs(store)
+    settled = _settled("jobs")
+
+    async def run_before(pilot) -> None:
+        with Store(ProjectPaths(project).store) as store:
+            store.jobs.beat(running)   # still running, however long the app took to start
+        pilot.app.screen.refresh_now()
+        await settled(pilot)
+
+    assert snap_compare(workbench(project, pane="jobs"), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_export_pane_snapshot(snap_compare, project, size):
+    settled = _settled("export")
+
+    async def run_before(pilot) -> None:
+        pilot.app.screen.query_one("#export-destination", Input).value = EXPORT_DESTINATION
+        await settled(pilot)
+
+    assert snap_compare(workbench(project, pane="export"), terminal_size=size,
+                        run_before=run_before)
+
+
+def test_ansi_theme_snapshot(snap_compare, project):
+    """The 16-colour theme: every plot colour is one of the terminal's own."""
+    assert snap_compare(workbench(project, pane="uncertainty", theme="kiwb-ansi"),
+                        terminal_size=(120, 40), run_before=_settled("uncertainty"))

@@ -266,14 +266,19 @@ def test_theme_files_in_the_repository_are_the_packaged_ones():
     from pathlib import Path
 
     top = Path(__file__).parent.parent / "themes"
-    for name in ("dark.toml", "light.toml"):
-        assert (top / name).read_text() == (themes.package_themes_folder() / name).read_text()
+    packaged = themes.package_themes_folder()
+    names = sorted(path.name for path in packaged.glob("*.toml"))
+    assert names == ["ansi.toml", "dark.toml", "light.toml"]
+    assert sorted(path.name for path in top.glob("*.toml")) == names
+    for name in names:  # links into the package as checked in; a copy must match as well
+        assert (top / name).read_text() == (packaged / name).read_text(), name
 
 
 def test_stopping_an_integration_ends_its_process(tmp_path):
     from kiwb.tui.launcher import integrate
 
-    (tmp_path / "kiwb.toml").write_text('name = "stopped"\n')  # valid, so the child gets going
+    # Teachers and texts, so `kiwb integrate` passes its early checks and gets going.
+    write_config(tmp_path)
     started = time.monotonic()
     with pytest.raises(InterruptedError):
         integrate(tmp_path, should_stop=lambda: True)

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from kiwb.project.config import DatasetConfig, TeacherConfig, write_new_project
 from kiwb.project.instances import replace_instances
+from kiwb.project.jobs import SCORE_RUN
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 
@@ -180,6 +181,33 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
         {"checkpoint": "step-0000020", "step": 20, "metrics": {"accuracy": accuracies[-1]}}))
     (run_dir / "manifest.json").write_text(json.dumps(
         {"labels": UNION, "method": {"method": method}}))
+
+
+JOB_CLOCK = 1_700_000_000.0   # a fixed start for the jobs whose durations are shown
+
+
+def write_jobs(store: Store) -> int:
+    """Jobs as other processes leave them: a scoring job that took 3m 07s, a training job
+    that failed before it began, and a scoring job running now; returns the running one's id
+    (beat it again to keep it running)."""
+    finished = store.jobs.create("score", SCORE_RUN, {})
+    store.jobs.started(finished, {"device": "cpu"})
+    store.jobs.record_progress(finished, {"done": 20, "total": 20, "unit": "texts", "rate": 0.1,
+                                          "eta_s": 0.0, "label": "b"})
+    store.jobs.end(finished, "finished", {"texts": 20})
+    # Fixed times, so the "took" column is the same in every run.
+    store.connection.execute("UPDATE jobs SET created_at=?, started_at=?, ended_at=? WHERE id=?",
+                             (JOB_CLOCK, JOB_CLOCK, JOB_CLOCK + 187, finished))
+    failed = store.jobs.create("train", RUN, {"run": RUN})
+    store.jobs.end(failed, "failed", {
+        "error": "no complete teacher scores yet; run: kiwb score",
+        "log_tail": ["kiwb: error: no complete teacher scores yet; run: kiwb score"]})
+    running = store.jobs.create("score", SCORE_RUN, {"batch_size": 8})
+    store.jobs.started(running, {"device": "cpu"})
+    store.jobs.beat(running)
+    store.jobs.record_progress(running, {"done": 30, "total": 120, "unit": "texts", "rate": 15.0,
+                                         "eta_s": 6.0, "label": "a"})
+    return running
 
 
 def synthetic_project(root: Path, *, scored: bool = True, integrated: bool = True,

@@ -27,7 +27,7 @@ NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Co
              "train": "see Accuracy (5); export it from Export (7)",
              "export": "see Export (7) for how to load it"}
 STATUS_STYLE = {"running": "bold", "queued": "dim", "cancelling": "yellow", "finished": "green",
-                "failed": "bold red", "lost": "red", "cancelled": "yellow"}
+                "failed": "bold red", "lost": "red", "cancelled": "yellow", "stalled": "bold yellow"}
 
 
 class JobsPane(Pane):

@@ -71,6 +71,7 @@ class FormScreen(ModalScreen[Any]):
                  *, browse: str | None = None, browse_root: Path | None = None,
                  folders_only: bool = False, note: str = ""):
         """With `browse` (a field name) and `browse_root`, a folder tree fills that field."""
+        self.submitting = False  # set before Screen.__init__, which already asks check_action
         super().__init__()
         self.form_title, self.fields, self.submit = title, fields, submit
         self.browse, self.browse_root, self.note = browse, browse_root, note
@@ -116,13 +117,25 @@ class FormScreen(ModalScreen[Any]):
         if self.browse:
             self.query_one(f"#field-{self.browse}", Input).value = str(event.path)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        # While a submission runs, ctrl+s shows greyed out and does nothing.
+        return None if action == "submit" and self.submitting else True
+
     @on(Input.Submitted)
     @on(Button.Pressed, "#form-ok")
     def action_submit(self) -> None:
+        if self.submitting:
+            return  # enter in a field is no binding: a second submit would start a second job
+        self._set_submitting(True)
         self.query_one("#form-error", Static).update("working…")
         values = self.values()
         run_in_thread(self, lambda: FormAccepted(self.submit(values)), action=self.form_title,
-                      group="form", exclusive=True)
+                      group="form")
+
+    def _set_submitting(self, submitting: bool) -> None:
+        self.submitting = submitting
+        self.query_one("#form-ok", Button).disabled = submitting
+        self.refresh_bindings()
 
     @on(Button.Pressed, "#form-cancel")
     def action_cancel(self) -> None:
@@ -130,6 +143,7 @@ class FormScreen(ModalScreen[Any]):
 
     def on_action_failed(self, message: ActionFailed) -> None:
         message.stop()
+        self._set_submitting(False)
         self.query_one("#form-error", Static).update(message.message)
 
     def on_form_accepted(self, message: FormAccepted) -> None:

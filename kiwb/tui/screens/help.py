@@ -17,8 +17,8 @@ GLOBAL_KEYS = (
     ("enter", "open / confirm (a conflict's details, a form)"),
     ("esc", "close a dialog; back to the list"),
     ("ctrl+p", "command palette: switch theme (\"theme\"), quit, keys"),
-    ("?", "this help"),
-    ("ctrl+q", "quit (jobs keep running)"),
+    ("? / f1", "this help"),
+    ("q / ctrl+q", "quit (jobs keep running); in a text box only ctrl+q"),
 )
 PANE_EXTRAS = {"Conflicts": (("enter", "details of the text"),)}
 
