@@ -16,9 +16,13 @@ def _project_arg(parser: argparse.ArgumentParser) -> None:
 
 
 def _detach_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--detach", action="store_true",
-                        help="run as a background job that outlives this terminal; "
-                        "follow it with kiwb jobs / kiwb logs")
+    """How a job runs: by default a background worker that outlives this terminal, followed here."""
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument("--detach", action="store_true",
+                     help="start the background job and return at once; follow it with "
+                     "kiwb jobs / kiwb logs")
+    how.add_argument("--foreground", action="store_true",
+                     help="run the job in this process (it stops if this terminal closes)")
 
 
 def _job_args(parser: argparse.ArgumentParser) -> None:
@@ -54,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     init.add_argument("--text-column", default="text", help="text column of the data (default: text)")
     init.add_argument("--eval", metavar="PATH", help="optional labeled evaluation data")
     init.add_argument("--label-column", default="label", help="label column of --eval (default: label)")
+    init.add_argument("--student", metavar="PATH", help="base checkpoint of the student (a folder or hub id)")
     init.add_argument("--force", action="store_true", help="overwrite an existing kiwb.toml")
 
     score = commands.add_parser("score", help="MC-dropout scores of every text by every teacher")

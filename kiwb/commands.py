@@ -41,7 +41,8 @@ def cmd_init(args: argparse.Namespace) -> int:
     )
     written = write_new_project(
         root, name=args.name or root.name, teachers=[_teacher_option(t) for t in args.teacher],
-        unlabeled=unlabeled, eval=evaluation, force=args.force,
+        unlabeled=unlabeled, eval=evaluation, student=args.student and _from_cwd(args.student),
+        force=args.force,
     )
     ProjectPaths(root).make_layout()
     stdout.print(f"Created {written}")
@@ -49,53 +50,92 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def open_project(project):
-    """Load and validate a project's config, then open its store (created on first use)."""
+def open_project(project, *, scoring: bool = False):
+    """Load and validate a project's config, then open its store (created on first use).
+
+    `scoring`: the command needs two or more teachers and unlabeled texts; a config without
+    them is refused before anything is written.
+    """
     from kiwb.project.config import load_config
     from kiwb.project.paths import ProjectPaths
     from kiwb.project.store import Store
 
     config = load_config(project)
+    if scoring:
+        config.require_scoring_inputs()
     paths = ProjectPaths(config.root)
     paths.make_layout()
     return config, Store(paths.store)
 
 
 def run_or_launch(args: argparse.Namespace, kind: str, run: str, settings: dict) -> int:
-    """Run a job here in the foreground (recorded, so `kiwb jobs` shows it) or detached."""
+    """Start a job as a detached worker and follow it here (or just start it: --detach), so
+    a closed terminal or a lost SSH connection does not stop it; --foreground runs it in
+    this process instead. Either way it is recorded, so `kiwb jobs` shows it."""
     from kiwb.console import stdout
     from kiwb.project.paths import ProjectPaths
     from kiwb.project.store import Store
 
     root = args.project.resolve()
-    if args.detach:
-        from kiwb.launch import launch_job
+    if args.foreground:
+        from kiwb.workers.job import run_job
 
-        job_id = launch_job(root, kind, settings)
-        label = kind if kind == "score" else f"{kind} {run}"
+        with Store(ProjectPaths(root).store) as store:
+            job_id = store.jobs.create(kind, run, settings)
+            return run_job(store, job_id, project_label=str(args.project))
+    from kiwb.launch import launch_job
+
+    job_id = launch_job(root, kind, settings)
+    label = kind if kind == "score" else f"{kind} {run}"
+    if args.detach:
         stdout.print(f"Started job {job_id} ({label}) in the background; it keeps running if "
                      f"this terminal closes.\n  follow it: kiwb logs {job_id} {args.project} -f\n"
                      f"  status:    kiwb jobs {args.project}\n"
                      f"  stop it:   kiwb cancel {job_id} {args.project}",
                      highlight=False, markup=False, soft_wrap=True)
         return 0
-    from kiwb.workers.job import run_job
+    return follow_job(root, job_id, label, str(args.project))
 
+
+def follow_job(root, job_id: int, label: str, project_label: str) -> int:
+    """Show a background job's log and progress until it ends; its worker's exit status.
+
+    Ctrl-C stops following, not the job.
+    """
+    from kiwb.console import FollowedJob, console
+    from kiwb.launch import follow_log
+    from kiwb.project.jobs import exit_code
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    if console.is_terminal:  # for the person watching; a script reads the job's own output
+        console.print(f"Job {job_id} ({label}) runs in the background and goes on if this "
+                      "terminal closes; Ctrl-C stops following it.", highlight=False, markup=False,
+                      soft_wrap=True)
     with Store(ProjectPaths(root).store) as store:
-        job_id = store.jobs.create(kind, run, settings)
-        return run_job(store, job_id, project_label=str(args.project))
+        try:
+            with FollowedJob(job_id, console) as shown:
+                for chunk in follow_log(store.jobs, job_id, on_progress=shown.progress):
+                    shown.text(chunk)
+        except KeyboardInterrupt:
+            console.print(f"Stopped following job {job_id}; it keeps running.\n"
+                          f"  follow it: kiwb logs {job_id} {project_label} -f\n"
+                          f"  stop it:   kiwb cancel {job_id} {project_label}",
+                          highlight=False, markup=False, soft_wrap=True)
+            return 130
+        return exit_code(store.jobs.get(job_id))
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from kiwb.project.jobs import SCORE_RUN
 
-    open_project(args.project)[1].close()  # refuse a bad kiwb.toml before any job is recorded
+    open_project(args.project, scoring=True)[1].close()  # refuse a bad kiwb.toml before any job
     return run_or_launch(args, "score", SCORE_RUN,
                          {"device": args.device, "batch_size": args.batch_size})
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
-    config, store = open_project(args.project)  # a bad kiwb.toml fails before heavy imports
+    config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before heavy imports
     quiet_libraries()
     from kiwb.console import stdout
     from kiwb.report import integration_tables
@@ -201,9 +241,20 @@ def jobs_table(jobs):
         table.add_row(
             str(job.id), job.kind, "" if job.kind == "score" else job.run, job.status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
-            format_duration(job.duration()), job.device or "",
+            format_duration(job.duration()), device_text(job),
         )
     return table
+
+
+def device_text(job) -> str:
+    """`cuda:0 · A100 · 3.2 GB peak` for a GPU job (the GPU and memory it recorded), else the device."""
+    recorded = {**(job.progress or {}), **(job.ending or {})}
+    parts = [job.device or recorded.get("device") or ""]
+    if recorded.get("gpu"):
+        parts.append(recorded["gpu"])
+    if recorded.get("peak_memory_gb") is not None:
+        parts.append(f"{recorded['peak_memory_gb']:.1f} GB peak")
+    return " · ".join(part for part in parts if part)
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
@@ -253,8 +304,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
 
-    if args.out.exists() and not args.force:
-        raise KiwbError(f"{args.out} already exists; choose another folder or add --force")
+    _check_teacher_destination(args.out, args.force)
     labels = [label.strip() for label in args.labels.split(",") if label.strip()]
     columns = {"text_column": args.text_column, "label_column": args.label_column}
     train = load_table(str(args.data), role="teach", **columns)
@@ -272,6 +322,19 @@ def cmd_teach(args: argparse.Namespace) -> int:
         console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
     console.print(f"Wrote {args.out}")
     return 0
+
+
+def _check_teacher_destination(out, force: bool) -> None:
+    """Refuse an existing --out, unless --force and it is empty or a checkpoint (config.json):
+    --force must never wipe a folder of other things."""
+    if not out.exists():
+        return
+    if not force:
+        raise KiwbError(f"{out} already exists; choose another folder or add --force")
+    if out.is_dir() and (not any(out.iterdir()) or (out / "config.json").is_file()):
+        return
+    raise KiwbError(f"{out} is neither an empty folder nor a model checkpoint (no config.json), "
+                    "so --force will not replace it; choose another --out")
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:

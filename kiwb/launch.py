@@ -12,7 +12,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -97,8 +97,12 @@ def _wait_for_exit(pid: int, timeout_s: float) -> None:
         time.sleep(0.05)
 
 
-def follow_log(jobs: Jobs, job_id: int, *, follow: bool = True) -> Iterator[str]:
-    """The text of a job's log as it grows; ends once the job has ended and all is read."""
+def follow_log(jobs: Jobs, job_id: int, *, follow: bool = True,
+               on_progress: Callable[[dict[str, Any]], None] | None = None) -> Iterator[str]:
+    """The text of a job's log as it grows; ends once the job has ended and all is read.
+
+    `on_progress` gets each new job.progress record while following.
+    """
     job = jobs.get(job_id)
     if not job.log_path:
         raise KiwbError(f"job {job_id} ran in the foreground; its output went to the terminal "
@@ -107,8 +111,13 @@ def follow_log(jobs: Jobs, job_id: int, *, follow: bool = True) -> Iterator[str]
         handle = open(job.log_path, encoding="utf-8", errors="replace")  # noqa: SIM115
     except OSError as error:
         raise KiwbError(f"job {job_id}: cannot read its log {job.log_path}: {error}") from None
+    last_progress = 0
     with handle:
         while True:
+            if on_progress is not None:
+                for event in jobs.progress_after(job_id, last_progress):
+                    last_progress = event["id"]
+                    on_progress(event["data"])
             chunk = handle.read()
             if chunk:
                 yield chunk

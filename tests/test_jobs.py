@@ -217,9 +217,10 @@ def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, mode
                        cwd=tmp_path)
     assert f"{30 - step:,} of 30 steps to go" in resumed.stderr
     assert list_checkpoints(run_dir)[-1].name == step_name(30)
-    foreground = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)[-1]
-    assert (foreground["kind"], foreground["run"], foreground["status"]) == ("train", "sup", "finished")
-    assert foreground["log_path"] is None and foreground["pid"] != stopped.pid
+    # Without --detach the CLI starts a background worker too, and follows it to its end.
+    followed = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)[-1]
+    assert (followed["kind"], followed["run"], followed["status"]) == ("train", "sup", "finished")
+    assert followed["log_path"].endswith(f"job-{followed['id']}.log") and followed["pid"] != stopped.pid
 
 
 def test_the_cancel_signal_after_the_heartbeat_saw_the_request_is_still_the_first(tmp_path):
@@ -244,3 +245,104 @@ def test_the_cancel_signal_after_the_heartbeat_saw_the_request_is_still_the_firs
         finally:
             session.finish(Outcome("cancelled", {}))
     assert signal.getsignal(signal.SIGTERM) is not session._on_sigterm
+
+
+def _in_a_terminal(*args: str) -> tuple[subprocess.Popen, int]:
+    """`python -m kiwb ARGS` on a pseudo-terminal, in a session of its own: an SSH login."""
+    import pty
+
+    terminal, its_side = pty.openpty()
+    process = subprocess.Popen([sys.executable, "-m", "kiwb", *args], stdin=its_side, stdout=its_side,
+                               stderr=its_side, start_new_session=True,
+                               env={**kiwb_env(), "TERM": "xterm-256color"})
+    os.close(its_side)
+    return process, terminal
+
+
+def _read_until(terminal: int, done, timeout: float = 90.0) -> str:
+    """What the terminal shows until `done(text)` holds (or the program closes it)."""
+    import select
+
+    text, deadline = "", time.monotonic() + timeout
+    while not done(text) and time.monotonic() < deadline:
+        if select.select([terminal], [], [], 0.1)[0]:
+            try:
+                text += os.read(terminal, 65536).decode("utf-8", errors="replace")
+            except OSError:  # the program exited and closed its side
+                break
+    return text
+
+
+@pytest.mark.parametrize("signal_sent", [signal.SIGINT, signal.SIGHUP])
+def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sent):
+    # `kiwb score` without --detach starts a background worker and shows its progress bar;
+    # Ctrl-C (SIGINT) stops following, a lost connection (SIGHUP to the login's group) ends
+    # the follower: either way the job goes on to the end.
+    root = make_project(tmp_path / "followed", models, texts=48)
+    follower, terminal = _in_a_terminal("score", str(root))
+    try:
+        shown = _read_until(terminal, lambda text: "texts/s" in text and "ETA" in text)
+        assert "runs in the background" in shown and "━" in shown, shown  # a bar, not log lines
+        job_id = jobs(root)[0].id
+        assert job(root, job_id).live
+        if signal_sent == signal.SIGINT:
+            os.kill(follower.pid, signal.SIGINT)  # what Ctrl-C sends the foreground program
+        else:
+            os.killpg(follower.pid, signal.SIGHUP)
+        shown += _read_until(terminal, lambda text: follower.poll() is not None, timeout=30)
+        code = follower.wait(timeout=30)
+    finally:
+        if follower.poll() is None:
+            follower.kill()
+        os.close(terminal)
+    if signal_sent == signal.SIGINT:
+        assert code == 130 and f"Stopped following job {job_id}; it keeps running" in shown
+        assert f"kiwb cancel {job_id}" in shown
+    else:
+        assert code in (-signal.SIGHUP, 128 + signal.SIGHUP)
+    assert job(root, job_id).live, "the job runs on after its follower is gone"
+    ended = wait_for(lambda: None if job(root, job_id).live else job(root, job_id), "the job's end")
+    assert ended.status == "finished"
+    assert_one_score_per_text(root)
+
+
+def test_a_followed_job_exits_as_its_worker_does(tmp_path, models):
+    # The follower returns the worker's exit status, so scripts can rely on `kiwb score`.
+    root = make_project(tmp_path / "status", models, texts=8)
+    finished = run_kiwb("score", root, cwd=tmp_path)
+    assert "Done. Next: kiwb integrate" in finished.stderr
+    assert "kiwb job " not in finished.stderr  # the worker's pid line stays in its log
+    (ProjectPaths(root).root / "kiwb.toml").write_text(
+        (root / "kiwb.toml").read_text().replace(str(models / "b"), str(tmp_path)))
+    refused = run_kiwb("score", root, cwd=tmp_path, check=False)  # a folder that is no checkpoint
+    assert refused.returncode == 2
+    assert refused.stderr.count("kiwb: error:") == 1 and "no config.json" in refused.stderr
+    assert [state.status for state in jobs(root)] == ["finished", "failed"]
+
+
+def test_a_gpu_that_is_not_here_is_refused_in_one_line(tmp_path, models):
+    root = make_project(tmp_path / "nogpu", models, texts=8)
+    refused = run_kiwb("score", root, "--device", "cuda:1", cwd=tmp_path, check=False)
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == ("kiwb: error: device 'cuda:1': CUDA is not available here; "
+                                      'use device = "auto" or "cpu"')
+
+
+def test_kiwb_jobs_shows_the_gpu_and_memory_a_job_recorded(tmp_path):
+    # What a CUDA worker records (written here through the store's own API: no GPU here).
+    (tmp_path / "kiwb.toml").write_text('name = "p"\n')
+    worker = subprocess.Popen(["sleep", "60"])  # a live process to stand for the worker
+    with Store(ProjectPaths(tmp_path).store) as store:
+        running = store.jobs.create("train", "r", {})
+        store.jobs.claim(running, pid=worker.pid)
+        store.jobs.beat(running)
+        store.jobs.started(running, {"device": "cuda:0", "gpu": "NVIDIA H100", "gpu_memory_gb": 79.1})
+        store.jobs.record_progress(running, {"done": 5, "total": 10, "unit": "steps", "label": "train",
+                                             "rate": 1.0, "eta_s": 5.0, "peak_memory_gb": 2.25})
+        ended = store.jobs.create("score", "scores", {})
+        store.jobs.end(ended, "finished", {"device": "cuda:1", "gpu": "NVIDIA H100",
+                                           "peak_memory_gb": 7.5, "exit_code": 0})
+    shown = run_kiwb("jobs", tmp_path, cwd=tmp_path).stdout
+    worker.kill()
+    worker.wait()
+    assert "cuda:0 · 2.2 GB peak" in shown and "cuda:1 · NVIDIA H100 · 7.5 GB" in shown

@@ -14,7 +14,7 @@ import pytest
 
 from kiwb.errors import KiwbError
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
-from kiwb.project.store import SCHEMA_VERSION, Store
+from kiwb.project.store import SCHEMA_VERSION, Store, process_start
 
 # Schema version 1 exactly as the first release wrote it; never edit (migrations start here).
 V1_DDL = """
@@ -55,8 +55,9 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 2
+        assert store.schema_version == SCHEMA_VERSION == 3
         assert store.done_shards("k1") == {0}  # v1 data kept
+        assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         assert store.score_set("k1")["meta"] == {"labels": ["x"]}
         job = store.jobs.create("train", "r", {"epochs": 1})
         assert store.jobs.get(job).status == "queued"
@@ -86,7 +87,8 @@ def test_a_newer_store_is_refused_and_left_alone(tmp_path):
     (["job.queued", "job.started"], 1.0, None, 60.0, "running"),  # another host, fresh beat
     (["job.queued", "job.started"], 1.0, False, 60.0, "lost"),  # killed: the pid tells at once
     (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, None, 60.0, "lost"),
-    (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, True, 60.0, "lost"),  # hung or pid reused
+    (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, True, 60.0, "stalled"),  # its process runs on
+    (["job.queued", "job.started"], HEARTBEAT_STALE_S + 1, False, 60.0, "lost"),  # dead, or its pid reused
     (["job.queued", "job.started", "job.cancel_requested"], 1.0, True, 60.0, "cancelling"),
     (["job.queued", "job.started", "job.finished"], 500.0, False, 600.0, "finished"),
     (["job.queued", "job.started", "job.failed"], None, False, 600.0, "failed"),
@@ -138,11 +140,33 @@ def test_a_lock_held_by_a_dead_pid_is_taken_over(store):
     assert store.connection.execute("SELECT job_id FROM locks").fetchone()[0] == taker
 
 
-def test_a_lock_with_a_stale_heartbeat_is_taken_over(store):
-    stale = _running_job(store, "muki-hard", pid=os.getpid())
+def test_a_stalled_worker_keeps_its_run(store):
+    # Its heartbeat is late but its own process still runs (stopped, swapped out, waiting on
+    # the store): a second writer would collide with it when it wakes up.
+    stalled = _running_job(store, "muki-hard", pid=os.getpid())
     store.connection.execute("UPDATE heartbeats SET ts = ?", (time.time() - HEARTBEAT_STALE_S - 5,))
-    assert store.jobs.get(stale).status == "lost"
-    store.jobs.create("train", "muki-hard", {})
+    assert store.jobs.get(stalled).status == "stalled"
+    with pytest.raises(JobConflict, match=f"job {stalled} "):
+        store.jobs.create("train", "muki-hard", {})
+
+
+def test_a_pid_given_to_another_process_frees_the_run(store):
+    # The recorded worker is gone and the system gave its pid to a live process (here, this
+    # one): the start time recorded beside the pid tells them apart.
+    reused = _running_job(store, "muki-hard", pid=os.getpid())
+    store.connection.execute("UPDATE jobs SET pid_start = '1' WHERE id = ?", (reused,))
+    assert process_start(os.getpid()) != "1"
+    assert store.jobs.get(reused).status == "lost"
+    taker = store.jobs.create("train", "muki-hard", {})
+    assert store.jobs.get(taker).status == "queued"
+
+
+def test_a_shard_claim_of_a_reused_pid_is_free(store):
+    store.register_score_set("k", teacher="a", dataset="unlabeled", num_texts=4, num_shards=2, meta={})
+    assert store.claim_shard("k", 0, owner="first")
+    assert not store.claim_shard("k", 0, owner="second")  # the first claimant runs: refused
+    store.connection.execute("UPDATE score_shards SET pid_start = '1'")  # ...now its pid is reused
+    assert store.claim_shard("k", 0, owner="second")
 
 
 def test_a_second_process_cannot_claim_a_running_job(store):

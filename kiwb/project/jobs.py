@@ -8,6 +8,7 @@ So a worker that dies without a word shows as lost, never as running forever.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import socket
 import sqlite3
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.errors import KiwbError
-from kiwb.project.store import Store, insert_event, pid_alive
+from kiwb.project.store import Store, insert_event, process_running, process_start
 
 HEARTBEAT_EVERY_S = 2.0
 # Longer than a few missed beats of a busy machine, short enough that a dead job on another
@@ -27,7 +28,7 @@ HEARTBEAT_STALE_S = 10.0
 KINDS = ("score", "train", "export")
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 ENDINGS = {"job.finished": "finished", "job.failed": "failed", "job.cancelled": "cancelled"}
-LIVE_STATUSES = frozenset({"queued", "running", "cancelling"})
+LIVE_STATUSES = frozenset({"queued", "running", "cancelling", "stalled"})
 LOG_TAIL_LINES = 20
 _LIFECYCLE = ("job.queued", "job.started", "job.cancel_requested", *ENDINGS)
 
@@ -44,15 +45,19 @@ def derive_status(lifecycle: Sequence[str], *, heartbeat_age: float | None,
                   process_alive: bool | None, created_age: float) -> str:
     """A job's status from its lifecycle event kinds (oldest first) and its signs of life.
 
-    `process_alive` is None where the pid cannot be checked (another host, or none yet).
-    A job that never beat counts its age from its creation.
+    `process_alive` is None where the process cannot be checked (another host, or none
+    yet). A job that never beat counts its age from its creation. A job whose heartbeat is
+    late while its own process still runs is "stalled" (stopped, swapped out, or waiting on
+    the store): it keeps its run, since a second writer would collide with it.
     """
     for kind in reversed(lifecycle):
         if kind in ENDINGS:
             return ENDINGS[kind]
     last_sign_of_life = created_age if heartbeat_age is None else heartbeat_age
-    if process_alive is False or last_sign_of_life > HEARTBEAT_STALE_S:
+    if process_alive is False:
         return "lost"
+    if last_sign_of_life > HEARTBEAT_STALE_S:
+        return "stalled" if process_alive else "lost"
     if "job.started" not in lifecycle:
         return "queued"
     return "cancelling" if "job.cancel_requested" in lifecycle else "running"
@@ -129,8 +134,9 @@ class Jobs:
                log_path: str | None = None) -> None:
         """Record the process that runs a job and where its output goes."""
         with self._store.transaction() as db:
-            db.execute("UPDATE jobs SET pid=?, host=?, log_path=COALESCE(?, log_path) WHERE id=?",
-                       (pid, host or socket.gethostname(), log_path, job_id))
+            db.execute("UPDATE jobs SET pid=?, pid_start=?, host=?, log_path=COALESCE(?, log_path) "
+                       "WHERE id=?", (pid, process_start(pid), host or socket.gethostname(), log_path,
+                                      job_id))
 
     def claim(self, job_id: int, *, pid: int, host: str | None = None) -> None:
         """Make `pid` the job's worker and take its run's lock (JobConflict if taken)."""
@@ -140,8 +146,8 @@ class Jobs:
                 raise JobConflict(conflict_message(job), holder=job.id)
             self._refuse_if_locked(db, job.kind, job.run, job_id=job_id)
             self._lock(db, job.kind, job.run, job_id)
-            db.execute("UPDATE jobs SET pid=?, host=? WHERE id=?",
-                       (pid, host or socket.gethostname(), job_id))
+            db.execute("UPDATE jobs SET pid=?, pid_start=?, host=? WHERE id=?",
+                       (pid, process_start(pid), host or socket.gethostname(), job_id))
 
     def started(self, job_id: int, info: dict[str, Any]) -> None:
         """The job's work begins; `info` names its device (and GPU) and process."""
@@ -186,6 +192,10 @@ class Jobs:
             raise KiwbError(f"no job {job_id} in {self._store.path.parent}; list them with: kiwb jobs")
         return self._state(row)
 
+    def progress_after(self, job_id: int, after_id: int) -> list[dict[str, Any]]:
+        """A job's job.progress events with id > after_id, oldest first."""
+        return self._store.events_after(after_id, job_id=job_id, kind="job.progress")
+
     def all(self) -> list[JobState]:
         """Every job of the project, oldest first."""
         return [self._state(row) for row in self._db.execute("SELECT * FROM jobs ORDER BY id")]
@@ -193,7 +203,7 @@ class Jobs:
     def _state(self, row: sqlite3.Row) -> JobState:
         now = time.time()
         here = row["pid"] is not None and row["host"] == socket.gethostname()
-        alive = pid_alive(row["pid"]) if here else None
+        alive = process_running(row["pid"], row["pid_start"]) if here else None
         # Read the events after checking the pid: a worker records its ending before it
         # exits, so a dead pid with no ending in the events read afterwards really is lost.
         lifecycle = self._db.execute(
@@ -296,6 +306,31 @@ def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
         option("--to", "destination")
         options += ["--force"] if settings.get("force") else []
     return shlex.join(["kiwb", kind, project, *options])
+
+
+# The plain progress line a worker writes to its log now and then (a log is no terminal for
+# a progress bar). Written and recognised here, so a follower can show a bar instead.
+_PROGRESS_LINE = re.compile(r"^.*: [\d,]+/[\d,]+ \S+ \([\d.,]+/s, ETA [^)]*\)$")
+
+
+def progress_line(progress: dict[str, Any]) -> str:
+    """`label: done/total unit (rate/s, ETA 12s)` from a job.progress record."""
+    eta = "?" if progress.get("eta_s") is None else f"{progress['eta_s']:.0f}s"
+    return (f"{progress['label']}: {progress['done']:,}/{progress['total']:,} {progress['unit']} "
+            f"({progress['rate']:.1f}/s, ETA {eta})")
+
+
+def is_progress_line(line: str) -> bool:
+    return _PROGRESS_LINE.match(line.rstrip()) is not None
+
+
+def exit_code(job: JobState) -> int:
+    """The exit status of an ended job's worker: 0 finished, 130 cancelled, 2 refused input,
+    1 failed or lost."""
+    recorded = (job.ending or {}).get("exit_code")
+    if recorded is not None:
+        return int(recorded)
+    return {"finished": 0, "cancelled": 130}.get(job.status, 1)
 
 
 def format_duration(seconds: float | None) -> str:

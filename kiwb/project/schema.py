@@ -83,6 +83,14 @@ CREATE TABLE locks (
 """
 
 
+# Version 3: the start time of a job's or a shard claim's process beside its pid, so that a
+# process later given the same pid is not taken for it.
+_V3_PROCESS_STARTS = """
+ALTER TABLE jobs ADD COLUMN pid_start TEXT;
+ALTER TABLE score_shards ADD COLUMN pid_start TEXT
+"""
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     # Statement by statement: executescript() would commit the migration's transaction.
     for statement in script.split(";"):
@@ -98,11 +106,16 @@ def _add_job_tables(db: sqlite3.Connection) -> None:
     _run_script(db, _V2_JOB_TABLES)
 
 
+def _add_process_starts(db: sqlite3.Connection) -> None:
+    _run_script(db, _V3_PROCESS_STARTS)
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _create_base_tables),
     (2, _add_job_tables),
+    (3, _add_process_starts),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

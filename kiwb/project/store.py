@@ -45,6 +45,26 @@ def pid_alive(pid: int | None) -> bool:
     return stat.rpartition(")")[2].split()[0] != "Z"
 
 
+def process_start(pid: int | None) -> str | None:
+    """When a process started (Linux: clock ticks since boot), which tells it apart from a
+    later process given the same pid; None where that cannot be read."""
+    if not pid or pid <= 0:
+        return None
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat.rpartition(")")[2].split()[19]  # field 22; the split starts at field 3
+
+
+def process_running(pid: int | None, start: str | None) -> bool:
+    """Whether the process recorded as (pid, start) still runs on this host; a process that
+    was later given the same pid does not count."""
+    if not pid_alive(pid):
+        return False
+    return start is None or process_start(pid) in (None, start)
+
+
 class Store:
     """A connection to a project's SQLite store."""
 
@@ -156,9 +176,9 @@ class Store:
                 return False
             db.execute(
                 "INSERT OR REPLACE INTO score_shards "
-                "(score_key, shard, status, owner, pid, host, claimed_at) "
-                "VALUES (?, ?, 'claimed', ?, ?, ?, ?)",
-                (key, shard, owner, pid, host, now),
+                "(score_key, shard, status, owner, pid, pid_start, host, claimed_at) "
+                "VALUES (?, ?, 'claimed', ?, ?, ?, ?, ?)",
+                (key, shard, owner, pid, process_start(pid), host, now),
             )
         return True
 
@@ -169,7 +189,7 @@ class Store:
         if row["owner"] == owner:
             return True
         if row["host"] == socket.gethostname():
-            return not pid_alive(row["pid"])
+            return not process_running(row["pid"], row["pid_start"])
         return now - row["claimed_at"] > FOREIGN_CLAIM_TIMEOUT_S
 
     def finish_shard(self, key: str, shard: int, *, rows: int, seconds: float) -> None:

@@ -30,6 +30,7 @@ from kiwb.project.jobs import (
     LOG_TAIL_LINES,
     JobConflict,
     JobState,
+    progress_line,
     read_log_tail,
     resume_command,
 )
@@ -103,14 +104,15 @@ class JobSession:
 
             outcome.data = {**device_description(self.device),
                             "peak_memory_gb": peak_memory_gb(self.device), **outcome.data}
-        self.store.jobs.end(self.job.id, outcome.status, outcome.data)
+        self.store.jobs.end(self.job.id, outcome.status, {**outcome.data, "exit_code": outcome.exit_code})
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
 
     @contextmanager
     def progress(self, description: str, total: int, unit: str = "texts") -> Iterator[Callable]:
         """A progress bar whose `advance(label, n)` also records job.progress events."""
-        report = _ProgressReport(self.store, self.job.id, total, unit, lines=not console.is_terminal)
+        report = _ProgressReport(self.store, self.job.id, total, unit, lines=not console.is_terminal,
+                                 memory=self._memory_reading())
         with progress_bar(description, total=total, unit=unit) as bar:
             def advance(label: str, amount: int) -> None:
                 bar(label, amount)
@@ -118,6 +120,14 @@ class JobSession:
 
             yield advance
         report.record()
+
+    def _memory_reading(self) -> Callable[[], float | None] | None:
+        """On CUDA, the peak GPU memory so far (GB), for progress records; None elsewhere."""
+        if self.device is None or self.device.type != "cuda":
+            return None
+        from kiwb.workers.runtime import peak_memory_gb
+
+        return lambda: peak_memory_gb(self.device)
 
     def _on_sigterm(self, signum, frame) -> None:
         if self._ending:
@@ -152,8 +162,10 @@ class JobSession:
 class _ProgressReport:
     """job.progress events at most once a second, and a plain line now and then for logs."""
 
-    def __init__(self, store: Store, job_id: int, total: int, unit: str, lines: bool):
+    def __init__(self, store: Store, job_id: int, total: int, unit: str, lines: bool,
+                 memory: Callable[[], float | None] | None = None):
         self.store, self.job_id, self.total, self.unit, self.lines = store, job_id, total, unit, lines
+        self.memory = memory
         self.done, self.label = 0, ""
         self.started = self.last_event = self.last_line = time.monotonic()
 
@@ -164,17 +176,17 @@ class _ProgressReport:
             self.record()
         if self.lines and now - self.last_line >= LOG_LINE_EVERY_S:
             self.last_line = now
-            figures = self.figures()
-            eta = "?" if figures["eta_s"] is None else f"{figures['eta_s']:.0f}s"
-            console.print(f"{label}: {self.done:,}/{self.total:,} {self.unit} "
-                          f"({figures['rate']:.1f}/s, ETA {eta})", highlight=False)
+            console.print(progress_line(self.figures()), highlight=False, markup=False, soft_wrap=True)
 
     def figures(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         rate = self.done / elapsed
         eta = (self.total - self.done) / rate if rate > 0 else None
-        return {"done": self.done, "total": self.total, "unit": self.unit, "label": self.label,
-                "rate": round(rate, 3), "eta_s": None if eta is None else round(eta, 1)}
+        figures = {"done": self.done, "total": self.total, "unit": self.unit, "label": self.label,
+                   "rate": round(rate, 3), "eta_s": None if eta is None else round(eta, 1)}
+        if self.memory is not None:  # so a job that dies still left its GPU memory behind
+            figures["peak_memory_gb"] = self.memory()
+        return figures
 
     def record(self) -> None:
         self.last_event = time.monotonic()
