@@ -176,7 +176,7 @@ REFUSALS = {
     ),
     "one-teacher": Case(
         ("kiwb.toml", "1 teacher", "two or more", "add another [[teachers]]"),
-        teachers=GOOD_TEACHERS[:1],
+        teachers=GOOD_TEACHERS[:1], at_config_load=True,
     ),
     "integrate-before-score": Case(
         ("teacher 'a'", "incomplete", "run: kiwb score"), command="integrate"

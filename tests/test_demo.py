@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -101,6 +102,13 @@ def test_demo_end_to_end_then_reused(tmp_path):
     manifest = json.loads((exported / "kiwb-manifest.json").read_text())
     assert sorted(manifest["labels"]) == sorted(topic_labels())
 
+    # The README's first try of the student: a project folder, its newest run.
+    predicted = run_kiwb("predict", root, "Parliament passed the budget bill after a long debate",
+                         cwd=tmp_path)
+    assert predicted.stdout.split()[0] in topic_labels()
+    results = json.loads((root / "demo-results.json").read_text())
+    assert results["recipe"] == QUICK.key() and set(results["students"]) == set(STUDENTS)
+
     started = time.perf_counter()
     again = run_kiwb("demo", root, "--no-ui", "--quick", cwd=tmp_path)
     assert time.perf_counter() - started < first_seconds
@@ -108,3 +116,18 @@ def test_demo_end_to_end_then_reused(tmp_path):
     assert again.stderr.count("is finished from an earlier run") == len(STUDENTS)
     assert base_weights.stat().st_mtime_ns == built_at
     assert "MUKI-Hard" in again.stdout
+
+
+# .ci/run runs the full demo headless first and names its results file here.
+FULL_RESULTS = os.environ.get("KIWB_DEMO_RESULTS")
+
+
+@pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
+def test_the_full_demo_is_honest():
+    """On the full demo, MC dropout routes better than plain entropy and the MUKI student
+    beats the untrained Ensemble, as the README says."""
+    results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
+    assert results["recipe"] == FULL.key()
+    assert results["routing"]["mc_dropout"] > results["routing"]["plain_entropy"]
+    assert results["students"]["MUKI-Hard"]["accuracy"] > results["ensemble"] + 0.10
+    assert results["students"]["MUKI-Hard"]["accuracy"] > results["students"]["Vanilla KD"]["accuracy"]

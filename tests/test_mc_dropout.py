@@ -76,3 +76,32 @@ def test_sampling_is_reproducible_under_a_seed():
 def test_unknown_strategy_is_refused():
     with pytest.raises(ValueError, match="replicate"):
         mc_logits(_model(), _inputs(), passes=2, strategy="parallel")
+
+
+def test_passes_run_without_building_a_graph():
+    model = _model()
+    assert all(parameter.requires_grad for parameter in model.parameters())
+    assert not mc_logits(model, _inputs(), passes=2).requires_grad
+    assert not deterministic_logits(model, _inputs()).requires_grad
+
+
+def test_a_text_scores_the_same_in_a_padded_batch_as_alone(teachers_dir):
+    # Length-sorted batches are padded to their longest text: padding must not change a
+    # text's scores. Texts of very different lengths, in a batch of 3 (so two are padded).
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from kiwb.workers.shard_scoring import ScoringSettings, score_texts
+
+    folder = teachers_dir / "teacher_b"  # RoBERTa: padding shifts its position ids too
+    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    texts = ["goal", "the striker scored a late goal and the crowd sang all the way home",
+             "a new album", "rain", "the chef baked bread with garlic and rosemary for the market"]
+    settings = ScoringSettings(passes=3, batch_size=3, max_length=64, strategy="loop",
+                               dtype="float32", seed=0)
+    together = score_texts(model, tokenizer, texts, settings, torch.device("cpu"), shard_seed=0)
+    for row, text in enumerate(texts):
+        alone = score_texts(model, tokenizer, [text], settings, torch.device("cpu"), shard_seed=0)
+        for name in ("det_logits", "det_probs", "det_confidence"):
+            torch.testing.assert_close(torch.tensor(together[name][row]), torch.tensor(alone[name][0]),
+                                       rtol=1e-4, atol=1e-5)

@@ -103,7 +103,7 @@ def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_di
     killed = write_project(tmp_path / "killed", teachers, data, scoring="mc_passes = 8\nshard_size = 30\n")
     reference = write_project(tmp_path / "reference", teachers, data, scoring="mc_passes = 8\nshard_size = 30\n")
 
-    worker = start_kiwb("score", killed, cwd=tmp_path, log=tmp_path / "score.log")
+    worker = start_kiwb("score", killed, "--foreground", cwd=tmp_path, log=tmp_path / "score.log")
     deadline = time.time() + 120
     while time.time() < deadline:
         if ProjectPaths(killed).store.exists() and _done_shards(killed) >= 3:
@@ -114,6 +114,14 @@ def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_di
     total = sum(s["num_shards"] for s in _score_sets(killed))
     done_before = _done_shards(killed)
     assert 3 <= done_before < total, "the kill must land mid-way"
+    # What a kill during a shard's write leaves: a staging file beside the unwritten shard.
+    with Store(ProjectPaths(killed).store) as store:
+        key, shard = next((record["key"], shard) for record in _score_sets(killed)
+                          for shard in range(record["num_shards"])
+                          if shard not in store.done_shards(record["key"]))
+    unwritten = ProjectPaths(killed).shard_file(key, shard)
+    unwritten.parent.mkdir(parents=True, exist_ok=True)
+    (unwritten.parent / f".{unwritten.name}.k1ll3d0x.tmp").write_bytes(b"half a shard")
 
     resumed = run_kiwb("score", killed, cwd=tmp_path)
     remaining = int(resumed.stderr.split("Scoring ")[1].split(" ")[0].replace(",", ""))
@@ -123,6 +131,8 @@ def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_di
     for record in _score_sets(killed):
         arrays = _arrays(killed, record["key"], record["num_shards"])
         assert arrays["rows"].tolist() == list(range(900))
+        folder = ProjectPaths(killed).shard_file(record["key"], 0).parent
+        assert not [path.name for path in folder.iterdir() if path.name.startswith(".")]
         expected = _arrays(reference, record["key"], record["num_shards"])
         # Per-shard seeding: a resumed run reproduces an uninterrupted one exactly.
         for name in ("mc_probs", "mc_confidence", "det_probs"):

@@ -10,6 +10,7 @@ from pathlib import Path
 from kiwb.console import console, stdout
 
 QUICK_ENV = "KIWB_DEMO_QUICK"  # "1": the small recipe, as --quick does (for tests and CI)
+RESULTS_FILE = "demo-results.json"  # the figures of the last headless run
 
 
 def default_demo_root() -> Path:
@@ -42,10 +43,20 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
 
     started = time.perf_counter()
     results = run_headless(root)
+    write_results(root / RESULTS_FILE, {**results, "recipe": recipe.key()})
     stdout.print(results_table(results))
     stdout.print(f"Exported the {EXPORTED} student to {results['exported']}", highlight=False)
     console.print(f"Headless run took {time.perf_counter() - started:.1f}s")
     return 0
+
+
+def write_results(path: Path, results: dict) -> None:
+    import json
+
+    from kiwb.project.atomic import atomic_write_with
+
+    text = json.dumps(results, indent=2, default=str).encode("utf-8")
+    atomic_write_with(path, lambda handle: handle.write(text))
 
 
 def open_workbench(root: Path) -> int:

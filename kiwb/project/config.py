@@ -565,6 +565,7 @@ def render_config(
     teachers: Sequence[TeacherConfig] = (),
     unlabeled: DatasetConfig | None = None,
     eval: DatasetConfig | None = None,
+    student: str | None = None,
 ) -> str:
     """Commented kiwb.toml text for `config`, or for a new project built from the keywords."""
     if config is None:
@@ -574,6 +575,7 @@ def render_config(
             name=name,
             teachers=tuple(teachers),
             data=DataConfig(unlabeled=unlabeled, eval=eval),
+            training=TrainingConfig(student=student),
         )
     return render_toml(config, _HEADER)
 
@@ -585,6 +587,7 @@ def write_new_project(
     teachers: Sequence[TeacherConfig] = (),
     unlabeled: DatasetConfig | None = None,
     eval: DatasetConfig | None = None,
+    student: str | None = None,
     force: bool = False,
 ) -> Path:
     """Validate a new project's settings, then write its kiwb.toml atomically; return the file."""
@@ -594,7 +597,7 @@ def write_new_project(
         raise ConfigError(f"{root} is a file, not a folder; choose a folder for the project")
     if file.exists() and not force:
         raise ConfigError(f"{file} already exists; use --force to overwrite it")
-    text = render_config(name=name, teachers=teachers, unlabeled=unlabeled, eval=eval)
+    text = render_config(name=name, teachers=teachers, unlabeled=unlabeled, eval=eval, student=student)
     _parse(text, file)  # the same checks as load_config, before anything touches the disk
     atomic_write_with(file, lambda handle: handle.write(text.encode("utf-8")))
     return file

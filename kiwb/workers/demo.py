@@ -238,7 +238,7 @@ def write_project(paths: DemoPaths, recipe: DemoRecipe) -> Path:
         scoring=dataclasses.replace(config.scoring, mc_passes=recipe.mc_passes,
                                     max_length=recipe.max_length, shard_size=512),
         training=dataclasses.replace(
-            config.training, student=str(paths.base), epochs=recipe.student_epochs,
+            config.training, student=paths.relative(paths.base), epochs=recipe.student_epochs,
             learning_rate=recipe.student_learning_rate, batch_size=recipe.batch_size,
             eval_every=recipe.eval_every, max_length=recipe.max_length, seed=recipe.seed),
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kiwb.errors import KiwbError
-from kiwb.project.atomic import atomic_write_with
+from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
@@ -128,6 +128,9 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         if shard in store.done_shards(task.key) or not store.claim_shard(task.key, shard, owner):
             continue
         rows = task.shard_rows(shard)
+        shard_file = paths.shard_file(task.key, shard)
+        # What a killed scorer of this shard left half-written; the claim makes it ours.
+        recover_interrupted_writes(shard_file.parent, target=shard_file.name)
         started = time.perf_counter()
         try:
             arrays = score_texts(
@@ -140,7 +143,7 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             store.release_shard(task.key, shard, owner)
             raise
         arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
-        _write_shard(paths.shard_file(task.key, shard), arrays)
+        _write_shard(shard_file, arrays)
         seconds = time.perf_counter() - started
         store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
         store.append_event("score.shard", {

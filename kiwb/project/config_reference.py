@@ -1,0 +1,49 @@
+"""The configuration reference in the README, made from the settings dataclasses themselves,
+so the documented keys, defaults and meanings cannot drift from the code
+(`python -m kiwb.project.config_reference` prints it; a test holds the README to it)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kiwb.project.config import (
+    DatasetConfig,
+    IntegrationConfig,
+    ScoringConfig,
+    TeacherConfig,
+    TrainingConfig,
+)
+from kiwb.project.config_render import toml_fields, toml_value
+
+SECTIONS = (
+    ("[[teachers]]", TeacherConfig),
+    ("[data.unlabeled] / [data.eval]", DatasetConfig),
+    ("[scoring]", ScoringConfig),
+    ("[integration]", IntegrationConfig),
+    ("[training]", TrainingConfig),
+)
+
+
+def _default(field: dataclasses.Field) -> str:
+    if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+        return "required"
+    return "unset" if field.default is None else toml_value(field.default)
+
+
+def _meaning(field: dataclasses.Field) -> str:
+    choices = field.metadata.get("choices")
+    return field.metadata["help"] + (f" One of: {', '.join(choices)}." if choices else "")
+
+
+def reference_markdown() -> str:
+    """One table of key, default and meaning per section of kiwb.toml."""
+    blocks = []
+    for title, cls in SECTIONS:
+        rows = [f"| `{field.name}` | `{_default(field)}` | {_meaning(field)} |"
+                for field, _ in toml_fields(cls)]
+        blocks.append("\n".join([f"**{title}**", "", "| key | default | meaning |", "|---|---|---|", *rows]))
+    return "\n\n".join(blocks) + "\n"
+
+
+if __name__ == "__main__":
+    print(reference_markdown(), end="")

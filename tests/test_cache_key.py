@@ -1,0 +1,85 @@
+"""Score caches are keyed by content: what a teacher and the data hold and the settings that
+change the draws, never where the files live or which process scores them."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from cli_helpers import write_project
+from tiny import make_texts, write_jsonl
+
+from kiwb.project.config import load_config
+from kiwb.project.store import Store
+from kiwb.workers.score import plan_scoring
+
+SCORING = "mc_passes = 4\nshard_size = 16\nmax_length = 64\nseed = 0\nbatch_size = 8\n"
+TEXTS = [row["text"] for row in make_texts(20, seed=4)]
+
+
+def _keys(project: Path) -> dict[tuple[str, str], str]:
+    with Store(project / "store.sqlite") as store:
+        return {(task.teacher.name, task.dataset): task.key
+                for task in plan_scoring(load_config(project), store)}
+
+
+def _edit_json(path: Path, **changes) -> None:
+    path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+
+def _nudge_weights(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    weights = load_file(folder / "model.safetensors")
+    weights["classifier.bias"] = weights["classifier.bias"] + 1e-3
+    save_file(weights, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def _set_scoring(project: Path, old: str, new: str) -> None:
+    config = project / "kiwb.toml"
+    config.write_text(config.read_text().replace(old, new))
+
+
+# (change, what it does to a project at `root` whose teacher a is root/a and texts root/texts.jsonl)
+CHANGES = {
+    "K": lambda root: _set_scoring(root / "proj", "mc_passes = 4", "mc_passes = 8"),
+    "max length": lambda root: _set_scoring(root / "proj", "max_length = 64", "max_length = 32"),
+    "seed": lambda root: _set_scoring(root / "proj", "seed = 0", "seed = 1"),
+    "one text edited": lambda root: write_jsonl(
+        root / "texts.jsonl", [{"text": t} for t in [TEXTS[0] + " again", *TEXTS[1:]]]),
+    "texts reordered": lambda root: write_jsonl(
+        root / "texts.jsonl", [{"text": t} for t in reversed(TEXTS)]),
+    "teacher weights": lambda root: _nudge_weights(root / "a"),
+    "teacher config": lambda root: _edit_json(root / "a" / "config.json", hidden_dropout_prob=0.2),
+    "teacher tokenizer": lambda root: _edit_json(root / "a" / "tokenizer_config.json", do_lower_case=False),
+    # Changes that must keep the cache:
+    "teacher moved": lambda root: (shutil.move(root / "a", root / "a-moved"),
+                                   _set_scoring(root / "proj", str(root / "a"), str(root / "a-moved"))),
+    "texts copied elsewhere": lambda root: (shutil.copy(root / "texts.jsonl", root / "copy.jsonl"),
+                                            _set_scoring(root / "proj", str(root / "texts.jsonl"),
+                                                         str(root / "copy.jsonl"))),
+    "batch size": lambda root: _set_scoring(root / "proj", "batch_size = 8", "batch_size = 2"),
+    "teacher's model card": lambda root: (root / "a" / "README.md").write_text("# notes\n"),
+}
+REKEYS = {  # which (teacher, dataset) keys a change must give new values
+    "K": {"a", "b"}, "max length": {"a", "b"}, "seed": {"a", "b"},
+    "one text edited": {"a", "b"}, "texts reordered": {"a", "b"},
+    "teacher weights": {"a"}, "teacher config": {"a"}, "teacher tokenizer": {"a"},
+    "teacher moved": set(), "texts copied elsewhere": set(), "batch size": set(),
+    "teacher's model card": set(),
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_score_key_changes_exactly_when_what_is_scored_changes(change, tmp_path, teachers_dir):
+    shutil.copytree(teachers_dir / "teacher_a", tmp_path / "a")
+    write_jsonl(tmp_path / "texts.jsonl", [{"text": text} for text in TEXTS])
+    project = write_project(tmp_path / "proj", {"a": tmp_path / "a", "b": teachers_dir / "teacher_b"},
+                            tmp_path / "texts.jsonl", scoring=SCORING)
+    before = _keys(project)
+    CHANGES[change](tmp_path)
+    after = _keys(project)
+    changed = {teacher for (teacher, _), key in after.items() if before[(teacher, "unlabeled")] != key}
+    assert changed == REKEYS[change]
