@@ -124,20 +124,26 @@ def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Pat
 
 
 def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
-    """MC scoring throughput vs the K x eval-forward floor and the reference loop, same run."""
+    """MC scoring throughput vs the K x eval-forward floor and the reference loop, same run,
+    on the device `auto` picks (the GPU on a GPU box)."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+    from kiwb.workers.runtime import resolve_device
     from kiwb.workers.shard_scoring import ScoringSettings, length_sorted_batches, score_texts
 
     torch.manual_seed(0)
-    model = AutoModelForSequenceClassification.from_pretrained(teacher).eval()
+    device = resolve_device("auto")
+    model = AutoModelForSequenceClassification.from_pretrained(teacher).eval().to(device)
     tokenizer = AutoTokenizer.from_pretrained(teacher)
-    device = torch.device("cpu")
 
     def timed(function) -> float:
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         started = time.perf_counter()
         function()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
         return time.perf_counter() - started
 
     def kiwb_scoring(strategy: str):
@@ -149,7 +155,7 @@ def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
         encodings = tokenizer(texts, truncation=True, max_length=128)
         features = [{k: encodings[k][i] for k in encodings.keys()} for i in range(len(texts))]
         for rows in length_sorted_batches([len(f["input_ids"]) for f in features], 32):
-            batch = tokenizer.pad([features[r] for r in rows], return_tensors="pt")
+            batch = tokenizer.pad([features[r] for r in rows], return_tensors="pt").to(device)
             for _ in range(passes):
                 model(**batch)
 
@@ -158,7 +164,7 @@ def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
         model.train()
         for start in range(0, len(texts), 32):
             batch = tokenizer(texts[start:start + 32], padding="max_length", truncation=True,
-                              max_length=128, return_tensors="pt")
+                              max_length=128, return_tensors="pt").to(device)
             for _ in range(passes):
                 model(**batch).logits.softmax(-1)
         model.eval()
@@ -167,7 +173,7 @@ def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
     seconds = {"kiwb_loop": timed(kiwb_scoring("loop")), "kiwb_replicate": timed(kiwb_scoring("replicate")),
                "floor": timed(floor), "reference": timed(reference)}
     n = len(texts)
-    return {"texts": n, "passes": passes, "seconds": seconds,
+    return {"texts": n, "passes": passes, "device": str(device), "seconds": seconds,
             "texts_per_s": {k: n / v for k, v in seconds.items()},
             "vs_floor": seconds["kiwb_loop"] / seconds["floor"],
             "replicate_vs_floor": seconds["kiwb_replicate"] / seconds["floor"],
@@ -238,10 +244,11 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
     log, stages = out / "commands.log", results["stages"]
     project = out / "project"
     write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
-    stages["score"] = kiwb("score", project, log=log)
+    # --foreground: the measured process does the work (its peak memory is the stage's).
+    stages["score"] = kiwb("score", project, "--foreground", log=log)
     test_view = out / "test-view"  # the same teachers on the test split, for teacher figures
     write_config(test_view, teachers, data["test"], None, base, preset, label_unlabeled=True)
-    stages["score_test"] = kiwb("score", test_view, log=log)
+    stages["score_test"] = kiwb("score", test_view, "--foreground", log=log)
     results["test_integration"] = json.loads(kiwb("integrate", test_view, "--json", log=log)["stdout"])
     results["train_integration"] = json.loads(kiwb("integrate", project, "--json", log=log)["stdout"])
 
@@ -255,7 +262,8 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
                 lines = [line for line in text.splitlines() if not line.startswith("seed = ")]
                 config.write_text("\n".join(lines) + f"\nseed = {seed}\n")
             if not (project / "runs" / name / "best.json").exists():
-                stages[f"train_{name}"] = kiwb("train", project, "--run", name, *extra, log=log)
+                stages[f"train_{name}"] = kiwb("train", project, "--run", name, *extra, "--foreground",
+                                               log=log)
             report = json.loads(kiwb("evaluate", project, "--run", name, "--data", data["test"],
                                       "--json", log=log)["stdout"])
             results["accuracy"].setdefault(run, []).append(report["accuracy"])
