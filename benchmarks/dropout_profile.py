@@ -39,18 +39,35 @@ def main() -> None:
     batch = tokenizer(texts, truncation=True, max_length=128, padding=True, return_tensors="pt")
     cpu = torch.device("cpu")
 
+    from kiwb.core import sampled_dropout as core
+    from kiwb.workers import sampled_dropout as workers
+
+    # kiwb's sampler with one of its parts undone, to see what each part is worth.
+    ablations = {
+        "kiwb": {},
+        "kiwb, one (B, H, L, L) attention block": {(core, "_BLOCK_ELEMENTS"): 1 << 62},
+        "kiwb, bits from torch's generator": {(workers, "numpy_lanes"): lambda seed: core.torch_lanes},
+    }
+
     def forward(mode: str) -> float:
         model.train(mode != "eval")
         started = time.perf_counter()
         with torch.no_grad():
-            if mode == "kiwb":
-                with sampled_dropout(model, cpu, seed=0):
-                    model(**batch)
+            if mode in ablations:
+                originals = {place: getattr(*place) for place in ablations[mode]}
+                for (module, name), value in ablations[mode].items():
+                    setattr(module, name, value)
+                try:
+                    with sampled_dropout(model, cpu, seed=0):
+                        model(**batch)
+                finally:
+                    for (module, name), value in originals.items():
+                        setattr(module, name, value)
             else:
                 model(**batch)
         return time.perf_counter() - started
 
-    modes = ("eval", "torch", "kiwb")
+    modes = ("eval", "torch", *ablations)
     for mode in modes:
         forward(mode)  # warm-up
     seconds: dict[str, list[float]] = {mode: [] for mode in modes}
@@ -62,7 +79,8 @@ def main() -> None:
     print(f"batch {tuple(batch['input_ids'].shape)}, {torch.get_num_threads()} threads, "
           f"{args.rounds} rounds")
     names = {"eval": "eval (dropout off; the floor's pass)", "torch": "train mode, torch's dropout",
-             "kiwb": "train mode, kiwb's sampled dropout"}
+             "kiwb": "train mode, kiwb's sampled dropout",
+             **{mode: f"train mode, {mode}" for mode in ablations if mode != "kiwb"}}
     print("| mode | s / forward (median) | vs eval (median ratio) |\n|---|---|---|")
     for mode in modes:
         print(f"| {names[mode]} | {statistics.median(seconds[mode]):.3f} | {ratios[mode]:.2f}× |")
