@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shlex
 import shutil
 import signal
@@ -411,3 +412,34 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
                     "--out", notes, "--force", cwd=tmp_path, check=False)
     assert kept.returncode == 2 and "no config.json" in kept.stderr
     assert [path.name for path in notes.iterdir()] == ["todo.txt"]
+
+
+def test_the_cli_around_a_trained_run(scored_project, tmp_path):
+    """The commands a user runs around a run, as the README lists them: detached training,
+    the ablations' integration, evaluation on other data, predict --top, logs and jobs."""
+    project = _copy_project(scored_project, tmp_path / "proj")
+    summary = json.loads(run_kiwb("integrate", project, "--no-mc", "--no-reweight", "--threshold", "0.3",
+                                  "--json", cwd=tmp_path).stdout)
+    assert summary["conflict_threshold"] == 0.3 and sum(summary["wins"].values()) == 160
+
+    started = run_kiwb("train", project, "--run", "r", "--epochs", "1", "--detach", cwd=tmp_path).stdout
+    job_id = int(started.split("Started job ")[1].split()[0])
+    run_kiwb("logs", job_id, project, "-f", cwd=tmp_path)  # returns once the job has ended
+    log = run_kiwb("logs", job_id, project, cwd=tmp_path).stdout
+    assert "Done. Export it with" in log
+    listed = json.loads(run_kiwb("jobs", project, "--all", "--json", cwd=tmp_path).stdout)
+    assert [job["kind"] for job in listed] == ["score", "train"]  # the fixture's scoring, then ours
+    assert (listed[-1]["id"], listed[-1]["status"]) == (job_id, "finished")
+
+    held_out = tmp_path / "held_out.csv"
+    held_out.write_text("body,topic\nthe striker scored a goal,sports\nthe band played a new song,music\n")
+    report = json.loads(run_kiwb("evaluate", project, "--run", "r", "--checkpoint", "last", "--data", held_out,
+                                 "--text-column", "body", "--label-column", "topic", "--json",
+                                 cwd=tmp_path).stdout)
+    assert report["checkpoint"].startswith("step-") and set(report["per_class_accuracy"]) == set(LABELS)
+    assert 0.0 <= report["accuracy"] <= 1.0 and len(report["confusion"]) == len(LABELS)
+
+    predicted = run_kiwb("predict", project, "--run", "r", "--top", "2", "a late goal", cwd=tmp_path)
+    shares = re.findall(r"(\w+) (\d+\.\d)%", predicted.stdout)
+    assert predicted.stdout.split()[0] in LABELS and len(shares) == 2  # --top 2: two labels shown
+    assert {label for label, _ in shares} <= set(LABELS)
