@@ -250,6 +250,7 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
     write_config(test_view, teachers, data["test"], None, base, preset, label_unlabeled=True)
     stages["score_test"] = kiwb("score", test_view, "--foreground", log=log)
     results["test_integration"] = json.loads(kiwb("integrate", test_view, "--json", log=log)["stdout"])
+    results["confidence"] = confidence_diagnostics(test_view)
     results["train_integration"] = json.loads(kiwb("integrate", project, "--json", log=log)["stdout"])
 
     results["accuracy"] = {}
@@ -270,6 +271,28 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
             results.setdefault("per_class", {}).setdefault(run, []).append(report["per_class_accuracy"])
         results["train_texts_per_s"] = _training_rates(project)
         results_path.write_text(json.dumps(results, indent=2))  # a cut-short run keeps its seeds
+
+
+def confidence_diagnostics(project: Path) -> dict:
+    """Each teacher's mean confidence (MC and plain) and mutual information on the texts of
+    its own labels and on the others': what MUKI's routing compares across teachers."""
+    import numpy as np
+
+    sys.path.insert(0, str(HERE.parent))
+    from kiwb.project.config import load_config
+    from kiwb.project.store import Store
+    from kiwb.workers.score import load_scores, plan_scoring
+
+    config = load_config(project)
+    found = {}
+    with Store(project / "store.sqlite") as store:
+        for task in plan_scoring(config, store):
+            scores = load_scores(config, store, task)
+            own = np.isin(np.array(task.table.labels), list(task.teacher.labels))
+            found[task.teacher.name] = {
+                field: {"own": float(scores[field][own].mean()), "other": float(scores[field][~own].mean())}
+                for field in ("mc_confidence", "det_confidence", "mutual_information")}
+    return found
 
 
 def _training_rates(project: Path) -> dict:

@@ -38,6 +38,21 @@ def accuracy_table(results: dict) -> list[str]:
     return lines
 
 
+def confidence_table(results: dict) -> list[str]:
+    """Each teacher's confidence on its own labels' texts and on the others' (test split)."""
+    found = results.get("confidence")
+    if not found:
+        return []
+    wins = results["test_integration"]["wins"]
+    lines = ["| teacher | texts routed to it | MC confidence: own / other texts | plain confidence: "
+             "own / other | mutual information: own / other |", "|---|---|---|---|---|"]
+    for teacher, figures in found.items():
+        cells = [f"{figures[field]['own']:.3f} / {figures[field]['other']:.3f}"
+                 for field in ("mc_confidence", "det_confidence", "mutual_information")]
+        lines.append(f"| {teacher} | {wins[teacher]} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def speed_table(results: dict) -> list[str]:
     lines = ["| teacher | kiwb (loop) texts/s | kiwb (replicate) texts/s | floor: K × eval forward, texts/s "
              "| reference loop texts/s | kiwb / floor time | reference / kiwb time |",
@@ -77,8 +92,11 @@ def render(results: dict) -> str:
         f"{settings['student_epochs']} epochs at lr {settings['student_lr']}, evaluated every "
         f"{settings['eval_every']} steps on dev, best checkpoint evaluated on test. K = 16, max length 128.",
         "", "### Accuracy (8-way, test split)", "", *accuracy_table(results),
-        "", "### MC-dropout scoring speed (K = 16, same texts, same run)", "", *speed_table(results),
-        "", f"Speed measured on {next(iter(results['speed'].values()))['texts']} test texts per teacher.",
+        "", "### What the routing compares (test split)", "", *confidence_table(results),
+        *(["", "### MC-dropout scoring speed (K = 16, same texts, same run)", "", *speed_table(results),
+           "", f"Speed measured on {next(iter(results['speed'].values()))['texts']} test texts per "
+           f"teacher, on {next(iter(results['speed'].values())).get('device', 'cpu')}."]
+          if results.get("speed") else []),
         "", "### Stages", "", *stage_table(results), ""])
 
 
