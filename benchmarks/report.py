@@ -66,9 +66,22 @@ def speed_table(results: dict) -> list[str]:
 
 
 def stage_table(results: dict) -> list[str]:
-    lines = ["| stage | wall time (s) | peak RSS (MB) |", "|---|---|---|"]
-    for stage, figures in results["stages"].items():
-        lines.append(f"| {stage} | {figures['seconds']} | {figures['peak_rss_mb']} |")
+    """Work time from the store's job records (summed over a killed job and its resume) and
+    the peak memory of the process that did the work, where this script measured it."""
+    stages, work = results["stages"], results.get("work_seconds", {})
+    lines = ["| stage | work time (s) | peak RSS (MB) |", "|---|---|---|"]
+    names = [*stages, *(name for name in work if name not in stages)]
+    for stage in sorted(names, key=lambda name: (not name.startswith("score"), names.index(name))):
+        # score_memory is there for its peak memory; its time depends on what else ran
+        seconds = None if stage == "score_memory" else work.get(stage, stages.get(stage, {}).get("seconds"))
+        peak = stages.get(stage, {}).get("peak_rss_mb")
+        name = (f"score from scratch, {stages[stage]['texts']} texts (memory)" if stage == "score_memory"
+                else stage)
+        lines.append(f"| {name} | {seconds if seconds is not None else '–'} | "
+                     f"{peak if peak is not None else '–'} |")
+    lines += ["", "`score`: the student pool, both teachers; `score_test`: the test split, both teachers. "
+              "Work time comes from the project store's job records; peak RSS is that of the process "
+              "that did the work, where this script ran it (–: an earlier, cut-short run did)."]
     rates = results.get("train_texts_per_s", {})
     if rates:
         lines += ["", "| student run | training texts/s |", "|---|---|"]
@@ -100,6 +113,25 @@ def render(results: dict) -> str:
         "", "### Stages", "", *stage_table(results), ""])
 
 
+def write_into_benchmarks_md(results: dict, path: Path = HERE.parent / "BENCHMARKS.md") -> None:
+    """Replace the preset's generated section of BENCHMARKS.md (between its markers), or
+    append one; the hand-written analysis around it stays as it is."""
+    start = f"<!-- generated: debian8 {results['preset']} (benchmarks/report.py) -->"
+    end = f"<!-- end generated: debian8 {results['preset']} -->"
+    block = f"{start}\n{render(results)}\n{end}"
+    text = path.read_text() if path.exists() else "# kiwb benchmarks\n"
+    if start in text and end in text:
+        before, rest = text.split(start, 1)
+        text = before + block + rest.split(end, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + block + "\n"
+    path.write_text(text)
+
+
 if __name__ == "__main__":
     preset = sys.argv[1] if len(sys.argv) > 1 else "cpu"
-    print(render(json.loads((HERE / "out" / preset / "results.json").read_text())))
+    results = json.loads((HERE / "out" / preset / "results.json").read_text())
+    if "--write" in sys.argv:
+        write_into_benchmarks_md(results)
+    else:
+        print(render(results))

@@ -1,0 +1,74 @@
+"""The benchmark scripts' bookkeeping: which runs a resumed benchmark redoes, and how the
+generated tables land in BENCHMARKS.md without touching the hand-written text around them."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCHMARKS))
+
+import debian8  # noqa: E402
+import report  # noqa: E402
+
+
+def _checkpoint(run: Path, step: int, total: int) -> None:
+    folder = run / "checkpoints" / f"step-{step:07d}"
+    folder.mkdir(parents=True)
+    (folder / "progress.json").write_text(json.dumps({"step": step, "total_steps": total}))
+
+
+def test_run_state_needs_the_final_checkpoint_not_best_json(tmp_path):
+    run = tmp_path / "muki-hard-s0"
+    assert debian8._run_state(run) == "new"
+    run.mkdir()
+    (run / "best.json").write_text("{}")  # written at every evaluation: says nothing of the end
+    assert debian8._run_state(run) == "new"
+    _checkpoint(run, 100, 500)
+    assert debian8._run_state(run) == "partial"
+    _checkpoint(run, 500, 500)
+    assert debian8._run_state(run) == "done"
+
+
+def _results(preset: str, muki: float) -> dict:
+    return {
+        "preset": preset,
+        "machine": {"cpu": "test cpu", "cores": 2, "gpu": None, "python": "3", "torch": "t",
+                    "transformers": "x", "datasets": "d"},
+        "rows": {"teacher_train": 10, "train": 8, "dev": 4, "test": 6},
+        "settings": debian8.PRESETS["cpu"],
+        "test_integration": {"teacher_accuracy": {"A": 0.5, "B": 0.25}, "ensemble_accuracy": 0.5,
+                             "routing_accuracy": {"mc_dropout": 0.75, "plain_entropy": 0.5},
+                             "wins": {"A": 4, "B": 2}},
+        "accuracy": {"muki-hard": [muki, muki + 0.02]},
+        "stages": {"score": {"seconds": 1.5, "peak_rss_mb": 300}},
+    }
+
+
+def test_generated_section_is_replaced_in_place_and_the_rest_kept(tmp_path):
+    path = tmp_path / "BENCHMARKS.md"
+    path.write_text("# kiwb benchmarks\n\nHand-written summary.\n")
+    report.write_into_benchmarks_md(_results("cpu", 0.60), path)
+    path.write_text(path.read_text() + "\n## Hand-written notes after the tables\n")
+    report.write_into_benchmarks_md(_results("cpu", 0.70), path)
+    report.write_into_benchmarks_md(_results("tiny", 0.40), path)
+
+    text = path.read_text()
+    assert text.startswith("# kiwb benchmarks\n\nHand-written summary.\n")
+    assert "## Hand-written notes after the tables" in text
+    assert text.count("## debian-8, preset `cpu`") == 1 and text.count("## debian-8, preset `tiny`") == 1
+    assert "| MUKI-Hard | 71.0 ± 1.4 | 2 |" in text  # mean ± sample std of 0.70 and 0.72
+    assert "| MUKI-Hard | 61.0" not in text  # the first cpu section was replaced
+    assert "| MC-dropout confidence (K = 16) | 75.0 |" in text
+
+
+def test_stage_table_takes_work_time_from_the_store_and_memory_where_measured():
+    results = {"stages": {"score": {"seconds": 4.5, "peak_rss_mb": 380},
+                          "score_memory": {"seconds": 60.0, "peak_rss_mb": 900, "texts": 128}},
+               "work_seconds": {"score": 1934.0, "train_muki-hard-s0": 662.7}}
+    lines = report.stage_table(results)
+    assert "| score | 1934.0 | 380 |" in lines  # the store's time, not a cached re-run's
+    assert "| score from scratch, 128 texts (memory) | – | 900 |" in lines
+    assert "| train_muki-hard-s0 | 662.7 | – |" in lines  # trained by an earlier, killed run
