@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))  # this checkout's kiwb, for the store and config readers
 DATA = HERE.parent.parent / "shared" / "data" / "debian-packages.jsonl.gz"
 LABELS = ["admin", "games", "graphics", "mail", "math", "net", "science", "sound"]
 TEACHER_A, TEACHER_B = LABELS[:4], LABELS[4:]
@@ -239,8 +240,7 @@ def main() -> None:
         results["stages"]["score_memory"] = score_memory(out, teachers, texts, base, preset)
         results_path.write_text(json.dumps(results, indent=2))
     if results.get("accuracy"):  # the tables need a finished seed
-        sys.path.insert(0, str(HERE))
-        from report import write_into_benchmarks_md
+        from report import write_into_benchmarks_md  # beside this script, so on sys.path
         write_into_benchmarks_md(results)
     print(json.dumps({k: results.get(k) for k in ("accuracy", "speed")}, indent=2))
 
@@ -319,7 +319,6 @@ def confidence_diagnostics(project: Path) -> dict:
     its own labels and on the others': what MUKI's routing compares across teachers."""
     import numpy as np
 
-    sys.path.insert(0, str(HERE.parent))
     from kiwb.project.config import load_config
     from kiwb.project.store import Store
     from kiwb.workers.score import load_scores, plan_scoring
@@ -337,7 +336,6 @@ def confidence_diagnostics(project: Path) -> dict:
 
 
 def _finished_shards(project: Path) -> int:
-    sys.path.insert(0, str(HERE.parent))
     from kiwb.project.store import Store
 
     if not (project / "store.sqlite").exists():
@@ -348,24 +346,21 @@ def _finished_shards(project: Path) -> int:
 
 def _work_seconds(project: Path) -> dict[str, float]:
     """Wall time of each stage's jobs from the store, summed over a killed job and its resume
-    (a killed job counts until its last event): how long the work took, whichever run of
+    (a lost job counts until its last heartbeat): how long the work took, whichever run of
     this script did it."""
-    sys.path.insert(0, str(HERE.parent))
     from kiwb.project.store import Store
 
     totals: dict[str, float] = {}
     with Store(project / "store.sqlite") as store:
-        jobs = store.connection.execute(
-            "SELECT kind, run, started_at, COALESCE(ended_at, (SELECT MAX(ts) FROM events "
-            "WHERE events.job_id = jobs.id)) AS ended FROM jobs WHERE started_at IS NOT NULL")
-        for job in jobs:
-            stage = "score" if job["kind"] == "score" else f"{job['kind']}_{job['run']}"
-            totals[stage] = round(totals.get(stage, 0.0) + (job["ended"] - job["started_at"]), 1)
+        for job in store.jobs.all():
+            seconds = job.duration()  # None for a job that never started
+            if seconds is not None:
+                stage = "score" if job.kind == "score" else f"{job.kind}_{job.run}"
+                totals[stage] = round(totals.get(stage, 0.0) + seconds, 1)
     return totals
 
 
 def _training_rates(project: Path) -> dict:
-    sys.path.insert(0, str(HERE.parent))
     from kiwb.project.store import Store
 
     rates = {}

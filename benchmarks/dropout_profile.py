@@ -10,10 +10,12 @@ alike; the ratios are medians over rounds. `--ops` adds torch.profiler's top ope
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import statistics
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -54,15 +56,11 @@ def main() -> None:
         started = time.perf_counter()
         with torch.no_grad():
             if mode in ablations:
-                originals = {place: getattr(*place) for place in ablations[mode]}
-                for (module, name), value in ablations[mode].items():
-                    setattr(module, name, value)
-                try:
+                with contextlib.ExitStack() as patches:
+                    for (module, name), value in ablations[mode].items():
+                        patches.enter_context(mock.patch.object(module, name, value))
                     with sampled_dropout(model, cpu, seed=0):
                         model(**batch)
-                finally:
-                    for (module, name), value in originals.items():
-                        setattr(module, name, value)
             else:
                 model(**batch)
         return time.perf_counter() - started

@@ -53,10 +53,9 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
 def write_results(path: Path, results: dict) -> None:
     import json
 
-    from kiwb.project.atomic import atomic_write_with
+    from kiwb.project.atomic import atomic_write_text
 
-    text = json.dumps(results, indent=2, default=str).encode("utf-8")
-    atomic_write_with(path, lambda handle: handle.write(text))
+    atomic_write_text(path, json.dumps(results, indent=2, default=str))
 
 
 def open_workbench(root: Path) -> int:

@@ -27,6 +27,14 @@ if TYPE_CHECKING:
 FOREIGN_CLAIM_TIMEOUT_S = 2 * 3600
 
 
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields 3 onwards of /proc/PID/stat (after the command name), None where unreadable."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def pid_alive(pid: int | None) -> bool:
     """Whether a process with this pid is running on this host (zombies count as ended)."""
     if not pid or pid <= 0:  # kill(0) would signal our own process group
@@ -38,23 +46,15 @@ def pid_alive(pid: int | None) -> bool:
     except PermissionError:
         return True
     # An exited child answers kill(0) until its parent reaps it; Linux shows it as state Z.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rpartition(")")[2].split()[0] != "Z"
+    stat = _proc_stat(pid)
+    return stat is None or stat[0] != "Z"
 
 
 def process_start(pid: int | None) -> str | None:
     """When a process started (Linux: clock ticks since boot), which tells it apart from a
     later process given the same pid; None where that cannot be read."""
-    if not pid or pid <= 0:
-        return None
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rpartition(")")[2].split()[19]  # field 22; the split starts at field 3
+    stat = _proc_stat(pid) if pid and pid > 0 else None
+    return stat[19] if stat else None  # field 22; the fields start at 3
 
 
 def process_running(pid: int | None, start: str | None) -> bool:
