@@ -116,9 +116,15 @@ def render(results: dict) -> str:
 def write_into_benchmarks_md(results: dict, path: Path = HERE.parent / "BENCHMARKS.md") -> None:
     """Replace the preset's generated section of BENCHMARKS.md (between its markers), or
     append one; the hand-written analysis around it stays as it is."""
-    start = f"<!-- generated: debian8 {results['preset']} (benchmarks/report.py) -->"
-    end = f"<!-- end generated: debian8 {results['preset']} -->"
-    block = f"{start}\n{render(results)}\n{end}"
+    write_section(f"debian8 {results['preset']}", "benchmarks/report.py", render(results), path)
+
+
+def write_section(name: str, script: str, rendered: str,
+                  path: Path = HERE.parent / "BENCHMARKS.md") -> None:
+    """Replace the generated section `name` of BENCHMARKS.md, or append it."""
+    start = f"<!-- generated: {name} ({script}) -->"
+    end = f"<!-- end generated: {name} -->"
+    block = f"{start}\n{rendered}\n{end}"
     text = path.read_text() if path.exists() else "# kiwb benchmarks\n"
     if start in text and end in text:
         before, rest = text.split(start, 1)

@@ -38,6 +38,12 @@ def _method_args(parser: argparse.ArgumentParser, methods: str) -> None:
                         help="ablation: every text counts the same (no margin weights)")
     parser.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
                         help="ablation: route by plain (deterministic) entropy")
+    from kiwb.core.choices import ROUTINGS
+
+    parser.add_argument("--routing", choices=tuple(ROUTINGS), metavar="NAME",
+                        help="how teachers are compared per text: "
+                        + "; ".join(f"{name}: {text}" for name, text in ROUTINGS.items())
+                        + " (default: [integration] routing)")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -143,7 +143,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
     settings = IntegrationSettings.from_config(
         config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc,
-        conflict_threshold=args.conflict_threshold,
+        conflict_threshold=args.conflict_threshold, routing=args.routing,
     )
     with store:
         summary = run_integration(config, store, settings)
@@ -156,8 +156,12 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    from kiwb.project.config import check_routing
+
     config, store = open_project(args.project)
     store.close()
+    if args.routing:  # refused here, before a job is started for it
+        check_routing(config, args.routing)
     run = args.run
     if run is None:
         quiet_libraries()
@@ -165,10 +169,12 @@ def cmd_train(args: argparse.Namespace) -> int:
         from kiwb.workers.train import default_run_name
 
         run = default_run_name(IntegrationSettings.from_config(
-            config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc))
+            config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc,
+            routing=args.routing))
     settings = {
         "run": run, "method": args.method, "tau": args.tau, "reweight": args.reweight,
-        "use_mc": args.use_mc, "student": args.student and _from_cwd(args.student),
+        "use_mc": args.use_mc, "routing": args.routing,
+        "student": args.student and _from_cwd(args.student),
         "epochs": args.epochs, "device": args.device, "resume": args.resume,
     }
     return run_or_launch(args, "train", run, settings)

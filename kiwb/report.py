@@ -11,18 +11,31 @@ def _percent(value: float | None) -> str:
 
 def integration_tables(summary: dict, settings) -> list[Table]:
     """The integration summary: wins per teacher, margins, conflicts, routing accuracy."""
-    head = Table(title=f"Integration · {settings.method}"
-                 + (f" (tau {settings.tau})" if settings.method == "muki-soft" else "")
+    routing = summary.get("routing") or {}
+    probabilistic = routing.get("name", "confidence") != "confidence"
+    head = Table(title=f"Integration · {settings.method} · routing {routing.get('name', '?')}"
+                 + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
                  + ("" if settings.use_mc else " · no MC dropout")
                  + ("" if settings.reweight else " · no re-weighting"))
     head.add_column("teacher")
     head.add_column("texts won", justify="right")
     head.add_column("share", justify="right")
+    head.add_column("est. in its labels", justify="right")
+    head.add_column("routed above confidence", justify="right")
+    labeled = routing.get("labeled_texts")
+    if labeled:
+        head.add_column(f"calibration error ({labeled} labels)", justify="right")
     total = max(summary["num_texts"], 1)
     for teacher, wins in summary["wins"].items():
-        head.add_row(teacher, f"{wins:,}", _percent(wins / total))
+        facts = (routing.get("teachers") or {}).get(teacher, {})
+        split = facts.get("split")
+        row = [teacher, f"{wins:,}", _percent(wins / total), _percent(facts.get("share")),
+               "–" if split is None else f"{split:.3f}"]
+        if labeled:
+            row.append(_calibration(facts))
+        head.add_row(*row)
 
-    margins = Table(title="Confidence margin (c_max − c_second)")
+    margins = Table(title="Routing margin (top score − second)")
     for quantile in summary["margin_quantiles"]:
         margins.add_column(_quantile_name(quantile), justify="right")
     margins.add_row(*(f"{v:.3f}" for v in summary["margin_quantiles"].values()))
@@ -37,13 +50,27 @@ def integration_tables(summary: dict, settings) -> list[Table]:
     facts.add_row(f"conflicting (margin < {summary['conflict_threshold']})",
                   f"{summary['conflicts']:,} ({_percent(summary['conflicts'] / total)})")
     for scope, block in (("unlabeled", summary), ("eval", summary.get("eval") or {})):
-        routing = block.get("routing_accuracy")
-        if routing:
-            facts.add_row(f"routing accuracy on {scope}: MC dropout", _percent(routing["mc_dropout"]))
-            facts.add_row(f"routing accuracy on {scope}: plain entropy", _percent(routing["plain_entropy"]))
+        accuracy = block.get("routing_accuracy")
+        if accuracy:
+            if "chosen" in accuracy:
+                facts.add_row(f"routing accuracy on {scope}: {accuracy['routing']} (used)",
+                              _percent(accuracy["chosen"]))
+            facts.add_row(f"routing accuracy on {scope}: MC confidence", _percent(accuracy["mc_dropout"]))
+            facts.add_row(f"routing accuracy on {scope}: plain confidence", _percent(accuracy["plain_entropy"]))
     if (summary.get("eval") or {}).get("ensemble_accuracy") is not None:
         facts.add_row("Ensemble accuracy on eval", _percent(summary["eval"]["ensemble_accuracy"]))
     return [head, margins, facts]
+
+
+def _calibration(facts: dict) -> str:
+    """`0.081 → 0.023 (T 0.62)` for a temperature-scaled teacher, else its error as it is."""
+    error = facts.get("calibration_error")
+    if error is None:
+        return "– (no labeled text of its labels)"
+    text = f"{error:.3f}"
+    if facts.get("calibration_error_scaled") is not None:
+        text += f" → {facts['calibration_error_scaled']:.3f} (T {facts['temperature']:.2f})"
+    return text
 
 
 def _quantile_name(quantile: str) -> str:

@@ -72,3 +72,25 @@ def test_stage_table_takes_work_time_from_the_store_and_memory_where_measured():
     assert "| score | 1934.0 | 380 |" in lines  # the store's time, not a cached re-run's
     assert "| score from scratch, 128 texts (memory) | – | 900 |" in lines
     assert "| train_muki-hard-s0 | 662.7 | – |" in lines  # trained by an earlier, killed run
+
+
+def test_routing_tables_render_every_routing_with_its_feature_set():
+    import routing
+
+    def entry(dev, test, features):
+        return {"dev": dev, "test": test, "test_wins": {"A": 3, "B": 1},
+                "share": {"A": 0.75, "B": None}, "routing": "x", "use_mc": True,
+                "features": features}
+
+    results = {"preset": "cpu", "tables": {
+        "label_free": {routing.routing_name("joint-mixture", True, "margin"): entry(0.8, 0.75, "margin"),
+                       routing.routing_name("rank", False, None): entry(0.7, 0.5, None)},
+        "few_label": {routing.routing_name("trust", True, "all"): {
+            "16": entry(0.9, 0.85, "all"), "64": entry(0.95, 0.9, "all")}}},
+        "students": {"muki-hard · joint-mixture [margin]": [
+            {"accuracy": 0.8, "macro_f1": 0.7}, {"accuracy": 0.9, "macro_f1": 0.8}]}}
+    text = routing.render(results)
+    assert "| joint-mixture [margin] | 80.0 | 75.0 | 3 / 1 | 75% / – |" in text
+    assert "| rank (plain) | 70.0 | 50.0 |" in text
+    assert "| trust [all] | 90.0 / 85.0 | 95.0 / 90.0 |" in text
+    assert "| muki-hard · joint-mixture [margin] | 85.0 | 75.0 | 2 |" in text

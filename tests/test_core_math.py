@@ -306,10 +306,12 @@ SOFT_MC = [[0.704638, 0.176159, 0.059601, 0.059601], [0.071522, 0.047681, 0.0880
     ],
 )
 def test_integrate(method, options, targets, weights, routed, margin):
+    options = dict(options)
+    # The "without MC dropout" ablation routes by the plain confidences.
+    used = DET_CONF if options.pop("use_mc", True) is False else MC_CONF
     result = integrate(
         method,
-        mc_confidences=MC_CONF,
-        det_confidences=DET_CONF,
+        routing_scores=used,
         det_probs=DISJOINT_PROBS,
         det_logits=DET_LOGITS,
         positions=DISJOINT_POSITIONS,
@@ -320,7 +322,6 @@ def test_integrate(method, options, targets, weights, routed, margin):
     close(result.weights, weights)
     assert result.routed.tolist() == routed
     close(result.margin, margin)
-    used = DET_CONF if options.get("use_mc") is False else MC_CONF
     assert torch.equal(result.confidences, used)
     close(result.targets.sum(dim=-1), torch.ones(result.targets.shape[:-1]))
 
@@ -329,8 +330,7 @@ def test_integrate(method, options, targets, weights, routed, margin):
 def test_integrate_targets_sum_to_one_with_overlap(method):
     result = integrate(
         method,
-        mc_confidences=t([[0.9, 0.5], [0.2, 0.6]]),
-        det_confidences=t([[0.9, 0.5], [0.2, 0.6]]),
+        routing_scores=t([[0.9, 0.5], [0.2, 0.6]]),
         det_probs=[t([[0.6, 0.3, 0.1], [0.2, 0.2, 0.6]]), t([[0.2, 0.5, 0.3], [0.7, 0.1, 0.2]])],
         det_logits=[t([[0.0, 1.0, 2.0], [3.0, 0.0, -1.0]]), t([[0.5, 0.0, -2.0], [1.0, 1.0, 0.0]])],
         positions=OVERLAP_POSITIONS,
@@ -343,8 +343,7 @@ def test_integrate_rejects_unknown_method():
     with pytest.raises(ValueError, match=r"'muki-medium'.*muki-hard, muki-soft, vanilla-kd, uhc"):
         integrate(
             "muki-medium",
-            mc_confidences=MC_CONF,
-            det_confidences=DET_CONF,
+            routing_scores=MC_CONF,
             det_probs=DISJOINT_PROBS,
             det_logits=DET_LOGITS,
             positions=DISJOINT_POSITIONS,

@@ -10,7 +10,9 @@ from tui_support import (
     INTEGRATION_KEY,
     UNION,
     cells,
+    integration_summary,
     record_notifications,
+    routing_block,
     run_async,
     synthetic_project,
     text_of,
@@ -46,6 +48,11 @@ async def fill_form(pilot, **values) -> FormScreen:
     for name, value in values.items():
         form.query_one(f"#field-{name}", Input).value = value
     return form
+
+
+def choose(form: FormScreen, **values: str) -> None:
+    for name, value in values.items():
+        form.query_one(f"#field-{name}", Select).value = value
 
 
 @run_async
@@ -248,6 +255,82 @@ async def test_a_form_submitted_twice_quickly_starts_one_job(project):
 
 
 @run_async
+async def test_the_train_form_launches_with_the_routing_picked(project):
+    from kiwb.tui.launcher import cancel
+
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "t")
+        form = await fill_form(pilot, student="students/base")
+        assert form.query_one("#field-routing", Select).value == "confidence"   # kiwb.toml's
+        choose(form, routing="mixture")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
+        with Store(ProjectPaths(project).store) as store:
+            jobs = store.jobs.all()
+    assert [(job.kind, job.settings["run"], job.settings["routing"]) for job in jobs] == [
+        ("train", "muki-hard-mixture", "mixture")]
+    for _ in range(2):   # its placeholder teachers would fail it; a second cancel ends it at once
+        cancel(project, jobs[0].id)
+
+
+@run_async
+async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        for key, routing, values in (("t", "trust", {"student": "students/base"}),
+                                     ("i", "temperature", {})):
+            await pilot.press("3", key)
+            form = await fill_form(pilot, **values)
+            assert form.query_one("#field-method", Select).value == "muki-hard"
+            choose(form, routing=routing)
+            await pilot.press("ctrl+s")
+            error = form.query_one("#form-error", Static)
+            await wait_for(pilot, lambda error=error: "[data.labeled]" in text_of(error),
+                           what="the refusal")
+            message = text_of(error, width=400).strip()
+            assert f'routing "{routing}" needs a few labeled texts' in message
+            assert "choose a label-free routing (confidence, rank, mixture" in message
+            assert "\n" not in message and app.screen is form
+            await pilot.press("escape")
+        with Store(ProjectPaths(project).store) as store:
+            assert store.jobs.all() == []
+
+
+@run_async
+async def test_the_integrate_form_runs_the_integration_with_its_method_and_routing(project,
+                                                                                  monkeypatch):
+    # The synthetic scores lack the logits `kiwb integrate` reads, so the child process is
+    # replaced here; the command it would run is checked in test_tui_units.
+    from kiwb.tui import launcher
+
+    asked = []
+
+    def integrate(root, **settings):
+        asked.append(settings)
+        summary = integration_summary([0.1, 0.5])
+        summary["routing"] = routing_block(settings["routing"])
+        return summary
+
+    monkeypatch.setattr(launcher, "integrate", integrate)
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "i")
+        form = app.screen
+        assert isinstance(form, FormScreen)
+        assert form.query_one("#field-routing", Select).value == "confidence"
+        choose(form, method="uhc", routing="rank")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Integration done" in n for n in notifications),
+                       what="the integration")
+    assert [{k: v for k, v in a.items() if k != "should_stop"} for a in asked] == [
+        {"method": "uhc", "routing": "rank"}]
+    done = next(n for n in notifications if "Integration done" in n)
+    assert "with rank routing (a won 5, b won 5)" in done
+
+
+@run_async
 async def test_uncertainty_pane_is_live(tmp_path):
     project = synthetic_project(tmp_path / "proj", scored=False, trained=False)
     app = workbench(project)
@@ -263,29 +346,65 @@ async def test_uncertainty_pane_is_live(tmp_path):
         await wait_for(pilot, lambda: "b · MC dropout · 10 texts" in text_of(plot), timeout=5, what="histograms")
         assert "a · MC dropout · 10 texts" in text_of(plot) and "█" in text_of(plot)
         margins = app.screen.query_one("#margins", Plot)
+        split = app.screen.query_one("#routing-split", Plot)
         assert "No integration yet" in text_of(margins)
+        assert "After integrating (Jobs, i): which texts the routing gave" in text_of(split)
         with Store(ProjectPaths(project).store) as store:
             write_integration(store, arrays)
         app.screen.refresh_now()
         await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=5)
         assert "0.3: 8 of 10 texts (80.0%)" in text_of(margins)
         routing = text_of(app.screen.query_one("#routing", Plot))
-        assert "routing accuracy: MC dropout 90.0% · plain entropy 60.0%" in routing
+        assert "routing accuracy: mixture 80.0% · MC dropout 90.0% · plain entropy 60.0%" in routing
+        shown = text_of(split)
+        assert shown.startswith("Routing · mixture: each teacher's MC confidence, routed to it")
+        assert "a: won 5 (50%) · est. in its labels 50% · split 0.62" in shown
+        assert "b: won 5 (50%) · est. in its labels 45% · split 0.41" in shown
+        assert "┊" in shown and "calibration" not in shown     # no labeled set, no calibration
+
+
+@run_async
+async def test_uncertainty_pane_shows_each_teachers_calibration_under_temperature_routing(tmp_path):
+    project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
+    summary = integration_summary([0.1] * 4 + [0.5] * 6)
+    summary["routing"] = routing_block(
+        "temperature",
+        a={"calibration_error": 0.08, "labeled_own": 30, "calibration_error_scaled": 0.02,
+           "temperature": 0.7},
+        b={"share": None, "calibration_error": 0.21, "labeled_own": 12,
+           "calibration_error_scaled": 0.05, "temperature": 1.9})
+    with Store(ProjectPaths(project).store) as store:
+        store.record_integration("temperature", dataset="unlabeled",
+                                 settings={"method": "muki-hard"}, summary=summary)
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        split = app.screen.query_one("#routing-split", Plot)
+        await wait_for(pilot, lambda: "Routing · temperature" in text_of(split), what="the routing")
+        lines = text_of(split).splitlines()
+        assert lines[1].split() == ["a", "b"]                   # a histogram per teacher
+        assert ("a: won 5 (50%) · est. in its labels 50% · split 0.62 · calibration error 0.08 → "
+                "0.02 (T 0.70)") in lines
+        assert "b: won 5 (50%) · split 0.41 · calibration error 0.21 → 0.05 (T 1.90)" in lines
 
 
 @run_async
 async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
     with Store(ProjectPaths(project).store) as store:
-        write_run(project, store, run="vanilla-kd", method="vanilla-kd", accuracies=(0.4, 0.45))
+        write_run(project, store, run="vanilla-kd", method="vanilla-kd", accuracies=(0.4, 0.45),
+                  routing=None)   # as an older kiwb recorded it
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         runs = table(app, "#runs-table")
         await wait_for(pilot, lambda: runs.row_count == 5, what="two runs and three baselines")
         rows = cells(runs)
-        assert rows[0] == ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "90.0% / 60.0%"]
+        assert rows[0] == ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%",
+                           "mixture 85.0% (MC 90.0%)"]
         assert rows[1][:4] == ["vanilla-kd", "done", "45.0%", "45.0% @20"]
+        assert rows[1][5] == "90.0% / 60.0%"
         assert rows[2][:3] == ["ensemble", "untrained", "55.0%"]
+        assert rows[2][5] == "mixture 80.0% (MC 90.0%)"
         assert [row[0] for row in rows[3:]] == ["a alone", "b alone"]
         assert "muki-hard · muki-hard · step 20/20" in text_of(app.screen.query_one("#curves", Plot))
         per_class = text_of(app.screen.query_one("#per-class", Plot))

@@ -12,7 +12,10 @@ from kiwb.project.config import load_config
 from kiwb.tui import config_edit, plots, themes
 from kiwb.tui.history import RunHistory, Runs, ScoreHistograms
 from kiwb.tui.inspect import human_size, inspect_dataset, inspect_teacher, union_with_overlaps
-from kiwb.tui.launcher import default_run_name, error_line
+from kiwb.tui.launcher import error_line, integrate_command
+from kiwb.tui.panes.accuracy import _routing
+from kiwb.tui.panes.jobs import integration_note
+from kiwb.tui.panes.uncertainty import accuracy_line, split_line
 
 # -- renderers -------------------------------------------------------------------------------
 
@@ -51,6 +54,61 @@ def test_mirrored_histogram_compares_shapes_of_groups_of_different_sizes():
     upper, axis, lower = text.plain.split("\n")
     assert upper == "  █" and lower == "█  "   # 10 of 10 and 2 of 2 are both 100 %
     assert axis == "0 1"
+
+
+def test_mirrored_histogram_marks_a_split_above_and_below_the_axis():
+    text = plots.mirrored_histogram([0, 0, 0, 4], [4, 0, 0, 0], 4, 3, marker=0.6,
+                                    marker_style="red")
+    upper, axis, lower = text.plain.split("\n")
+    assert upper == "  ┊█" and lower == "█ ┊ "   # 0.6 falls in the third of four columns
+    assert axis == "0  1"
+    assert [text.plain[span.start:span.end] for span in text.spans if span.style == "red"] == \
+        ["┊", "┊"]
+    assert plots.mirrored_histogram([0, 4], [4, 0], 2, 3, marker=0.9).plain.split("\n")[0] == " █"
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ({"won": 270, "share": 0.41, "split": 0.62},
+     "A: won 270 (16%) · est. in its labels 41% · split 0.62"),
+    ({"won": 1700, "share": None, "split": None}, "A: won 1,700 (100%) · split –"),
+    ({"won": 270, "share": 0.41, "split": 0.615, "calibration_error": 0.081, "labeled_own": 30},
+     "A: won 270 (16%) · est. in its labels 41% · split 0.61 · calibration error 0.08"),
+    ({"won": 270, "share": 0.41, "split": 0.62, "calibration_error": 0.08,
+      "calibration_error_scaled": 0.02, "temperature": 0.7},
+     "A: won 270 (16%) · est. in its labels 41% · split 0.62 · calibration error 0.08 → 0.02 "
+     "(T 0.70)"),
+])
+def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
+    assert split_line("A", entry, 1700) == expected
+
+
+@pytest.mark.parametrize(("routing", "line", "cell"), [
+    ({"mc_dropout": 0.703, "plain_entropy": 0.692, "chosen": 0.81, "routing": "mixture"},
+     "routing accuracy: mixture 81.0% · MC dropout 70.3% · plain entropy 69.2%",
+     "mixture 81.0% (MC 70.3%)"),
+    ({"mc_dropout": 0.703, "plain_entropy": 0.692},   # recorded by an older kiwb
+     "routing accuracy: MC dropout 70.3% · plain entropy 69.2%", "70.3% / 69.2%"),
+])
+def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, line, cell):
+    assert accuracy_line(routing) == line
+    assert _routing(routing) == cell
+    assert _routing(None) == "–"
+
+
+def test_integration_note_names_the_routing_and_the_texts_each_teacher_won():
+    summary = {"num_texts": 1700, "wins": {"a": 270, "b": 1430}, "conflicts": 12,
+               "conflict_threshold": 0.1, "routing": {"name": "mixture", "teachers": {}}}
+    assert integration_note(summary) == (
+        "integrated 1,700 texts with mixture routing (a won 270, b won 1,430): 12 conflicts "
+        "under margin 0.1; see Uncertainty (4) and Conflicts (6)")
+
+
+def test_the_integrate_command_overrides_only_what_is_given(tmp_path):
+    base = integrate_command(tmp_path)
+    assert base[1:] == ["-m", "kiwb", "integrate", str(tmp_path), "--json"]
+    assert integrate_command(tmp_path, routing="rank") == [*base, "--routing", "rank"]
+    assert integrate_command(tmp_path, method="uhc", routing="trust")[len(base):] == [
+        "--method", "uhc", "--routing", "trust"]
 
 
 def test_hbar_and_sparkline():
@@ -215,14 +273,21 @@ def test_new_project_writes_defaults(tmp_path):
 # -- small helpers ------------------------------------------------------------------------------
 
 
-def test_default_run_name_matches_the_cli():
+def test_default_run_name_names_what_differs_from_the_defaults():
+    from kiwb.project.jobs import default_run_name
     from kiwb.workers.integrate import IntegrationSettings
     from kiwb.workers.train import default_run_name as cli_name
 
-    for settings in (IntegrationSettings(), IntegrationSettings("muki-soft", tau=0.5),
-                     IntegrationSettings(use_mc=False, reweight=False), IntegrationSettings("uhc")):
+    cases = {IntegrationSettings(): "muki-hard",
+             IntegrationSettings("muki-soft", tau=0.5, routing="confidence"): "muki-soft-tau0.5",
+             IntegrationSettings("muki-soft", routing="mixture"): "muki-soft-mixture",
+             IntegrationSettings(use_mc=False, reweight=False): "muki-hard-no-mc-no-reweight",
+             IntegrationSettings("uhc", routing="trust"): "uhc-trust"}
+    for settings, expected in cases.items():
+        expected = expected.replace(f"-{settings.routing}", "") if settings.routing == IntegrationSettings.routing else expected
+        assert cli_name(settings) == expected
         assert default_run_name(settings.method, settings.tau, settings.reweight,
-                                settings.use_mc) == cli_name(settings)
+                                settings.use_mc, settings.routing) == expected
 
 
 def test_error_line_picks_kiwbs_message():

@@ -122,6 +122,25 @@ def write_scores(root: Path, store: Store) -> list[dict[str, np.ndarray]]:
     return arrays
 
 
+ROUTING = "mixture"
+
+
+def routing_block(name: str = ROUTING, **extra: dict) -> dict:
+    """The summary's routing details: teacher a sharp (its texts high, the others low), b
+    vaguer; `extra` adds entries per teacher (calibration, with a labeled set)."""
+    teachers = {
+        "a": {"won": 5, "share": 0.5, "split": 0.62,
+              "histogram_here": [0] * 13 + [1, 1, 0, 1, 1, 0, 1],
+              "histogram_elsewhere": [1, 2, 1, 1] + [0] * 16},
+        "b": {"won": 5, "share": 0.45, "split": 0.41,
+              "histogram_here": [0] * 7 + [1, 0, 1, 1, 0, 1, 0, 1] + [0] * 5,
+              "histogram_elsewhere": [0] * 3 + [1, 1, 0, 1, 1, 0, 1] + [0] * 10},
+    }
+    for teacher, entries in extra.items():
+        teachers[teacher].update(entries)
+    return {"name": name, "use_mc": True, "labeled_texts": 0, "teachers": teachers}
+
+
 def integration_summary(margins) -> dict:
     return {
         "num_texts": len(margins), "labels": UNION, "overlapping_labels": [],
@@ -129,8 +148,11 @@ def integration_summary(margins) -> dict:
         "margin_quantiles": {"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
         "margin_histogram": _histogram(margins), "conflict_threshold": 0.3,
         "conflicts": int((np.asarray(margins) < 0.3).sum()),
-        "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7},
-        "eval": {"num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6},
+        "routing": routing_block(),
+        "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7, "chosen": 0.95,
+                             "routing": ROUTING},
+        "eval": {"num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6,
+                                                       "chosen": 0.8, "routing": ROUTING},
                  "ensemble_accuracy": 0.55, "teacher_accuracy": {"a": 0.4, "b": 0.5},
                  "confidence_histograms": {
                      "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
@@ -156,8 +178,12 @@ def write_integration(store: Store, arrays) -> None:
 
 
 def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard",
-              accuracies=(0.5, 0.75)) -> None:
-    """Training events of a finished run, and its folder with checkpoints as a worker leaves it."""
+              accuracies=(0.5, 0.75), routing: str | None = ROUTING) -> None:
+    """Training events of a finished run, and its folder with checkpoints as a worker leaves it
+    (`routing` None: as older versions of kiwb recorded it, without the chosen routing)."""
+    routing_accuracy = {"mc_dropout": 0.9, "plain_entropy": 0.6}
+    if routing is not None:
+        routing_accuracy.update(chosen=0.85, routing=routing)
     total = 20
     store.append_event("train.start", {"step": 0, "total_steps": total, "method": method}, run=run)
     for step in range(2, total + 1, 2):
@@ -170,7 +196,7 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
                 "per_class_accuracy": {"sports": 1.0, "politics": 0.5, "music": accuracy,
                                        "cooking": None},
                 "confusion": [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]],
-                "num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6}},
+                "num_texts": 10, "routing_accuracy": routing_accuracy},
                 run=run)
     store.append_event("train.done", {"step": total, "best": {"step": 20, "accuracy": accuracies[-1]}},
                        run=run)

@@ -19,7 +19,7 @@ class Integration:
     weights: Tensor  # (n,)
     routed: Tensor  # (n,) long: most confident teacher
     margin: Tensor  # (n,)
-    confidences: Tensor  # (n, N): the confidences actually used
+    confidences: Tensor  # (n, N): the routing scores actually used
 
 
 def pad_to_union(probs: Tensor, positions: Tensor, num_union: int) -> Tensor:
@@ -70,18 +70,30 @@ def muki_hard_targets(
     return padded[rows, routed_teacher(confidences)]
 
 
+def soft_weights(scores: Tensor, tau: float, probabilistic: bool) -> Tensor:
+    """Teacher weights per text, shape (n, N), rows summing to 1: softmax(c / tau) for MUKI's
+    confidences; the estimates themselves, normalised, for probability-like routing scores."""
+    if not probabilistic:
+        if tau <= 0:
+            raise ValueError(f"tau must be positive, got {tau}")
+        return torch.softmax(scores / tau, dim=1)
+    totals = scores.sum(dim=1, keepdim=True)
+    # A text no teacher claims (all estimates 0) is shared equally rather than dropped.
+    uniform = torch.full_like(scores, 1.0 / scores.shape[1])
+    return torch.where(totals > 0, scores / totals.clamp_min(1e-300), uniform)
+
+
 def muki_soft_targets(
     confidences: Tensor,
     teacher_probs: Sequence[Tensor],
     positions: Sequence[Tensor],
     num_union: int,
     tau: float,
+    probabilistic: bool = False,
 ) -> Tensor:
-    """MUKI-Soft: padded distributions mixed by softmax(c / tau) over teachers, shape (n, |Y|)."""
-    if tau <= 0:
-        raise ValueError(f"tau must be positive, got {tau}")
+    """MUKI-Soft: padded distributions mixed by the soft teacher weights, shape (n, |Y|)."""
     padded = uhc_targets(teacher_probs, positions, num_union)  # (n, N, |Y|)
-    teacher_weights = torch.softmax(confidences / tau, dim=1).to(padded.dtype)  # (n, N)
+    teacher_weights = soft_weights(confidences, tau, probabilistic).to(padded.dtype)  # (n, N)
     # Weights sum to 1 and each padded row sums to 1, so the mixture does too,
     # with a shared label collecting the weighted sum of its teachers' mass.
     return torch.einsum("nt,nty->ny", teacher_weights, padded)
@@ -97,7 +109,7 @@ def concatenated_logit_probs(
 
 
 def routing_accuracy(confidences: Tensor, true_union_labels: Tensor, coverage: Tensor) -> float:
-    """Fraction of texts whose most confident teacher covers the true label."""
+    """Fraction of texts whose top-scored teacher covers the true label."""
     covered = coverage[routed_teacher(confidences), true_union_labels]  # (n,)
     return covered.float().mean().item()
 
@@ -110,13 +122,14 @@ def _targets(
     positions: Sequence[Tensor],
     num_union: int,
     tau: float,
+    probabilistic: bool,
 ) -> Tensor:
     """Targets of one known integration method."""
     if method == "muki-hard":
-        # MUKI routes by MC confidence but trains on the deterministic prediction q_i.
+        # MUKI routes by the routing scores but trains on the deterministic prediction q_i.
         return muki_hard_targets(confidences, det_probs, positions, num_union)
     if method == "muki-soft":
-        return muki_soft_targets(confidences, det_probs, positions, num_union, tau)
+        return muki_soft_targets(confidences, det_probs, positions, num_union, tau, probabilistic)
     if method == "vanilla-kd":
         return concatenated_logit_probs(det_logits, positions, num_union)
     return uhc_targets(det_probs, positions, num_union)
@@ -125,23 +138,27 @@ def _targets(
 def integrate(
     method: str,
     *,
-    mc_confidences: Tensor,
-    det_confidences: Tensor,
+    routing_scores: Tensor,
     det_probs: Sequence[Tensor],
     det_logits: Sequence[Tensor],
     positions: Sequence[Tensor],
     num_union: int,
     tau: float = 0.2,
     reweight: bool = True,
-    use_mc: bool = True,
+    probabilistic: bool = False,
 ) -> Integration:
-    """Build targets, instance weights and routing for one integration method."""
+    """Build targets, instance weights and routing for one integration method.
+
+    `routing_scores` (n, N) say how likely each teacher knows each text: MUKI's confidences
+    (`probabilistic=False`: Soft weighs them by softmax(c / tau)) or a calibrated estimate of
+    P(label in Y_i | x) (`probabilistic=True`: Soft normalises them). They decide the Hard
+    choice, the Soft weights and the re-weighting margin alike.
+    """
     if method not in METHODS:
         raise ValueError(
             f"unknown integration method {method!r}; choose one of {', '.join(METHODS)}"
         )
-    # use_mc=False is the "without MC dropout" ablation: route by plain-entropy confidence.
-    confidences = mc_confidences if use_mc else det_confidences
+    confidences = routing_scores
     margin = routing_margin(confidences)
     # Only MUKI re-weights; the baselines train every text at full weight.
     if reweight and method.startswith("muki-"):
@@ -149,7 +166,8 @@ def integrate(
     else:
         weights = torch.ones_like(margin)
     return Integration(
-        targets=_targets(method, confidences, det_probs, det_logits, positions, num_union, tau),
+        targets=_targets(method, confidences, det_probs, det_logits, positions, num_union, tau,
+                         probabilistic),
         weights=weights,
         routed=routed_teacher(confidences),
         margin=margin,

@@ -20,6 +20,7 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib
 
+from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.project.atomic import atomic_write_with
 from kiwb.project.config_render import (
@@ -109,6 +110,12 @@ class DataConfig:
         None,
         example={"path": "data/eval.csv", "label_column": "label"},
     )
+    labeled: DatasetConfig | None = _setting(
+        "A few labeled texts (not the eval set) for few-label routing (trust, temperature); "
+        "they also train the student as one-hot targets (needs label_column).",
+        None,
+        example={"path": "data/labeled.csv", "label_column": "label"},
+    )
 
 
 @dataclass(frozen=True)
@@ -150,6 +157,13 @@ class IntegrationConfig:
     )
     use_mc: bool = _setting(
         "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True
+    )
+    routing: str = _setting(
+        "How teachers are compared per text: "
+        + ", ".join(ROUTINGS)
+        + " (see the README); trust and temperature need [data.labeled].",
+        DEFAULT_ROUTING,
+        choices=tuple(ROUTINGS),
     )
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1
@@ -522,11 +536,25 @@ def _check_teacher_names(config: ProjectConfig) -> None:
 
 
 def _check_eval_labels(config: ProjectConfig) -> None:
-    if config.data.eval is not None and config.data.eval.label_column is None:
-        raise _Loc(config.file, "data.eval").error(
-            "label_column",
-            'is missing; the eval set needs gold labels: add label_column = "label" '
-            "naming its label column",
+    for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
+        spec = getattr(config.data, role)
+        if spec is not None and spec.label_column is None:
+            raise _Loc(config.file, f"data.{role}").error(
+                "label_column",
+                f'is missing; {words} needs gold labels: add label_column = "label" '
+                "naming its label column",
+            )
+    check_routing(config, config.integration.routing)
+
+
+def check_routing(config: ProjectConfig, routing: str) -> None:
+    """Refuse a few-label routing in a project that has no [data.labeled]."""
+    if routing in FEW_LABEL_ROUTINGS and config.data.labeled is None:
+        label_free = ", ".join(name for name in ROUTINGS if name not in FEW_LABEL_ROUTINGS)
+        raise ConfigError(
+            f'{config.file}: routing "{routing}" needs a few labeled texts: add a [data.labeled] '
+            'section with path = "..." and label_column = "label", or choose a label-free '
+            f"routing ({label_free})"
         )
 
 

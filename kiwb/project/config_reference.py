@@ -17,7 +17,7 @@ from kiwb.project.config_render import toml_fields, toml_value
 
 SECTIONS = (
     ("[[teachers]]", TeacherConfig),
-    ("[data.unlabeled] / [data.eval]", DatasetConfig),
+    ("[data.unlabeled] / [data.eval] / [data.labeled]", DatasetConfig),
     ("[scoring]", ScoringConfig),
     ("[integration]", IntegrationConfig),
     ("[training]", TrainingConfig),

@@ -58,3 +58,8 @@ def settings_key(settings: dict[str, Any], length: int = 20) -> str:
     """A short stable key for a dict of settings (JSON with sorted keys)."""
     blob = json.dumps(settings, sort_keys=True, separators=(",", ":")).encode()
     return hashlib.sha256(blob).hexdigest()[:length]
+
+
+def text_hash(text: str) -> str:
+    """Hash of one text's content, to recognise the same text in two data sets."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

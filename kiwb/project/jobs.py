@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.errors import KiwbError
 from kiwb.project.store import Store, insert_event, process_running, process_start
 
@@ -279,6 +280,21 @@ def read_log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     return [line.rstrip() for line in text.replace("\r", "\n").splitlines() if line.strip()][-lines:]
 
 
+def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
+                     routing: str = DEFAULT_ROUTING) -> str:
+    """The run name `kiwb train` picks for these settings: the method, then what differs
+    from the defaults (the workbench and the CLI both name runs with this)."""
+    name = method
+    if method == "muki-soft" and routing == "confidence":
+        name += f"-tau{tau:g}"  # tau only acts on raw confidences
+    if method != "supervised" and routing != DEFAULT_ROUTING:
+        name += f"-{routing}"
+    if method.startswith("muki"):
+        name += "" if use_mc else "-no-mc"
+        name += "" if reweight else "-no-reweight"
+    return name
+
+
 def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
     """The command that continues (or repeats) a job from where it stopped."""
     options: list[str] = []
@@ -294,6 +310,7 @@ def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
         option("--run", "run")
         option("--method", "method")
         option("--tau", "tau")
+        option("--routing", "routing")
         options += ["--no-reweight"] if settings.get("reweight") is False else []
         options += ["--no-mc"] if settings.get("use_mc") is False else []
         option("--student", "student")

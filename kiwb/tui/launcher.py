@@ -36,13 +36,27 @@ def cancel(root: Path, job_id: int) -> str:
         return cancel_job(store, job_id)
 
 
-def integrate(root: Path, should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
-    """Run `kiwb integrate ROOT --json` with the project's settings and return its summary.
+def integrate_command(root: Path, *, method: str | None = None,
+                      routing: str | None = None) -> list[str]:
+    """The `kiwb integrate ROOT --json` command line; a method or routing given overrides
+    the project's."""
+    command = [sys.executable, "-m", "kiwb", "integrate", str(root), "--json"]
+    if method is not None:
+        command += ["--method", method]
+    if routing is not None:
+        command += ["--routing", routing]
+    return command
+
+
+def integrate(root: Path, *, method: str | None = None, routing: str | None = None,
+              should_stop: Callable[[], bool] = lambda: False) -> dict[str, Any]:
+    """Run `kiwb integrate ROOT --json` (with `method` and `routing` when given, else the
+    project's settings) and return its summary.
 
     A failure raises KiwbError with the command's own error line; `should_stop` (checked a
     few times a second) ends the child early, so closing the workbench never waits on it.
     """
-    command = [sys.executable, "-m", "kiwb", "integrate", str(root), "--json"]
+    command = integrate_command(root, method=method, routing=routing)
     process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True)
     while True:
@@ -66,15 +80,3 @@ def error_line(output: str) -> str:
         if line.startswith("kiwb: error:"):
             return line.removeprefix("kiwb: error:").strip()
     return lines[-1] if lines else ""
-
-
-def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool) -> str:
-    """The run name `kiwb train` picks for these settings (kept equal to workers.train's,
-    which cannot be imported here without torch)."""
-    name = method
-    if method == "muki-soft":
-        name += f"-tau{tau:g}"
-    if method.startswith("muki"):
-        name += "" if use_mc else "-no-mc"
-        name += "" if reweight else "-no-reweight"
-    return name

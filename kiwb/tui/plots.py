@@ -93,30 +93,43 @@ def histogram(counts: Sequence[float], width: int, height: int, *, style: StyleT
 
 
 def mirrored_histogram(upper: Sequence[float], lower: Sequence[float], width: int, height: int,
-                       *, upper_style: StyleType = "", lower_style: StyleType = "") -> Text:
+                       *, upper_style: StyleType = "", lower_style: StyleType = "",
+                       marker: float | None = None, marker_style: StyleType = "") -> Text:
     """Two histograms over [0, 1] on one axis: `upper` grows up, `lower` grows down.
 
     Each is normalised to its own total, so groups of different sizes compare by shape
-    (the paper's figure 2: right teacher above, wrong teacher below).
+    (the paper's figure 2: right teacher above, wrong teacher below). With `marker`, the
+    column holding that value is drawn in `marker_style` above and below the axis, dotted
+    where it has no bar (a teacher's routing split).
     """
     half = max((height - 1) // 2, 1)
     top_values = _shares(bucket(upper, width))
     bottom_values = _shares(bucket(lower, width))
     top = max(top_values + bottom_values, default=0)
+    mark = marker_column(marker, width)
+
+    def row_of(cells: list[str], style: StyleType) -> Text:
+        row = Text()
+        for column, cell in enumerate(cells):
+            if column == mark:
+                row.append(MARKER if cell == " " else cell, marker_style)
+            else:
+                row.append(cell, style)
+        return row
+
     text = Text()
     up = _levels(top_values, top, half, 8)
     for row in range(half):
         floor = (half - 1 - row) * 8
-        for level in up:
-            text.append(UP[min(max(level - floor, 0), 8)], upper_style)
+        text.append_text(row_of([UP[min(max(level - floor, 0), 8)] for level in up], upper_style))
         text.append("\n")
     text.append(axis(width), "dim")
     down = _levels(bottom_values, top, half, 2)
     for row in range(half):
         text.append("\n")
         floor = row * 2
-        for level in down:
-            text.append(DOWN[min(max(level - floor, 0), 2)], lower_style)
+        text.append_text(row_of([DOWN[min(max(level - floor, 0), 2)] for level in down],
+                                lower_style))
     return text
 
 

@@ -118,7 +118,8 @@ def model_card(manifest: dict) -> str:
     lines += ["", "## Method and settings", "",
               f"- method: `{method.get('method')}`"
               + (f" (tau = {method.get('tau')})" if method.get("method") == "muki-soft" else ""),
-              f"- MC dropout routing: {method.get('use_mc')}; margin re-weighting: {method.get('reweight')}",
+              f"- routing: `{method.get('routing', 'confidence')}`; MC dropout: {method.get('use_mc')}; "
+              f"margin re-weighting: {method.get('reweight')}",
               f"- student base: `{manifest.get('student_base')}`",
               f"- checkpoint: `{manifest['checkpoint']}` (step {manifest['step']})"]
     for key, value in (manifest.get("training") or {}).items():
@@ -142,8 +143,11 @@ def _evaluation_lines(manifest: dict) -> list[str]:
              f"({metrics.get('num_texts')} texts):", "",
              f"- accuracy: {100 * metrics['accuracy']:.2f}%",
              f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
-    for router, value in (metrics.get("routing_accuracy") or {}).items():
-        lines.append(f"- teacher-routing accuracy ({router.replace('_', ' ')}): {100 * value:.2f}%")
+    routing = dict(metrics.get("routing_accuracy") or {})
+    chosen_name = routing.pop("routing", None)  # the routing the run trained with, by name
+    for router, value in routing.items():
+        name = f"{chosen_name} routing" if router == "chosen" else router.replace("_", " ")
+        lines.append(f"- teacher-routing accuracy ({name}): {100 * value:.2f}%")
     lines += ["", "| label | accuracy |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():
         lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")

@@ -8,9 +8,11 @@ import numpy as np
 import torch
 
 from kiwb.core import integration as integ
+from kiwb.core import routing as routes
+from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
-from kiwb.errors import DataError
-from kiwb.project.config import ProjectConfig
+from kiwb.errors import ConfigError, DataError
+from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
@@ -28,6 +30,7 @@ class IntegrationSettings:
     reweight: bool = True
     use_mc: bool = True
     conflict_threshold: float = 0.1
+    routing: str = DEFAULT_ROUTING
 
     @classmethod
     def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
@@ -35,9 +38,23 @@ class IntegrationSettings:
         values = {
             "method": section.method, "tau": section.tau, "reweight": section.reweight,
             "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
+            "routing": section.routing,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
-        return cls(**values)
+        settings = cls(**values)
+        settings.check(config)
+        return settings
+
+    @property
+    def uses_labels(self) -> bool:
+        """Few-label routing: [data.labeled] calibrates routing and trains as one-hot targets."""
+        return self.routing in FEW_LABEL_ROUTINGS
+
+    def check(self, config: ProjectConfig) -> None:
+        """Refuse a routing that does not exist, or one that needs labels the project lacks."""
+        if self.routing not in ROUTINGS:
+            raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
+        check_routing(config, self.routing)
 
 
 @dataclass
@@ -51,11 +68,34 @@ class TeacherScores:
     coverage: torch.Tensor
     mc_confidence: torch.Tensor   # (n, N)
     det_confidence: torch.Tensor  # (n, N)
+    mutual_information: torch.Tensor  # (n, N)
     det_probs: list[torch.Tensor]
     det_logits: list[torch.Tensor]
     mc_probs: list[torch.Tensor]
     true_labels: list[str] | None = None
     score_keys: list[str] = field(default_factory=list)
+
+    def features(self) -> list[routes.TeacherFeatures]:
+        """Each teacher's uncertainty features, as routing reads them."""
+        return [routes.TeacherFeatures(self.mc_confidence[:, i], self.det_confidence[:, i],
+                                       self.mutual_information[:, i], self.det_logits[i],
+                                       self.mc_probs[i])
+                for i in range(len(self.teachers))]
+
+    def labeled_features(self) -> routes.LabeledFeatures:
+        """Features of labeled texts with each text's class index in every teacher's labels."""
+        true_ids = self.true_label_ids()
+        classes = []
+        for teacher_positions in self.positions:
+            # union index -> index within this teacher's labels, -1 where it has no such label
+            within = torch.full((len(self.labels),), -1, dtype=torch.long)
+            within[teacher_positions] = torch.arange(len(teacher_positions))
+            classes.append(within[true_ids])
+        return routes.LabeledFeatures(self.features(), classes)
+
+    def routing_scores(self, fitted: routes.FittedRouting) -> torch.Tensor:
+        """(n, N) routing scores of these texts under a fitted routing."""
+        return fitted.scores(self.features()).float()
 
     def true_label_ids(self) -> torch.Tensor | None:
         """The true labels as union indices, refusing labels no teacher knows."""
@@ -70,13 +110,28 @@ class TeacherScores:
             )
         return torch.tensor([index[label] for label in self.true_labels])
 
-    def integrate(self, settings: IntegrationSettings) -> integ.Integration:
+    def integrate(self, settings: IntegrationSettings,
+                  fitted: routes.FittedRouting) -> integ.Integration:
         return integ.integrate(
-            settings.method, mc_confidences=self.mc_confidence,
-            det_confidences=self.det_confidence, det_probs=self.det_probs,
-            det_logits=self.det_logits, positions=self.positions, num_union=len(self.labels),
-            tau=settings.tau, reweight=settings.reweight, use_mc=settings.use_mc,
+            settings.method, routing_scores=self.routing_scores(fitted),
+            det_probs=self.det_probs, det_logits=self.det_logits, positions=self.positions,
+            num_union=len(self.labels), tau=settings.tau, reweight=settings.reweight,
+            probabilistic=fitted.probabilistic,
         )
+
+
+def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
+                labeled: TeacherScores | None) -> routes.FittedRouting:
+    """The settings' routing fitted on the pool (label-free) or on the labeled texts."""
+    if settings.uses_labels and labeled is None:
+        raise ConfigError(f"routing {settings.routing!r} needs [data.labeled] scores")
+    try:
+        return routes.fit_routing(
+            settings.routing, pool.features(), use_mc=settings.use_mc,
+            labeled=labeled.labeled_features() if settings.uses_labels else None,
+            teacher_names=pool.teachers)
+    except ValueError as error:  # a labeled set that cannot calibrate some teacher
+        raise DataError(f"routing {settings.routing!r}: {error}") from None
 
 
 def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> TeacherScores:
@@ -92,6 +147,7 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
         labels=labels, positions=label_positions(label_sets, labels),
         coverage=coverage_mask(label_sets, labels),
         mc_confidence=stack("mc_confidence"), det_confidence=stack("det_confidence"),
+        mutual_information=stack("mutual_information"),
         det_probs=[torch.from_numpy(a["det_probs"]) for a in arrays],
         det_logits=[torch.from_numpy(a["det_logits"]) for a in arrays],
         mc_probs=[torch.from_numpy(a["mc_probs"]) for a in arrays],
@@ -99,8 +155,11 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
     )
 
 
-def summarize(scores: TeacherScores, result: integ.Integration, threshold: float) -> dict:
-    """Counts per winning teacher, the margin distribution and the conflicting texts."""
+def summarize(scores: TeacherScores, result: integ.Integration, settings: IntegrationSettings,
+              fitted: routes.FittedRouting, labeled: TeacherScores | None = None) -> dict:
+    """Counts per winning teacher, the margin distribution, the conflicting texts and what the
+    routing estimated per teacher."""
+    threshold = settings.conflict_threshold
     margin = result.margin.numpy()
     wins = torch.bincount(result.routed, minlength=len(scores.teachers)).tolist()
     counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
@@ -115,13 +174,64 @@ def summarize(scores: TeacherScores, result: integ.Integration, threshold: float
         "margin_histogram": counts.tolist(),
         "conflict_threshold": threshold,
         "conflicts": int((margin < threshold).sum()),
+        "routing": routing_diagnostics(scores, result, settings, fitted, labeled),
     }
     true_ids = scores.true_label_ids()
     if true_ids is not None:
-        summary["routing_accuracy"] = routing_accuracies(scores, true_ids)
+        summary["routing_accuracy"] = routing_accuracies(scores, true_ids, fitted)
         summary["teacher_accuracy"] = teacher_accuracies(scores, true_ids)
         summary["ensemble_accuracy"] = ensemble_accuracy(scores)
     return summary
+
+
+def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
+                        settings: IntegrationSettings, fitted: routes.FittedRouting,
+                        labeled: TeacherScores | None) -> dict:
+    """Per teacher: texts won, the estimated share of texts in its labels, its confidence
+    over the pool split into texts routed to it and elsewhere with the threshold between them,
+    and, with a labeled set, its calibration error on its own labels."""
+    teachers = {}
+    calibration = calibration_errors(labeled, fitted) if labeled is not None else {}
+    for number, (name, router) in enumerate(zip(scores.teachers, fitted.routers, strict=True)):
+        values = (scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]
+        here = result.routed == number
+        teachers[name] = {
+            "won": int(here.sum()),
+            "share": router.share,
+            "split": routes.routing_split(values, here),
+            "histogram_here": _histogram(values[here]),
+            "histogram_elsewhere": _histogram(values[~here]),
+            **calibration.get(name, {}),
+        }
+        if isinstance(router, routes.TemperatureRouter):
+            teachers[name]["temperature"] = router.temperature
+    return {"name": settings.routing, "use_mc": settings.use_mc,
+            "labeled_texts": len(labeled.true_labels) if labeled is not None else 0,
+            "teachers": teachers}
+
+
+def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> dict[str, dict]:
+    """Each teacher's expected calibration error on the labeled texts of its own labels, as it
+    is and (temperature routing) after scaling."""
+    found = {}
+    label_info = labeled.labeled_features()
+    for number, name in enumerate(labeled.teachers):
+        inside = label_info.classes[number] >= 0
+        if not bool(inside.any()):
+            continue
+        logits, classes = labeled.det_logits[number][inside].double(), label_info.classes[number][inside]
+        entry = {"calibration_error": routes.expected_calibration_error(logits.softmax(1), classes),
+                 "labeled_own": int(inside.sum())}
+        router = fitted.routers[number]
+        if isinstance(router, routes.TemperatureRouter):
+            entry["calibration_error_scaled"] = routes.expected_calibration_error(
+                (logits / router.temperature).softmax(1), classes)
+        found[name] = entry
+    return found
+
+
+def _histogram(values: torch.Tensor) -> list[int]:
+    return np.histogram(values.numpy(), bins=HISTOGRAM_BINS, range=(0.0, 1.0))[0].tolist()
 
 
 def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
@@ -132,12 +242,19 @@ def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[st
     }
 
 
-def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
-    """How often the most confident teacher knows the true label: MC vs plain entropy."""
-    return {
+def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor,
+                       fitted: routes.FittedRouting | None = None) -> dict:
+    """How often the top-scored teacher knows the true label: MC vs plain entropy, and the
+    chosen routing (`routing` names it)."""
+    found = {
         "mc_dropout": integ.routing_accuracy(scores.mc_confidence, true_ids, scores.coverage),
         "plain_entropy": integ.routing_accuracy(scores.det_confidence, true_ids, scores.coverage),
     }
+    if fitted is not None:
+        found["chosen"] = integ.routing_accuracy(scores.routing_scores(fitted), true_ids,
+                                                 scores.coverage)
+        found["routing"] = fitted.name
+    return found
 
 
 def confidence_histograms(scores: TeacherScores) -> dict[str, dict[str, list[int]]]:
@@ -183,22 +300,27 @@ def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.
 def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings) -> dict:
     """Integrate the unlabeled scores with `settings`, record and return the summary."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    unlabeled = [task for task in tasks if task.dataset == "unlabeled"]
-    eval_tasks = [task for task in tasks if task.dataset == "eval"]
-    scores = scores_from_tasks(config, store, unlabeled)
-    result = scores.integrate(settings)
-    summary = summarize(scores, result, settings.conflict_threshold)
-    if eval_tasks:
-        eval_scores = scores_from_tasks(config, store, eval_tasks)
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
+    scores = scores_from_tasks(config, store, by_role["unlabeled"])
+    # Label-free routing reads no labels, so it does not wait for the labeled set's scores.
+    labeled = scores_from_tasks(config, store, by_role["labeled"]) if settings.uses_labels else None
+    fitted = fit_routing(settings, scores, labeled)
+    result = scores.integrate(settings, fitted)
+    summary = summarize(scores, result, settings, fitted, labeled)
+    if by_role["eval"]:
+        eval_scores = scores_from_tasks(config, store, by_role["eval"])
         summary["eval"] = {
             "num_texts": len(eval_scores.true_labels or []),
-            "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids()),
+            "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids(), fitted),
             "ensemble_accuracy": ensemble_accuracy(eval_scores),
             "teacher_accuracy": teacher_accuracies(eval_scores, eval_scores.true_label_ids()),
             "confidence_histograms": confidence_histograms(eval_scores),
         }
-    key = settings_key({"scores": scores.score_keys, **asdict(settings)})
-    texts = unlabeled[0].table.texts
+    used = {"scores": scores.score_keys, **asdict(settings)}
+    if settings.uses_labels:  # the labels decide the routing as much as the settings do
+        used["labeled_scores"] = labeled.score_keys
+    key = settings_key(used)
+    texts = by_role["unlabeled"][0].table.texts
     store.record_integration(key, dataset="unlabeled", settings=asdict(settings), summary=summary)
     save_instances(store, key, scores, result, texts)
     summary["key"] = key

@@ -55,7 +55,7 @@ def train(session: JobSession) -> Outcome:
     config = dataclasses.replace(config, training=with_overrides(
         config.training, options, ("student", "epochs", "device")))
     settings = IntegrationSettings.from_config(
-        config, **{key: options.get(key) for key in ("method", "tau", "reweight", "use_mc")})
+        config, **{key: options.get(key) for key in ("method", "tau", "reweight", "use_mc", "routing")})
     request = TrainRequest(run=run, settings=settings, resume=bool(options.get("resume")))
     device = resolve_device(config.training.device)
     session.started(device)

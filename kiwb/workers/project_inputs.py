@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from kiwb.errors import DataError
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.data import TextTable, load_table
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher
 
-DATASET_ROLES = ("unlabeled", "eval")
+DATASET_ROLES = ("unlabeled", "eval", "labeled")
 
 
 def load_dataset_role(config: ProjectConfig, role: str) -> TextTable | None:
-    """The project's `unlabeled` or `eval` data set, or None when the config has none."""
+    """The project's `unlabeled`, `eval` or `labeled` data set, or None when the config has none."""
     spec = getattr(config.data, role)
     if spec is None:
         return None
@@ -23,7 +24,26 @@ def load_dataset_role(config: ProjectConfig, role: str) -> TextTable | None:
 def load_datasets(config: ProjectConfig) -> dict[str, TextTable]:
     """Every data set the config names, by role."""
     tables = {role: load_dataset_role(config, role) for role in DATASET_ROLES}
-    return {role: table for role, table in tables.items() if table is not None}
+    tables = {role: table for role, table in tables.items() if table is not None}
+    if "labeled" in tables and "eval" in tables:
+        refuse_overlap(tables["labeled"], tables["eval"], config)
+    return tables
+
+
+def refuse_overlap(labeled: TextTable, evaluation: TextTable, config: ProjectConfig) -> None:
+    """Evaluation must never see the texts routing was calibrated on: refuse shared texts."""
+    from kiwb.project.fingerprint import text_hash
+
+    eval_hashes = {text_hash(text) for text in evaluation.texts}
+    shared = [number for number, text in enumerate(labeled.texts, start=1)
+              if text_hash(text) in eval_hashes]
+    if shared:
+        example = labeled.texts[shared[0] - 1]
+        example = example if len(example) <= 50 else example[:47] + "..."
+        raise DataError(
+            f"{config.file}: {len(shared):,} text(s) of [data.labeled] ({labeled.source}) are also in "
+            f"[data.eval] ({evaluation.source}), e.g. row {shared[0]}: {example!r}; evaluation must "
+            "not see the labels routing is calibrated on: remove them from one of the two files")
 
 
 def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:

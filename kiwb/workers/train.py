@@ -19,7 +19,12 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
-from kiwb.workers.integrate import IntegrationSettings, TeacherScores, scores_from_tasks
+from kiwb.workers.integrate import (
+    IntegrationSettings,
+    TeacherScores,
+    fit_routing,
+    scores_from_tasks,
+)
 from kiwb.workers.runtime import autocast_context, halving_on_oom
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
@@ -62,23 +67,36 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
-    by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval")}
-    method = request.settings.method
-    scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=method != SUPERVISED)
+    by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval", "labeled")}
+    settings = request.settings
+    method = settings.method
+    distilled = method != SUPERVISED
+    scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=distilled)
     from kiwb.core.labels import coverage_mask, union_labels
 
     label_sets = [t.teacher.labels for t in by_dataset["unlabeled"]]
     labels = union_labels(label_sets)
     unlabeled_table = by_dataset["unlabeled"][0].table
-    targets = weights = label_ids = None
+    texts = unlabeled_table.texts
+    targets = weights = label_ids = fitted = labeled_fingerprint = None
     if method == SUPERVISED:
         if unlabeled_table.labels is None:
             raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
                             "label_column in [data.unlabeled]")
         label_ids = _ids(unlabeled_table.labels, labels)
     else:
-        integration = scores.integrate(request.settings)
+        labeled = None
+        if settings.uses_labels:
+            labeled = _scores_or_hint(config, store, by_dataset["labeled"], need=True)
+            labeled_fingerprint = {"texts": labeled_table(by_dataset).fingerprint,
+                                   "labels": texts_fingerprint(labeled_table(by_dataset).labels)}
+        fitted = fit_routing(settings, scores, labeled)
+        integration = scores.integrate(settings, fitted)
         targets, weights = integration.targets, integration.weights
+        if labeled is not None:  # the few labels also teach the student, at full weight
+            texts = texts + labeled_table(by_dataset).texts
+            extra_targets, extra_weights = labeled_targets(labeled, method)
+            targets, weights = torch.cat([targets, extra_targets]), torch.cat([weights, extra_weights])
     eval_texts = eval_ids = eval_routing = eval_fingerprint = None
     if by_dataset["eval"]:
         eval_table = by_dataset["eval"][0].table
@@ -90,7 +108,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         if eval_scores is not None:
             from kiwb.workers.integrate import routing_accuracies
 
-            eval_routing = routing_accuracies(eval_scores, eval_ids)
+            eval_routing = routing_accuracies(eval_scores, eval_ids, fitted)
     manifest = {
         "kiwb_version": __version__,
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
@@ -98,13 +116,35 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         "labels": labels,
         "method": asdict(request.settings),
         "data": unlabeled_table.fingerprint,
+        "labeled_data": labeled_fingerprint,
         "eval_data": eval_fingerprint,
         "student": config.training.student,
         "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
     }
-    return TrainingData(labels, unlabeled_table.texts, targets, weights, label_ids,
+    return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
                         manifest)
+
+
+def labeled_table(by_dataset: dict):
+    return by_dataset["labeled"][0].table
+
+
+def labeled_targets(labeled: TeacherScores, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-hot targets of the labeled texts, weight 1 each. For UHC (one target per teacher),
+    every teacher that knows the gold label gets it one-hot; the others keep their own
+    prediction, which the gold label says nothing against."""
+    from kiwb.core.integration import uhc_targets
+
+    true_ids = labeled.true_label_ids()
+    one_hot = torch.nn.functional.one_hot(true_ids, len(labeled.labels)).float()  # (n, |Y|)
+    if method == "uhc":
+        targets = uhc_targets(labeled.det_probs, labeled.positions, len(labeled.labels))
+        knows = labeled.coverage[:, true_ids].T  # (n, N)
+        targets = torch.where(knows.unsqueeze(2), one_hot.unsqueeze(1), targets)
+    else:
+        targets = one_hot
+    return targets, torch.ones(len(true_ids))
 
 
 def _scores_or_hint(config, store, tasks, need: bool) -> TeacherScores | None:
@@ -333,13 +373,10 @@ def improves(best: dict | None, metrics: dict | None) -> bool:
 
 def default_run_name(settings: IntegrationSettings) -> str:
     """A readable run name from the method and its ablation switches."""
-    name = settings.method
-    if settings.method == "muki-soft":
-        name += f"-tau{settings.tau:g}"
-    if settings.method.startswith("muki"):
-        name += "" if settings.use_mc else "-no-mc"
-        name += "" if settings.reweight else "-no-reweight"
-    return name
+    from kiwb.project.jobs import default_run_name as run_name
+
+    return run_name(settings.method, settings.tau, settings.reweight, settings.use_mc,
+                    settings.routing)
 
 
 def with_training_overrides(config: ProjectConfig, **overrides) -> ProjectConfig:

@@ -38,7 +38,7 @@ class AccuracyPane(Pane):
 
     def compose(self) -> ComposeResult:
         table = Table(id="runs-table", cursor_type="row")
-        table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing MC/plain")
+        table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing")
         yield table
         with VerticalScroll(id="run-detail"):
             yield Plot(id="curves")
@@ -121,9 +121,14 @@ def baseline_rows(evaluation: dict[str, Any]) -> dict[str, tuple]:
     return rows
 
 
-def _routing(routing: dict[str, float] | None) -> str:
+def _routing(routing: dict[str, Any] | None) -> str:
+    """The chosen routing's accuracy with MC dropout's beside it (runs recorded by older
+    versions of kiwb have only MC dropout and plain entropy)."""
     if not routing:
         return "–"
+    if routing.get("chosen") is not None and routing.get("routing"):
+        return (f"{routing['routing']} {_percent(routing['chosen'])} "
+                f"(MC {_percent(routing.get('mc_dropout'))})")
     return f"{_percent(routing.get('mc_dropout'))} / {_percent(routing.get('plain_entropy'))}"
 
 

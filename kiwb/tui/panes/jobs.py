@@ -10,9 +10,10 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from kiwb.core.choices import ROUTINGS
 from kiwb.errors import ConfigError
-from kiwb.project.config import ProjectConfig
-from kiwb.project.jobs import JobState, format_duration, read_log_tail
+from kiwb.project.config import ProjectConfig, check_routing
+from kiwb.project.jobs import JobState, default_run_name, format_duration, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import cancelled, run_in_thread
@@ -22,7 +23,8 @@ from kiwb.tui.plots import hbar
 from kiwb.tui.screens.forms import Field, FormScreen
 from kiwb.tui.widgets import Table, show, sync_rows
 
-METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised")
+INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
+METHODS = (*INTEGRATION_METHODS, "supervised")
 NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Conflicts (6)",
              "train": "see Accuracy (5); export it from Export (7)",
              "export": "see Export (7) for how to load it"}
@@ -155,6 +157,7 @@ class JobsPane(Pane):
         integration, training = config.integration, config.training
         fields = [
             Field("method", "method", integration.method, choices=METHODS),
+            Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
             Field("tau", "tau", str(integration.tau)),
             Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
             Field("use_mc", "MC dropout", integration.use_mc, "route by MC confidence", flag=True),
@@ -168,14 +171,18 @@ class JobsPane(Pane):
 
         def start(values: dict) -> int:
             tau, epochs = _number(values["tau"], "tau"), _number(values["epochs"], "epochs")
-            run = values["run"] or launcher.default_run_name(
-                values["method"], tau, values["reweight"], values["use_mc"])
+            method, routing = values["method"], values["routing"]
+            if method != "supervised":  # supervised training routes nothing
+                check_routing(config, routing)
+            run = values["run"] or default_run_name(
+                method, tau, values["reweight"], values["use_mc"], routing)
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
                                   "google-bert/bert-base-uncased")
             return launcher.launch(root, "train", {
-                "run": run, "method": values["method"], "tau": tau,
+                "run": run, "method": method, "tau": tau,
+                "routing": routing if routing != integration.routing else None,
                 "reweight": values["reweight"], "use_mc": values["use_mc"],
                 "student": student or None, "epochs": epochs, "device": values["device"] or None,
                 "resume": values["resume"]})
@@ -183,18 +190,34 @@ class JobsPane(Pane):
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
     def action_integrate(self) -> None:
-        if self._require_config() is None:
+        config = self._require_config()
+        if config is None:
             return
-        self.notify("integrating the scores…", timeout=3)
-        root = self.root
-        run_in_thread(self, lambda: IntegrationDone(launcher.integrate(root, should_stop=cancelled)),
-                      action="integrating", group="integrate", exclusive=True)
+        integration = config.integration
+        fields = [Field("method", "method", integration.method, choices=INTEGRATION_METHODS),
+                  Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS))]
+
+        def check(values: dict) -> dict:
+            check_routing(config, values["routing"])
+            return values
+
+        self.app.push_screen(FormScreen(
+            "Integrate the teachers' scores", fields, check,
+            note="Runs kiwb integrate with these settings; kiwb.toml is left as it is."),
+            self._integrate)
+
+    def _integrate(self, values: dict | None) -> None:
+        if values is None:
+            return
+        self.notify(f"integrating the scores ({values['method']}, {values['routing']} routing)…",
+                    timeout=3)
+        root, method, routing = self.root, values["method"], values["routing"]
+        run_in_thread(self, lambda: IntegrationDone(launcher.integrate(
+            root, method=method, routing=routing, should_stop=cancelled)),
+            action="integrating", group="integrate", exclusive=True)
 
     def on_integration_done(self, message: IntegrationDone) -> None:
-        summary = message.summary
-        self.notify(f"integrated {summary['num_texts']:,} texts: {summary['conflicts']:,} conflicts "
-                    f"under margin {summary['conflict_threshold']}; see Uncertainty (4) and "
-                    "Conflicts (6)", title="Integration done")
+        self.notify(integration_note(message.summary), title="Integration done")
         self.request_refresh()
 
     def action_cancel(self) -> None:
@@ -209,6 +232,16 @@ class JobsPane(Pane):
             self.notify(f"started job {job_id}; it keeps running if the workbench closes",
                         title="Job started")
             self.request_refresh()
+
+
+def integration_note(summary: dict) -> str:
+    """What an integration did: its routing, the texts each teacher won, and the conflicts."""
+    routing = (summary.get("routing") or {}).get("name")
+    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary["wins"].items())
+    return (f"integrated {summary['num_texts']:,} texts"
+            + (f" with {routing} routing" if routing else "")
+            + f" ({wins}): {summary['conflicts']:,} conflicts under margin "
+            f"{summary['conflict_threshold']}; see Uncertainty (4) and Conflicts (6)")
 
 
 def job_cells(job: JobState) -> tuple:

@@ -1,4 +1,5 @@
-"""Uncertainty: each teacher's confidence, MC dropout against plain entropy, and the margins."""
+"""Uncertainty: each teacher's confidence, how the routing split it, MC dropout against plain
+entropy, and the margins."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from kiwb.tui.widgets import Plot, PlotStyles
 
 TEACHER_ROWS = 5   # histogram rows per teacher, axis included
 ROUTING_ROWS = 9   # mirrored histogram rows, axis included
+SPLIT_ROWS = 7     # rows of each teacher's routed-here / elsewhere histogram, axis included
 MARGIN_ROWS = 6
 
 
 class UncertaintyPane(Pane):
-    """Live confidence histograms while scoring; the routing figure and margins after integrating."""
+    """Live confidence histograms while scoring; the routing figures and margins after integrating."""
 
     TITLE = "Uncertainty"
 
@@ -33,6 +35,7 @@ class UncertaintyPane(Pane):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="uncertainty-scroll"):
             yield Plot(id="teacher-confidence")
+            yield Plot(id="routing-split")
             yield Plot(id="routing")
             yield Plot(id="margins")
 
@@ -56,6 +59,7 @@ class UncertaintyPane(Pane):
     def redraw(self) -> None:
         with self.app.batch_update():
             self._draw_teachers()
+            self._draw_split()
             self._draw_routing()
             self._draw_margins()
 
@@ -88,6 +92,52 @@ class UncertaintyPane(Pane):
 
         plot.show(title, draw, len(teachers) * (TEACHER_ROWS + 1))
 
+    def _draw_split(self) -> None:
+        plot = self.query_one("#routing-split", Plot)
+        summary = self.summary or {}
+        routing = summary.get("routing") or {}
+        name = routing.get("name")
+        kind = {True: "MC ", False: "plain "}.get(routing.get("use_mc"), "")
+        title = (f"Routing{f' · {name}' if name else ''}: each teacher's {kind}confidence, routed "
+                 "to it vs elsewhere")
+        teachers = routing.get("teachers") or {}
+        if not teachers:
+            note = ("This integration has no routing details: integrate again (Jobs, i) to see "
+                    "them." if summary else "After integrating (Jobs, i): which texts the routing "
+                    "gave each teacher, by its confidence.")
+            plot.show(title, lambda width, styles: Text(note, "dim"), 1)
+            return
+        num_texts = summary.get("num_texts") or 0
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            gap = 2
+            column = max((width - gap * (len(teachers) - 1)) // len(teachers), 10)
+            blocks = []
+            for teacher, entry in teachers.items():
+                block = Text(teacher, "bold")
+                block.append("\n")
+                block.append_text(plots.mirrored_histogram(
+                    entry["histogram_here"], entry["histogram_elsewhere"], column, SPLIT_ROWS,
+                    upper_style=styles.bar, lower_style=styles.alt, marker=entry.get("split"),
+                    marker_style=styles.marker))
+                blocks.append(block)
+            text = plots.side_by_side(blocks, [column] * len(blocks), gap=gap)
+            text.append("\n")
+            text.append("▄ routed to it", styles.bar)
+            text.append("  ")
+            text.append("▀ routed elsewhere", styles.alt)
+            text.append("  ")
+            text.append("┊ split", styles.marker)
+            text.append(" (best threshold between them)")
+            for teacher, entry in teachers.items():
+                line = Text(split_line(teacher, entry, num_texts))
+                line.truncate(width, overflow="ellipsis")
+                text.append("\n")
+                text.append_text(line)
+            return text
+
+        plot.show(title, draw, 1 + SPLIT_ROWS + 1 + len(teachers))
+
     def _draw_routing(self) -> None:
         plot = self.query_one("#routing", Plot)
         title = "Right vs wrong teacher on the eval set: MC dropout | plain entropy"
@@ -113,8 +163,7 @@ class UncertaintyPane(Pane):
             text.append(" (knows the gold label)  ")
             text.append("▀ wrong teacher", styles.wrong)
             if routing:
-                text.append(f"\nrouting accuracy: MC dropout {_percent(routing.get('mc_dropout'))}"
-                            f" · plain entropy {_percent(routing.get('plain_entropy'))}")
+                text.append(f"\n{accuracy_line(routing)}")
             return text
 
         plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing else 0))
@@ -143,6 +192,33 @@ class UncertaintyPane(Pane):
             return text
 
         plot.show(title, draw, MARGIN_ROWS + 1)
+
+
+def split_line(teacher: str, entry: dict[str, Any], num_texts: int) -> str:
+    """One teacher's routing in a line: texts won, the routing's estimate of the share of texts
+    in its labels, the confidence that splits its texts from the others', its calibration."""
+    won = entry["won"]
+    line = f"{teacher}: won {won:,}"
+    if num_texts:
+        line += f" ({100 * won / num_texts:.0f}%)"
+    if entry.get("share") is not None:
+        line += f" · est. in its labels {100 * entry['share']:.0f}%"
+    line += f" · split {entry['split']:.2f}" if entry.get("split") is not None else " · split –"
+    if entry.get("calibration_error") is not None:
+        line += f" · calibration error {entry['calibration_error']:.2f}"
+        if entry.get("calibration_error_scaled") is not None:
+            line += f" → {entry['calibration_error_scaled']:.2f}"
+            if entry.get("temperature") is not None:
+                line += f" (T {entry['temperature']:.2f})"
+    return line
+
+
+def accuracy_line(routing: dict[str, Any]) -> str:
+    """How often each way of routing picked a teacher that knows the gold label."""
+    chosen = (f"{routing['routing']} {_percent(routing['chosen'])} · "
+              if routing.get("chosen") is not None and routing.get("routing") else "")
+    return (f"routing accuracy: {chosen}MC dropout {_percent(routing.get('mc_dropout'))} · "
+            f"plain entropy {_percent(routing.get('plain_entropy'))}")
 
 
 def _percent(value: float | None) -> str:

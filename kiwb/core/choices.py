@@ -1,0 +1,18 @@
+"""Names of the routing methods, importable without torch (the config and the UI list them)."""
+
+from __future__ import annotations
+
+# name -> one-line help; the order is the order shown to users.
+ROUTINGS = {
+    "confidence": "compare the teachers' confidences as they are (MUKI)",
+    "rank": "each teacher's confidence read as its quantile over the pool",
+    "mixture": "per teacher, a two-component mixture (in / out of its labels) fitted by EM on "
+    "its uncertainty features; route by the posterior of 'in'",
+    "quantile-mixture": "the mixture, fitted on the features' per-teacher quantiles",
+    "joint-mixture": "one mixture over all teachers (each text belongs to one teacher's labels) "
+    "fitted by EM on every teacher's quantile features at once; route by the posterior",
+    "trust": "few labels: a logistic trust model per teacher fitted on [data.labeled]",
+    "temperature": "few labels: per-teacher temperature scaling on [data.labeled], then confidence",
+}
+FEW_LABEL_ROUTINGS = ("trust", "temperature")
+DEFAULT_ROUTING = "confidence"

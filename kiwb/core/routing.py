@@ -1,0 +1,445 @@
+"""Routing: an estimate, per text and teacher, of whether the text's label is the teacher's.
+
+MUKI compares the teachers' confidences as they are, so a teacher that is sharper everywhere
+(trained longer, fewer labels, another temperature) wins texts outside its labels. The paper's
+eq. 3 asks for P(label(x) in Y_i | x) instead. The label-free estimates here read each
+teacher's scores against that teacher's own distribution over the unlabeled pool, which mixes
+texts inside and outside its labels; the few-label ones fit a small model per teacher on a
+labeled set. Every router is fitted once (on the pool or the labeled texts) and then applied
+to any texts the same teachers scored (pool, eval, test).
+
+Each teacher is read on its own, so the estimates of several teachers are not normalised
+against each other: with overlapping label sets a text of a shared label can be "in" for
+several teachers at once (Hard then picks the highest, Soft shares the label's mass, and the
+margin between them is small, so such a text weighs little and shows among the conflicts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.gaussians import Gaussians
+from kiwb.core.owner_mixture import OwnerMixture, fit_owner_mixture
+from kiwb.core.uncertainty import confidence
+
+_CLAMP = 1e-6        # keeps logit() and log() of features finite
+# What the mixtures and the trust model read per teacher. "margin": one saturation-free
+# column (the MC log-margin, or the logit margin without MC); "all": the confidences, mutual
+# information, energy, max logit and logit margin. Chosen on debian-8 dev (BENCHMARKS.md).
+FEATURE_SETS = ("margin", "all")
+DEFAULT_FEATURE_SET = "margin"
+_EM_ITERATIONS = 200
+_TRUST_L2 = 1.0      # ridge on the trust model's weights: it is fitted on a handful of labels
+
+
+@dataclass(frozen=True)
+class TeacherFeatures:
+    """One teacher's uncertainty features on n texts, as scoring stored them."""
+
+    mc_confidence: Tensor       # (n,)
+    det_confidence: Tensor      # (n,)
+    mutual_information: Tensor  # (n,)
+    det_logits: Tensor          # (n, C_i)
+    mc_probs: Tensor | None = None  # (n, C_i) mean MC-dropout probabilities
+
+    def confidence(self, use_mc: bool) -> Tensor:
+        """The confidence MUKI compares: MC dropout's, or one dropout-off pass's."""
+        return self.mc_confidence if use_mc else self.det_confidence
+
+    def matrix(self, use_mc: bool, feature_set: str = DEFAULT_FEATURE_SET) -> Tensor:
+        """(n, F) float64 features, each oriented so that larger means "more likely mine"."""
+        logits = self.det_logits.double()
+        top_two = logits.topk(2, dim=1).values
+        # The gap between the two top logits: a temperature only rescales it, and unlike a
+        # confidence it does not saturate at 1 (in float32) on a sharp teacher.
+        logit_margin = top_two[:, 0] - top_two[:, 1]
+        if feature_set == "margin":
+            return (self.mc_log_margin() if use_mc else logit_margin).unsqueeze(1)
+        if feature_set != "all":
+            raise ValueError(f"unknown routing feature set {feature_set!r}; "
+                             f"choose one of {', '.join(FEATURE_SETS)}")
+        columns = [_logit(self.det_confidence.double()),
+                   torch.logsumexp(logits, dim=1),          # minus the energy
+                   top_two[:, 0],                           # the max logit
+                   logit_margin]
+        if use_mc:
+            columns += [_logit(self.mc_confidence.double()),
+                        -torch.log(self.mutual_information.double().clamp_min(_CLAMP))]
+        return torch.stack(columns, dim=1)
+
+    def mc_log_margin(self) -> Tensor:
+        """log p_top - log p_second of the mean MC-dropout probabilities: the MC counterpart of
+        the logit margin (passes that disagree pull it down), free of saturation because the
+        second probability stays representable when the first rounds to 1."""
+        if self.mc_probs is None:
+            raise ValueError("the MC log-margin needs the mean MC-dropout probabilities")
+        top_two = torch.log(self.mc_probs.double().clamp_min(1e-300)).topk(2, dim=1).values
+        return top_two[:, 0] - top_two[:, 1]
+
+
+def _logit(values: Tensor) -> Tensor:
+    values = values.clamp(_CLAMP, 1 - _CLAMP)
+    return torch.log(values) - torch.log1p(-values)
+
+
+# ---- one teacher's router ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ConfidenceRouter:
+    """The teacher's confidence as it is (MUKI)."""
+
+    use_mc: bool
+    share: float | None = None
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        return features.confidence(self.use_mc).double()
+
+
+@dataclass(frozen=True)
+class RankRouter:
+    """Empirical CDF of the teacher's confidence over the pool it was fitted on."""
+
+    use_mc: bool
+    reference: Tensor  # sorted pool confidences
+    share: float | None = None
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        return empirical_cdf(self.reference, features.confidence(self.use_mc).double())
+
+
+def empirical_cdf(sorted_reference: Tensor, values: Tensor) -> Tensor:
+    """Share of the reference at or below each value, ties counted half (mid-rank), in [0, 1]."""
+    values = values.contiguous()
+    below = torch.searchsorted(sorted_reference, values, right=False)
+    at_or_below = torch.searchsorted(sorted_reference, values, right=True)
+    return (below + at_or_below).double() / (2 * len(sorted_reference))
+
+
+@dataclass(frozen=True)
+class Standardiser:
+    """Per-column centring and scaling learned on the fitting texts."""
+
+    mean: Tensor
+    scale: Tensor
+
+    @classmethod
+    def fit(cls, matrix: Tensor) -> Standardiser:
+        scale = matrix.std(dim=0, unbiased=False)
+        return cls(matrix.mean(dim=0), torch.where(scale > 0, scale, torch.ones_like(scale)))
+
+    def __call__(self, matrix: Tensor) -> Tensor:
+        return (matrix - self.mean) / self.scale
+
+
+@dataclass(frozen=True)
+class QuantileTransform:
+    """Each column mapped to the normal quantile of its empirical CDF on the fitting texts."""
+
+    references: tuple[Tensor, ...]  # sorted columns
+
+    @classmethod
+    def fit(cls, matrix: Tensor) -> QuantileTransform:
+        return cls(tuple(column.sort().values for column in matrix.T))
+
+    def __call__(self, matrix: Tensor) -> Tensor:
+        n = len(self.references[0])
+        columns = []
+        for reference, column in zip(self.references, matrix.T, strict=True):
+            # (rank + 1/2) / (n + 1) stays inside (0, 1), so the normal quantile is finite.
+            share = (empirical_cdf(reference, column) * n + 0.5) / (n + 1)
+            columns.append(math.sqrt(2) * torch.special.erfinv(2 * share - 1))
+        return torch.stack(columns, dim=1)
+
+
+@dataclass(frozen=True)
+class GaussianMixture:
+    """Two Gaussian components with full covariances; component 1 is "inside the labels"."""
+
+    weights: Tensor      # (2,)
+    gaussians: Gaussians
+
+    def log_densities(self, points: Tensor) -> Tensor:
+        """log(weight_k * N(x | mean_k, cov_k)), shape (n, 2)."""
+        return self.gaussians.log_densities(points) + torch.log(self.weights)
+
+    def posterior_inside(self, points: Tensor) -> Tensor:
+        return torch.softmax(self.log_densities(points), dim=1)[:, 1]
+
+
+def fit_two_component_mixture(points: Tensor, *, iterations: int = _EM_ITERATIONS,
+                              tolerance: float = 1e-7) -> GaussianMixture:
+    """EM for a two-component Gaussian mixture on (n, F) points whose columns all grow towards
+    "inside": it starts from the upper and lower halves of the column sum, and the component
+    with the larger mean column sum is returned as component 1 ("inside")."""
+    n = points.shape[0]
+    if n < 4:
+        raise ValueError(f"a routing mixture needs at least 4 texts, got {n}")
+    direction = points.sum(dim=1)
+    inside = (direction >= direction.median()).double()
+    responsibilities = torch.stack([1 - inside, inside], dim=1)  # (n, 2)
+    previous = -math.inf
+    mixture = None
+    for _ in range(iterations):
+        # M step; every component keeps at least a sliver of weight so its covariance exists.
+        totals = responsibilities.sum(dim=0).clamp_min(1e-3)
+        mixture = GaussianMixture(totals / totals.sum(), Gaussians.fit(points, responsibilities))
+        # E step
+        log_densities = mixture.log_densities(points)
+        log_likelihood = torch.logsumexp(log_densities, dim=1).mean().item()
+        responsibilities = torch.softmax(log_densities, dim=1)
+        if log_likelihood - previous < tolerance:
+            break
+        previous = log_likelihood
+    means = mixture.gaussians.means
+    if means[0].sum() > means[1].sum():  # keep "inside" as component 1
+        flipped = Gaussians(means.flip(0), mixture.gaussians.covariances.flip(0))
+        mixture = GaussianMixture(mixture.weights.flip(0), flipped)
+    return mixture
+
+
+@dataclass(frozen=True)
+class MixtureRouter:
+    """Posterior of the "inside its labels" component of a mixture fitted on the pool."""
+
+    use_mc: bool
+    transform: Standardiser | QuantileTransform
+    mixture: GaussianMixture
+    share: float | None = None
+    feature_set: str = DEFAULT_FEATURE_SET
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        return self.mixture.posterior_inside(self.transform(features.matrix(self.use_mc, self.feature_set)))
+
+
+@dataclass(frozen=True)
+class OwnerRouter:
+    """One teacher's part in the joint owner mixture: its features as pool quantiles."""
+
+    use_mc: bool
+    transform: QuantileTransform
+    share: float | None = None
+    feature_set: str = DEFAULT_FEATURE_SET
+
+    def points(self, features: TeacherFeatures) -> Tensor:
+        return self.transform(features.matrix(self.use_mc, self.feature_set))
+
+
+@dataclass(frozen=True)
+class TrustRouter:
+    """Logistic model P(label in Y_i | features) fitted on labeled texts."""
+
+    use_mc: bool
+    transform: Standardiser
+    weights: Tensor  # (F,)
+    bias: float
+    share: float | None = None
+    feature_set: str = DEFAULT_FEATURE_SET
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        return torch.sigmoid(self.transform(features.matrix(self.use_mc, self.feature_set)) @ self.weights + self.bias)
+
+
+def fit_logistic(points: Tensor, inside: Tensor, l2: float = _TRUST_L2,
+                 iterations: int = 50) -> tuple[Tensor, float]:
+    """Ridge logistic regression by Newton's method (the bias is not penalised)."""
+    n, features = points.shape
+    design = torch.cat([points, torch.ones(n, 1, dtype=points.dtype)], dim=1)  # (n, F+1)
+    penalty = torch.full((features + 1,), l2, dtype=points.dtype)
+    penalty[-1] = 1e-6  # a sliver keeps the Hessian invertible when every label is one class
+    theta = torch.zeros(features + 1, dtype=points.dtype)
+    target = inside.double()
+    for _ in range(iterations):
+        probs = torch.sigmoid(design @ theta)
+        gradient = design.T @ (probs - target) + penalty * theta
+        hessian = design.T @ (design * (probs * (1 - probs)).unsqueeze(1)) + torch.diag(penalty)
+        step = torch.linalg.solve(hessian, gradient)
+        theta = theta - step
+        if step.abs().max() < 1e-10:
+            break
+    return theta[:-1], float(theta[-1])
+
+
+@dataclass(frozen=True)
+class TemperatureRouter:
+    """Confidence of the dropout-off logits divided by a temperature fitted on labeled texts."""
+
+    temperature: float
+    share: float | None = None
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        return confidence(torch.softmax(features.det_logits.double() / self.temperature, dim=1))
+
+
+def fit_temperature(logits: Tensor, classes: Tensor) -> float:
+    """The temperature minimising the negative log-likelihood of `classes` (golden section on
+    log T in [-4, 4]: one dimension, and the NLL is convex in 1/T)."""
+    logits = logits.double()
+
+    def nll(log_t: float) -> float:
+        return torch.nn.functional.cross_entropy(logits / math.exp(log_t), classes).item()
+
+    low, high = -4.0, 4.0
+    ratio = (math.sqrt(5) - 1) / 2
+    for _ in range(80):
+        left, right = high - ratio * (high - low), low + ratio * (high - low)
+        if nll(left) < nll(right):
+            high = right
+        else:
+            low = left
+    return math.exp((low + high) / 2)
+
+
+# ---- all teachers -------------------------------------------------------------------------
+
+Router = ConfidenceRouter | RankRouter | MixtureRouter | TrustRouter | TemperatureRouter | OwnerRouter
+
+
+@dataclass(frozen=True)
+class FittedRouting:
+    """A routing method fitted for N teachers; applies to any texts those teachers scored."""
+
+    name: str
+    routers: tuple[Router, ...]
+    owners: OwnerMixture | None = None  # the joint mixture, which reads all teachers at once
+
+    @property
+    def probabilistic(self) -> bool:
+        """Whether the scores estimate a probability (Soft then normalises them rather than
+        taking softmax(c / tau), which is MUKI's rule for raw confidences)."""
+        return self.name != "confidence"
+
+    def scores(self, features: Sequence[TeacherFeatures]) -> Tensor:
+        """(n, N) routing scores in [0, 1]."""
+        if len(features) != len(self.routers):
+            raise ValueError(f"routing fitted for {len(self.routers)} teachers got {len(features)}")
+        if self.owners is not None:
+            return self.owners.posterior([router.points(f) for router, f in zip(self.routers, features,
+                                                                                 strict=True)])
+        return torch.stack([router.scores(f) for router, f in zip(self.routers, features,
+                                                                   strict=True)], dim=1)
+
+
+@dataclass(frozen=True)
+class LabeledFeatures:
+    """Features of the labeled texts, and each one's class within each teacher's labels."""
+
+    features: Sequence[TeacherFeatures]
+    classes: Sequence[Tensor]  # per teacher (n_l,) long: index in Y_i, or -1 outside Y_i
+
+
+def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = True,
+                feature_set: str = DEFAULT_FEATURE_SET,
+                labeled: LabeledFeatures | None = None,
+                teacher_names: Sequence[str] | None = None) -> FittedRouting:
+    """Fit routing `name` per teacher: label-free ones on the pool, few-label ones on `labeled`."""
+    if name not in ROUTINGS:
+        raise ValueError(f"unknown routing {name!r}; choose one of {', '.join(ROUTINGS)}")
+    names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
+    if name in FEW_LABEL_ROUTINGS:
+        if labeled is None:
+            raise ValueError(f"routing {name!r} needs labeled texts ([data.labeled])")
+        routers = [_fit_few_label(name, teacher, pool_features, labeled_features, classes, use_mc,
+                                  feature_set)
+                   for teacher, pool_features, labeled_features, classes
+                   in zip(names, pool, labeled.features, labeled.classes, strict=True)]
+    elif name == "joint-mixture":
+        return _fit_owner_mixture(pool, use_mc, feature_set)
+    else:
+        routers = [_fit_label_free(name, features, use_mc, feature_set) for features in pool]
+    return FittedRouting(name, tuple(routers))
+
+
+def _fit_owner_mixture(pool: Sequence[TeacherFeatures], use_mc: bool,
+                       feature_set: str) -> FittedRouting:
+    # Normal quantiles over the pool: a temperature (or any other rescaling that keeps each
+    # feature's order) changes nothing, and every teacher's features share one scale.
+    unfitted = [OwnerRouter(use_mc, QuantileTransform.fit(features.matrix(use_mc, feature_set)),
+                            feature_set=feature_set) for features in pool]
+    owners = fit_owner_mixture([router.points(f) for router, f in zip(unfitted, pool, strict=True)])
+    routers = tuple(dataclasses.replace(router, share=float(share))
+                    for router, share in zip(unfitted, owners.shares, strict=True))
+    return FittedRouting("joint-mixture", routers, owners)
+
+
+def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set: str) -> Router:
+    if name == "confidence":
+        return ConfidenceRouter(use_mc)
+    if name == "rank":
+        return RankRouter(use_mc, pool.confidence(use_mc).double().sort().values)
+    matrix = pool.matrix(use_mc, feature_set)
+    transform = (QuantileTransform if name == "quantile-mixture" else Standardiser).fit(matrix)
+    mixture = fit_two_component_mixture(transform(matrix))
+    return MixtureRouter(use_mc, transform, mixture, share=float(mixture.weights[1]),
+                         feature_set=feature_set)
+
+
+def _fit_few_label(name: str, teacher: str, pool: TeacherFeatures, labeled: TeacherFeatures,
+                   classes: Tensor, use_mc: bool, feature_set: str) -> Router:
+    inside = classes >= 0
+    if name == "temperature":
+        if not bool(inside.any()):
+            raise ValueError(f"no labeled text has one of teacher {teacher}'s labels, so its "
+                             "temperature cannot be fitted; label some texts of its classes")
+        router = TemperatureRouter(fit_temperature(labeled.det_logits[inside], classes[inside]))
+        return router
+    if bool(inside.all()) or not bool(inside.any()):
+        side = "inside" if bool(inside.all()) else "outside"
+        raise ValueError(f"every labeled text is {side} teacher {teacher}'s labels, so its trust "
+                         "model cannot tell the two apart; label texts of other teachers' classes too")
+    # the pool's scale: the labels are few
+    transform = Standardiser.fit(pool.matrix(use_mc, feature_set))
+    weights, bias = fit_logistic(transform(labeled.matrix(use_mc, feature_set)), inside)
+    fitted = TrustRouter(use_mc, transform, weights, bias, feature_set=feature_set)
+    return dataclasses.replace(fitted, share=float(fitted.scores(pool).mean()))
+
+
+# ---- diagnostics ---------------------------------------------------------------------------
+
+
+def routing_split(values: Tensor, routed_here: Tensor) -> float | None:
+    """The threshold on a teacher's `values` that best separates the texts routed to it from
+    the others (texts at or above it are "routed here"); None when all or none were routed."""
+    if bool(routed_here.all()) or not bool(routed_here.any()):
+        return None
+    order = values.double().argsort()
+    sorted_values, sorted_here = values.double()[order], routed_here[order].double()
+    # Threshold before position k: rows < k count as "elsewhere", rows >= k as "here".
+    elsewhere_below = torch.cat([torch.zeros(1, dtype=torch.float64),
+                                 (1 - sorted_here).cumsum(0)])
+    here_at_or_above = sorted_here.sum() - torch.cat([torch.zeros(1, dtype=torch.float64),
+                                                      sorted_here.cumsum(0)])
+    agreement = elsewhere_below + here_at_or_above  # (n + 1,)
+    # Only split between distinct values.
+    valid = torch.ones_like(agreement, dtype=torch.bool)
+    valid[1:-1] = sorted_values[1:] > sorted_values[:-1]
+    best = int(torch.where(valid, agreement, torch.full_like(agreement, -1.0)).argmax())
+    if best == 0:
+        return float(sorted_values[0])
+    if best == len(sorted_values):
+        return float(sorted_values[-1])
+    return float((sorted_values[best - 1] + sorted_values[best]) / 2)
+
+
+def expected_calibration_error(probs: Tensor, classes: Tensor, bins: int = 10) -> float:
+    """ECE of (n, C) probabilities against the true `classes`: the gap between confidence and
+    accuracy, averaged over equal-width confidence bins weighted by their share of texts."""
+    if len(classes) == 0:
+        raise ValueError("calibration error needs at least one labeled text")
+    top, predicted = probs.double().max(dim=1)
+    correct = (predicted == classes).double()
+    which = (top * bins).long().clamp(max=bins - 1)
+    error = 0.0
+    for number in range(bins):
+        members = which == number
+        if bool(members.any()):
+            error += members.double().mean().item() * abs(top[members].mean().item()
+                                                          - correct[members].mean().item())
+    return error
