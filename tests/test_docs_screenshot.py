@@ -31,8 +31,8 @@ def test_the_screenshot_shows_the_uncertainty_pane_of_a_project(make_screenshot,
     svg = out.read_text(encoding="utf-8")
     assert svg.startswith("<svg") and 'viewBox="0 0 1482 ' in svg   # 120 columns wide
     shown = _shown_text(svg)
-    for words in ("4 Uncertainty", "a · MC dropout · 10 texts", "routing accuracy: MC dropout 90.0%",
-                  "8 of 10 texts (80.0%) are conflicts"):
+    for words in ("4 Uncertainty", "a · MC dropout · 10 texts", "Routing · mixture",
+                  "a: won 5 (50%) · est. in its labels 50%", "Right vs wrong teacher"):
         assert words in shown, words
 
 

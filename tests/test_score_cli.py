@@ -64,7 +64,9 @@ def test_init_score_integrate(project):
     assert sum(summary["wins"].values()) == summary["num_texts"] == 48
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
-    assert set(routing) == {"mc_dropout", "plain_entropy"}
+    assert set(routing) == {"mc_dropout", "plain_entropy", "chosen", "routing"}
+    # the project's routing is the default, MUKI's MC confidence
+    assert routing["routing"] == "confidence" and routing["chosen"] == routing["mc_dropout"]
 
     shard_times = {p: p.stat().st_mtime_ns for p in ProjectPaths(project).scores.rglob("*.npz")}
     soft = json.loads(run_kiwb("integrate", project, "--method", "muki-soft", "--tau", "0.5",

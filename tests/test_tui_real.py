@@ -84,7 +84,7 @@ async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_p
         await wait_for(pilot, lambda: "are conflicts" in text_of(uncertainty.query_one("#margins")))
         confidence = text_of(uncertainty.query_one("#teacher-confidence", Plot))
         assert "a · MC dropout · 160 texts" in confidence and "b · MC dropout · 160 texts" in confidence
-        assert "routing accuracy: MC dropout" in text_of(uncertainty.query_one("#routing", Plot))
+        assert "routing accuracy: confidence" in text_of(uncertainty.query_one("#routing", Plot))
 
         await pilot.press("6")
         conflicts = app.screen.query_one("#conflicts-table", DataTable)
@@ -169,6 +169,8 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
 
         await pilot.press("3")
         await pilot.press("i")                           # integrate, from the same pane
+        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen), what="the integrate form")
+        await pilot.press("ctrl+s")                      # the project's method and routing
         margins = uncertainty.query_one("#margins", Plot)
         await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=120,
                        what="the integration")
