@@ -120,7 +120,8 @@ def best_on_dev(entries: dict) -> str:
 
 
 def students(out: Path, project: Path, data: dict, teachers: dict, base: str, preset: dict,
-             labeled: Path, tables: dict, seeds: int, results: dict, results_path: Path) -> None:
+             labeled: Path, tables: dict, seeds: int, methods: list[str], results: dict,
+             results_path: Path) -> None:
     """MUKI-Hard and -Soft with the best label-free routing and with the best 64-label one."""
     from kiwb.core.routing import DEFAULT_FEATURE_SET
 
@@ -147,7 +148,7 @@ def students(out: Path, project: Path, data: dict, teachers: dict, base: str, pr
         config.write_text("\n".join(lines[:at] + [f"seed = {seed}"] + lines[at:]) + "\n")
         for name, entry, _uses in chosen:
             routing, use_mc = entry["routing"], entry["use_mc"]
-            for method in ("muki-hard", "muki-soft"):
+            for method in methods:
                 run = f"{method}-{routing}{'' if use_mc else '-no-mc'}"
                 run += f"-{STUDENT_LABELS}labels" if _uses else ""
                 run += f"-s{seed}"
@@ -203,6 +204,8 @@ def main() -> None:
     parser.add_argument("--preset", choices=debian8.PRESETS, default="cpu")
     parser.add_argument("--seeds", type=int, default=1, help="student seeds")
     parser.add_argument("--no-students", action="store_true", help="routing tables only")
+    parser.add_argument("--methods", default="muki-hard,muki-soft",
+                        help="student methods, comma-separated, in the order to train them")
     args = parser.parse_args()
     preset = debian8.PRESETS[args.preset]
     out = HERE / "out" / args.preset
@@ -225,7 +228,7 @@ def main() -> None:
     print(render(results))
     if not args.no_students:
         students(out, project, data, teachers, base, preset, labeled, results["tables"], args.seeds,
-                 results, results_path)
+                 args.methods.split(","), results, results_path)
     from report import write_section
 
     write_section(f"routing {args.preset}", "benchmarks/routing.py", render(results))

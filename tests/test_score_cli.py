@@ -11,6 +11,7 @@ import pytest
 from cli_helpers import run_kiwb, start_kiwb, write_project
 from tiny import make_texts, write_jsonl
 
+from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -65,8 +66,7 @@ def test_init_score_integrate(project):
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
     assert set(routing) == {"mc_dropout", "plain_entropy", "chosen", "routing"}
-    # the project's routing is the default, MUKI's MC confidence
-    assert routing["routing"] == "confidence" and routing["chosen"] == routing["mc_dropout"]
+    assert routing["routing"] == DEFAULT_ROUTING  # the project sets none
 
     shard_times = {p: p.stat().st_mtime_ns for p in ProjectPaths(project).scores.rglob("*.npz")}
     soft = json.loads(run_kiwb("integrate", project, "--method", "muki-soft", "--tau", "0.5",

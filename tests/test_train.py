@@ -15,6 +15,7 @@ import torch
 from cli_helpers import run_kiwb, start_kiwb
 from safetensors.torch import load_file
 
+from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -78,9 +79,7 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     assert len(last["confusion"]) == 4 and sum(map(sum, last["confusion"])) == 40
     assert 0.0 <= last["macro_f1"] <= 1.0
     assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_entropy", "chosen", "routing"}
-    # the default routing is MUKI's MC confidence, so the chosen routing is the MC figure
-    assert last["routing_accuracy"]["routing"] == "confidence"
-    assert last["routing_accuracy"]["chosen"] == last["routing_accuracy"]["mc_dropout"]
+    assert last["routing_accuracy"]["routing"] == DEFAULT_ROUTING  # the project sets none
 
     run_dir = ProjectPaths(project).run_dir("hard")
     recorded_best = ckpt.read_best(run_dir)
@@ -186,7 +185,7 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
     for teacher in run_manifest["teachers"]:
         assert f"| {teacher['name']} | {', '.join(teacher['labels'])} | `{teacher['hash'][:16]}` |" in card
     assert "- method: `muki-soft` (tau = 0.2)" in card
-    assert "- routing: `confidence`; MC dropout: True; margin re-weighting: True" in card
+    assert f"- routing: `{DEFAULT_ROUTING}`; MC dropout: True; margin re-weighting: True" in card
     for key, value in (("epochs", 8.0), ("learning_rate", 0.006), ("batch_size", 16), ("seed", 0)):
         assert f"- {key}: `{value}`" in card
     assert f"- checkpoint: `{best['checkpoint']}` (step {best['step']})" in card
@@ -195,7 +194,7 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
     assert f"- macro-F1: {100 * metrics['macro_f1']:.2f}%" in card
     routing = metrics["routing_accuracy"]
     assert f"- teacher-routing accuracy (mc dropout): {100 * routing['mc_dropout']:.2f}%" in card
-    assert f"- teacher-routing accuracy (confidence routing): {100 * routing['chosen']:.2f}%" in card
+    assert f"- teacher-routing accuracy ({DEFAULT_ROUTING} routing): {100 * routing['chosen']:.2f}%" in card
     for label in LABELS:
         assert f"| {label} | {100 * metrics['per_class_accuracy'][label]:.1f}% |" in card
 

@@ -22,6 +22,7 @@ from tui_support import (
     write_teacher,
 )
 
+from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -262,7 +263,7 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "t")
         form = await fill_form(pilot, student="students/base")
-        assert form.query_one("#field-routing", Select).value == "confidence"   # kiwb.toml's
+        assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING   # kiwb.toml's
         choose(form, routing="mixture")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
@@ -319,7 +320,7 @@ async def test_the_integrate_form_runs_the_integration_with_its_method_and_routi
         await pilot.press("3", "i")
         form = app.screen
         assert isinstance(form, FormScreen)
-        assert form.query_one("#field-routing", Select).value == "confidence"
+        assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING
         choose(form, method="uhc", routing="rank")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: any("Integration done" in n for n in notifications),

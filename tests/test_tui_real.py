@@ -22,6 +22,7 @@ from tui_support import (
     write_teacher,
 )
 
+from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -84,7 +85,7 @@ async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_p
         await wait_for(pilot, lambda: "are conflicts" in text_of(uncertainty.query_one("#margins")))
         confidence = text_of(uncertainty.query_one("#teacher-confidence", Plot))
         assert "a · MC dropout · 160 texts" in confidence and "b · MC dropout · 160 texts" in confidence
-        assert "routing accuracy: confidence" in text_of(uncertainty.query_one("#routing", Plot))
+        assert f"routing accuracy: {DEFAULT_ROUTING}" in text_of(uncertainty.query_one("#routing", Plot))
 
         await pilot.press("6")
         conflicts = app.screen.query_one("#conflicts-table", DataTable)
@@ -244,10 +245,11 @@ async def test_training_launched_from_the_jobs_pane_reaches_the_accuracy_pane(
         await wait_for(pilot, ended, timeout=240, what="the training job to end")
         assert "running" in statuses, statuses
         job_id = int(cells(jobs)[row][0])
-        assert cells(jobs)[row][1:3] == ["train muki-soft-tau0.2", "finished"], notifications
+        run = "muki-soft"  # tau acts only on raw confidences, so the default routing's name has none
+        assert cells(jobs)[row][1:3] == [f"train {run}", "finished"], notifications
         assert any("Job finished" in n and "see Accuracy (5)" in n for n in notifications)
 
-        evaluations = _events(project, "muki-soft-tau0.2", "train.eval")
+        evaluations = _events(project, run, "train.eval")
         assert [e["step"] for e in evaluations] == [20, 40]   # eval_every = 20, and the last step
         best = max(evaluations, key=lambda e: e["accuracy"])
         await pilot.press("5")
@@ -255,9 +257,9 @@ async def test_training_launched_from_the_jobs_pane_reaches_the_accuracy_pane(
         await wait_for(pilot, lambda: cells(runs) and cells(runs)[0][1] == "done",
                        what="the run in the Accuracy pane")
         assert cells(runs)[0][:5] == [
-            "muki-soft-tau0.2", "done", _percent(evaluations[-1]["accuracy"]),
+            run, "done", _percent(evaluations[-1]["accuracy"]),
             f"{_percent(best['accuracy'])} @{best['step']}", _percent(evaluations[-1]["macro_f1"])]
-        assert "muki-soft-tau0.2 · muki-soft · step 40/40" in text_of(app.screen.query_one("#curves"))
+        assert f"{run} · muki-soft · step 40/40" in text_of(app.screen.query_one("#curves"))
         per_class = text_of(app.screen.query_one("#per-class"))
         assert "Per-class accuracy at step 40" in per_class
         for label, accuracy in evaluations[-1]["per_class_accuracy"].items():

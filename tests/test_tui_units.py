@@ -279,12 +279,12 @@ def test_default_run_name_names_what_differs_from_the_defaults():
     from kiwb.workers.train import default_run_name as cli_name
 
     cases = {IntegrationSettings(): "muki-hard",
-             IntegrationSettings("muki-soft", tau=0.5, routing="confidence"): "muki-soft-tau0.5",
+             IntegrationSettings("muki-soft", tau=0.5, routing="confidence"):
+                 "muki-soft-tau0.5-confidence",
              IntegrationSettings("muki-soft", routing="mixture"): "muki-soft-mixture",
              IntegrationSettings(use_mc=False, reweight=False): "muki-hard-no-mc-no-reweight",
              IntegrationSettings("uhc", routing="trust"): "uhc-trust"}
     for settings, expected in cases.items():
-        expected = expected.replace(f"-{settings.routing}", "") if settings.routing == IntegrationSettings.routing else expected
         assert cli_name(settings) == expected
         assert default_run_name(settings.method, settings.tau, settings.reweight,
                                 settings.use_mc, settings.routing) == expected

@@ -94,7 +94,9 @@ def results_table(results: dict) -> Table:
     labels = sum(len(labels) for labels in TEACHERS.values())
     table = Table(title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts",
                   caption="A teacher alone is right only on its own labels. Teacher routing: how "
-                  "often the most confident teacher knows the text's true label.")
+                  "often the teacher a routing picks knows the text's true label (the students "
+                  "use the project's routing; MC dropout and plain entropy compare raw "
+                  "confidences).")
     table.add_column("method")
     table.add_column("accuracy", justify="right")
     table.add_column("macro-F1", justify="right")
@@ -107,6 +109,9 @@ def results_table(results: dict) -> Table:
         table.add_row(f"student · {name}", _percent(report["accuracy"]), _percent(report["macro_f1"]))
     table.add_section()
     routing = results["routing"]
+    if routing.get("routing"):
+        table.add_row(f"teacher routing · {routing['routing']} (the students')",
+                      _percent(routing["chosen"]), "")
     table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")
     table.add_row("teacher routing · plain entropy", _percent(routing["plain_entropy"]), "")
     return table

@@ -150,7 +150,8 @@ class IntegrationConfig:
         choices=("muki-hard", "muki-soft", "vanilla-kd", "uhc"),
     )
     tau: float = _setting(
-        "Temperature of the muki-soft weights softmax(c / tau); lower is sharper.", 0.2, gt=0
+        "Temperature of the muki-soft weights softmax(c / tau) under confidence routing (other "
+        "routings weigh by their estimates); lower is sharper.", 0.2, gt=0
     )
     reweight: bool = _setting(
         "Weight each text by the confidence margin of its two most confident teachers.", True
