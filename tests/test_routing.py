@@ -10,19 +10,18 @@ import torch
 from torch.testing import assert_close
 
 from kiwb.core.choices import ROUTINGS
-from kiwb.core.owner_mixture import fit_owner_mixture
 from kiwb.core.integration import integrate, routing_accuracy, routing_margin, soft_weights
+from kiwb.core.owner_mixture import fit_owner_mixture
 from kiwb.core.routing import (
     LabeledFeatures,
     TeacherFeatures,
     empirical_cdf,
-    expected_calibration_error,
     fit_logistic,
     fit_routing,
     fit_temperature,
     fit_two_component_mixture,
-    routing_split,
 )
+from kiwb.core.routing_diagnostics import expected_calibration_error, routing_split
 from kiwb.core.uncertainty import confidence, summarize_passes
 
 

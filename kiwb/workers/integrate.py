@@ -9,6 +9,7 @@ import torch
 
 from kiwb.core import integration as integ
 from kiwb.core import routing as routes
+from kiwb.core import routing_diagnostics as diagnostics
 from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.errors import ConfigError, DataError
@@ -198,7 +199,7 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
         teachers[name] = {
             "won": int(here.sum()),
             "share": router.share,
-            "split": routes.routing_split(values, here),
+            "split": diagnostics.routing_split(values, here),
             "histogram_here": _histogram(values[here]),
             "histogram_elsewhere": _histogram(values[~here]),
             **calibration.get(name, {}),
@@ -220,11 +221,11 @@ def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> 
         if not bool(inside.any()):
             continue
         logits, classes = labeled.det_logits[number][inside].double(), label_info.classes[number][inside]
-        entry = {"calibration_error": routes.expected_calibration_error(logits.softmax(1), classes),
+        entry = {"calibration_error": diagnostics.expected_calibration_error(logits.softmax(1), classes),
                  "labeled_own": int(inside.sum())}
         router = fitted.routers[number]
         if isinstance(router, routes.TemperatureRouter):
-            entry["calibration_error_scaled"] = routes.expected_calibration_error(
+            entry["calibration_error_scaled"] = diagnostics.expected_calibration_error(
                 (logits / router.temperature).softmax(1), classes)
         found[name] = entry
     return found
