@@ -162,9 +162,10 @@ def students(out: Path, project: Path, data: dict, teachers: dict, base: str, pr
                 report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
                                                  data["test"], "--json", log=log)["stdout"])
                 key = f"{method} · {name}" + (f" · {STUDENT_LABELS} labels" if _uses else "")
-                results.setdefault("students", {}).setdefault(key, []).append(
+                seeds_of = results.setdefault("students", {}).setdefault(key, [])
+                seeds_of[:] = [entry for entry in seeds_of if entry["run"] != run] + [
                     {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
-                     "per_class": report["per_class_accuracy"], "run": run})
+                     "per_class": report["per_class_accuracy"], "run": run}]
                 results_path.write_text(json.dumps(results, indent=2))
 
 
@@ -222,8 +223,11 @@ def main() -> None:
     for folder in (project, test_view, labeled_view):
         debian8.kiwb("score", folder, "--foreground", log=log)  # cached where done
     results_path = out / "routing.json"
+    previous = json.loads(results_path.read_text()) if results_path.exists() else {}
+    # students evaluated by an earlier run (other methods or seeds) stay in the table
     results = {"preset": args.preset, "labeled_seed": LABEL_SEED,
-               "tables": routing_tables(project, test_view, labeled_view)}
+               "tables": routing_tables(project, test_view, labeled_view),
+               "students": previous.get("students", {}), "stages": previous.get("stages", {})}
     results_path.write_text(json.dumps(results, indent=2))
     print(render(results))
     if not args.no_students:
