@@ -88,13 +88,13 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         labeled = None
         if settings.uses_labels:
             labeled = _scores_or_hint(config, store, by_dataset["labeled"], need=True)
-            labeled_fingerprint = {"texts": labeled_table(by_dataset).fingerprint,
-                                   "labels": texts_fingerprint(labeled_table(by_dataset).labels)}
+            labeled_texts = by_dataset["labeled"][0].table
+            labeled_fingerprint = labeled_data_fingerprint(labeled_texts)
         fitted = fit_routing(settings, scores, labeled)
         integration = scores.integrate(settings, fitted)
         targets, weights = integration.targets, integration.weights
         if labeled is not None:  # the few labels also teach the student, at full weight
-            texts = texts + labeled_table(by_dataset).texts
+            texts = texts + labeled_texts.texts
             extra_targets, extra_weights = labeled_targets(labeled, method)
             targets, weights = torch.cat([targets, extra_targets]), torch.cat([weights, extra_weights])
     eval_texts = eval_ids = eval_routing = eval_fingerprint = None
@@ -102,8 +102,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         eval_table = by_dataset["eval"][0].table
         eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
         # The gold labels decide the figures and the best checkpoint as much as the texts do.
-        eval_fingerprint = {"texts": eval_table.fingerprint,
-                            "labels": texts_fingerprint(eval_table.labels)}
+        eval_fingerprint = labeled_data_fingerprint(eval_table)
         eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
         if eval_scores is not None:
             from kiwb.workers.integrate import routing_accuracies
@@ -126,8 +125,9 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
                         manifest)
 
 
-def labeled_table(by_dataset: dict):
-    return by_dataset["labeled"][0].table
+def labeled_data_fingerprint(table) -> dict:
+    """The texts' and the gold labels' fingerprints: either changing changes the run."""
+    return {"texts": table.fingerprint, "labels": texts_fingerprint(table.labels)}
 
 
 def labeled_targets(labeled: TeacherScores, method: str) -> tuple[torch.Tensor, torch.Tensor]:
