@@ -85,7 +85,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--run", help="run name (default: from the method, e.g. muki-hard)")
     _method_args(train, "muki-hard, muki-soft, vanilla-kd, uhc or supervised")
     train.add_argument("--student", help="override [training] student (base checkpoint)")
-    train.add_argument("--epochs", type=float, help="override [training] epochs")
+    train.add_argument("--epochs", type=float,
+                       help="override [training] epochs (a run still takes min_steps steps or more)")
+    train.add_argument("--min-steps", type=int, metavar="N",
+                       help="override [training] min_steps (0: exactly --epochs)")
     train.add_argument("--device", help="override [training] device (auto, cpu, cuda, cuda:N)")
     train.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
     _detach_arg(train)

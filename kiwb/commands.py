@@ -158,6 +158,8 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.config import check_routing
 
+    if args.min_steps is not None and args.min_steps < 0:
+        raise KiwbError(f"--min-steps {args.min_steps}: give 0 (train exactly --epochs) or more steps")
     config, store = open_project(args.project)
     store.close()
     if args.routing:  # refused here, before a job is started for it
@@ -175,7 +177,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         "run": run, "method": args.method, "tau": args.tau, "reweight": args.reweight,
         "use_mc": args.use_mc, "routing": args.routing,
         "student": args.student and _from_cwd(args.student),
-        "epochs": args.epochs, "device": args.device, "resume": args.resume,
+        "epochs": args.epochs, "min_steps": args.min_steps, "device": args.device,
+        "resume": args.resume,
     }
     return run_or_launch(args, "train", run, settings)
 
@@ -203,6 +206,8 @@ def _open_store(project):
 
 
 def cmd_jobs(args: argparse.Namespace) -> int:
+    from rich.markup import escape
+
     from kiwb.console import stdout
     from kiwb.project.jobs import resume_command
 
@@ -219,6 +224,11 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         stdout.print("No jobs yet.")
         return 0
     stdout.print(jobs_table(jobs))
+    for job in jobs:
+        check = learning_check(job)
+        if check is not None and check.flagged:
+            stdout.print(f"\n[bold]job {job.id} ({job.kind} {escape(job.run)})[/bold]: "
+                         f"{escape(check.line('its student'))}", highlight=False, soft_wrap=True)
     for job in jobs:
         if job.status in ("failed", "lost"):
             stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
@@ -244,12 +254,21 @@ def jobs_table(jobs):
         progress = job.progress
         shown = f"{progress['done']:,}/{progress['total']:,}" if progress else ""
         started = job.started_at or job.created_at
+        check = learning_check(job)
+        status = job.status + (f" ⚠ {check.status}" if check is not None and check.flagged else "")
         table.add_row(
-            str(job.id), job.kind, "" if job.kind == "score" else job.run, job.status, shown,
+            str(job.id), job.kind, "" if job.kind == "score" else job.run, status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
             format_duration(job.duration()), device_text(job),
         )
     return table
+
+
+def learning_check(job):
+    """The learning check a finished training job recorded, if any."""
+    from kiwb.core.learning_check import LearningCheck
+
+    return LearningCheck.from_dict((job.ending or {}).get("check")) if job.kind == "train" else None
 
 
 def device_text(job) -> str:
@@ -306,6 +325,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     import math
 
     from kiwb.console import console, progress_bar
+    from kiwb.core.learning_check import LearningCheck
     from kiwb.workers.data import load_table
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
@@ -327,6 +347,11 @@ def cmd_teach(args: argparse.Namespace) -> int:
     if best.get("accuracy") is not None:
         console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
     console.print(f"Wrote {args.out}")
+    check = LearningCheck.from_dict(best.get("check"))
+    if check is not None and check.flagged:
+        refused = " kiwb will refuse it as a teacher." if not check.learned else ""
+        console.print(check.line("this teacher") + "." + refused, style="bold yellow",
+                      highlight=False, markup=False, soft_wrap=True)
     return 0
 
 

@@ -57,6 +57,7 @@ def student_base(tmp_path_factory) -> Path:
 TRAINING_SETTINGS = """
 [training]
 epochs = 8.0
+min_steps = 0
 learning_rate = 0.006
 batch_size = 16
 eval_every = 20

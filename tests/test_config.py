@@ -72,7 +72,8 @@ def test_defaults(project: Path) -> None:
     assert config.training == TrainingConfig()
     assert (config.scoring.mc_passes, config.scoring.strategy) == (16, "auto")
     assert (config.integration.method, config.integration.tau) == ("muki-hard", 0.2)
-    assert (config.training.learning_rate, config.training.mixed_precision) == (2e-5, "no")
+    assert (config.training.learning_rate, config.training.mixed_precision) == ("auto", "no")
+    assert config.training.min_steps == 300
     assert load_config(file) == config
 
 
@@ -246,6 +247,18 @@ ERRORS = [
     ),
     ('name = "p"\n[training]\nwarmup_ratio = 1\n', "[training] warmup_ratio", [">= 0 and < 1"]),
     ('name = "p"\n[training]\nepochs = nan\n', "[training] epochs", ["finite"]),
+    (
+        'name = "p"\n[training]\nlearning_rate = "fast"\n',
+        "[training] learning_rate",
+        ['must be a number or "auto", got "fast" (a string)', 'learning_rate = "auto" (the default)'],
+    ),
+    (
+        'name = "p"\n[training]\nlearning_rate = "1e-4"\n',
+        "[training] learning_rate",
+        ["write learning_rate = 0.0001"],
+    ),
+    ('name = "p"\n[training]\nlearning_rate = 0\n', "[training] learning_rate", ["must be > 0"]),
+    ('name = "p"\n[training]\nmin_steps = -1\n', "[training] min_steps", ["must be >= 0"]),
     (
         'name = "p"\n[integration]\nmethod = "muki-hrad"\n',
         "[integration] method",

@@ -128,6 +128,21 @@ def test_the_full_demo_is_honest():
     beats the untrained Ensemble, as the README says."""
     results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
     assert results["recipe"] == FULL.key()
+    # The students train with [training]'s defaults (no epochs or learning rate set by hand)
+    # and reach the Ensemble; kiwb's own check finds nothing wrong with MUKI-Hard or -Soft.
+    assert (FULL.student_epochs, FULL.student_learning_rate, FULL.student_min_steps) == (None, None, None)
+    for method in ("MUKI-Hard", "MUKI-Soft"):
+        assert results["students"][method]["accuracy"] > results["ensemble"]
+        assert results["students"][method]["check"]["status"] == "ok"
     assert results["routing"]["mc_dropout"] > results["routing"]["plain_entropy"]
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["ensemble"] + 0.10
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["students"]["Vanilla KD"]["accuracy"]
+
+
+def test_the_full_demo_trains_its_students_with_kiwbs_defaults():
+    """No hand tuning: the full recipe leaves [training]'s epochs, learning rate and minimum
+    steps at kiwb's defaults; only the quick smoke recipe shortens training."""
+    from kiwb.workers.demo import student_overrides
+
+    assert student_overrides(FULL) == {}
+    assert set(student_overrides(QUICK)) == {"epochs", "learning_rate", "min_steps"}

@@ -192,7 +192,7 @@ def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
 
 
 def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, models):
-    training = (f'[training]\nstudent = "{models / "a"}"\nepochs = 3.0\nbatch_size = 4\n'
+    training = (f'[training]\nstudent = "{models / "a"}"\nepochs = 3.0\nmin_steps = 0\nbatch_size = 4\n'
                 "eval_every = 1000\nmax_length = 32\nlearning_rate = 0.003\n")
     root = make_project(tmp_path / "train", models, texts=40, extra=training)  # 30 steps
     job_id = launch_job(root, "train", {"run": "sup", "method": "supervised"})

@@ -403,6 +403,10 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
     assert "Best dev accuracy" in result.stderr
     model = AutoModelForSequenceClassification.from_pretrained(out)
     assert model.config.id2label == {0: "music", 1: "cooking"}
+    report = json.loads((out / "kiwb-teach.json").read_text())  # the kept epoch's dev figures
+    assert report["labels"] == ["music", "cooking"] and report["check"]["status"] == "ok"
+    assert report["dev"]["accuracy"] == pytest.approx(float(result.stderr.split("Best dev accuracy ")[1]
+                                                            .split("%")[0]) / 100, abs=5e-5)
     again = run_kiwb("teach", "--base", student_base, "--data", data, "--labels", "music,cooking",
                      "--out", out, cwd=tmp_path, check=False)
     assert again.returncode == 2 and "--force" in again.stderr
@@ -447,3 +451,77 @@ def test_the_cli_around_a_trained_run(scored_project, tmp_path):
     shares = re.findall(r"(\w+) (\d+\.\d)%", predicted.stdout)
     assert predicted.stdout.split()[0] in LABELS and len(shares) == 2  # --top 2: two labels shown
     assert {label for label, _ in shares} <= set(LABELS)
+
+
+def test_a_student_trained_too_briefly_is_flagged_and_one_trained_enough_is_not(scored_project, tmp_path):
+    """The learning check names the classes a collapsed student never predicts, in the log,
+    the run's events, `kiwb jobs` and the job record; a student trained long enough passes."""
+    project = _copy_project(scored_project, tmp_path / "proj")
+    brief = run_kiwb("train", project, "--run", "brief", "--epochs", "0.1", "--min-steps", "2",
+                     cwd=tmp_path)
+    evaluation = _events(project, "brief", "train.eval")[-1]
+    confusion = evaluation["confusion"]
+    never = [label for i, label in enumerate(LABELS) if not sum(row[i] for row in confusion)]
+    assert never  # two steps from a random head: most texts go to one or two classes
+    assert evaluation["check"]["status"] == "collapsed" and evaluation["check"]["collapsed"][:len(never)] == never
+    warning = next(line for line in brief.stderr.splitlines() if line.startswith("Warning:"))
+    assert f"never predicts {', '.join(never)}" in warning and "min_steps" in warning
+    assert "Done, with the warning above" in brief.stderr
+    jobs = run_kiwb("jobs", project, cwd=tmp_path).stdout
+    assert "⚠ collapsed" in jobs and "[training] min_steps" in jobs and f"never predicts {', '.join(never)}" in " ".join(jobs.split())
+    recorded = json.loads(run_kiwb("jobs", project, "--json", cwd=tmp_path).stdout)[-1]
+    assert recorded["ending"]["check"]["collapsed"][:len(never)] == never
+
+    enough = run_kiwb("train", project, "--run", "enough", cwd=tmp_path)  # the fixture's 80 steps
+    assert "Warning" not in enough.stderr and "Done. Export it with" in enough.stderr
+    final = _events(project, "enough", "train.done")[-1]["best"]["check"]
+    assert final["status"] == "ok"
+    table = run_kiwb("jobs", project, cwd=tmp_path).stdout
+    row = next(line for line in table.splitlines() if " enough " in line)
+    assert "finished" in row and "⚠" not in row
+
+
+def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, student_base, teachers_dir):
+    """`kiwb teach` writes its dev figures beside the checkpoint; a teacher whose figures say
+    it never predicts one of its labels is refused by `kiwb init`, by scoring and in the
+    workbench, naming the labels and what to do."""
+    from tiny import make_texts, write_jsonl
+
+    from kiwb.errors import ConfigError
+    from kiwb.project.config import load_config
+    from kiwb.project.teach_report import read_check
+    from kiwb.tui.config_edit import add_teacher
+    from kiwb.tui.inspect import inspect_teacher
+
+    data = write_jsonl(tmp_path / "labeled.jsonl", make_texts(120, seed=31))
+    out = tmp_path / "brief-teacher"
+    taught = run_kiwb("teach", "--base", student_base, "--data", data, "--dev", data,
+                      "--labels", "music,cooking", "--out", out, "--epochs", "0.05",
+                      "--learning-rate", "1e-6", "--batch-size", "16", cwd=tmp_path)
+    check = read_check(out)
+    assert check is not None and check.status == "collapsed" and len(check.collapsed) == 1
+    never = check.collapsed[0]
+    assert f"this teacher has not learned: never predicts {never}" in " ".join(taught.stderr.split())
+    assert "kiwb will refuse it as a teacher" in taught.stderr
+
+    refused = run_kiwb("init", tmp_path / "proj", "--teacher", f"brief={out}",
+                       "--teacher", f"a={teachers_dir / 'teacher_a'}", cwd=tmp_path, check=False)
+    line = " ".join(refused.stderr.split())
+    assert refused.returncode == 2 and f"teacher 'brief': {out}/kiwb-teach.json says it has not learned" in line
+    assert f"never predicts {never}" in line and "--epochs" in line and "remove it" in line
+    assert not (tmp_path / "proj" / "kiwb.toml").exists()
+
+    project = tmp_path / "proj"
+    run_kiwb("init", project, "--teacher", f"a={teachers_dir / 'teacher_a'}",
+             "--teacher", f"b={teachers_dir / 'teacher_b'}", "--unlabeled", data, cwd=tmp_path)
+    config = load_config(project)
+    with pytest.raises(ConfigError, match=f"never predicts {never}"):
+        add_teacher(config, "brief", str(out))
+    assert "brief" not in (project / "kiwb.toml").read_text()
+    # Written into kiwb.toml by hand: the workbench shows the problem, scoring refuses it.
+    toml = project / "kiwb.toml"
+    toml.write_text(toml.read_text().replace(str(teachers_dir / "teacher_b"), str(out)))
+    config = load_config(project)
+    assert f"never predicts {never}" in inspect_teacher(config, config.teacher("b")).problem
+    scored = run_kiwb("score", project, cwd=tmp_path, check=False)
+    assert scored.returncode == 2 and f"teacher 'b': {out}/kiwb-teach.json" in " ".join(scored.stderr.split())

@@ -416,6 +416,27 @@ async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
         await pilot.pause()
         assert "music" in text_of(app.screen.query_one("#per-class", Plot))
         assert "45.0%" in text_of(app.screen.query_one("#per-class", Plot))
+        assert not app.screen.query_one("#check").display  # nothing wrong, nothing said
+
+
+@run_async
+async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
+    with Store(ProjectPaths(project).store) as store:  # every text taken for sports
+        write_run(project, store, run="collapsed", accuracies=(0.3, 0.3),
+                  confusion=[[2, 0, 0, 0], [2, 0, 0, 0], [3, 0, 0, 0], [0, 0, 0, 0]])
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = table(app, "#runs-table")
+        await wait_for(pilot, lambda: "collapsed" in [row[0] for row in cells(runs)], what="the run")
+        row = next(row for row in cells(runs) if row[0] == "collapsed")
+        assert row[1] == "done ⚠ collapsed"
+        runs.move_cursor(row=[r[0] for r in cells(runs)].index("collapsed"))
+        await pilot.pause()
+        shown = text_of(app.screen.query_one("#check"))
+        assert app.screen.query_one("#check").display
+        assert "has not learned: never predicts politics, music" in shown
+        assert "[training] min_steps" in shown and "at the kept checkpoint" in shown
 
 
 @run_async

@@ -177,10 +177,18 @@ def write_integration(store: Store, arrays) -> None:
     replace_instances(store.connection, INTEGRATION_KEY, rows)
 
 
+DEFAULT_CONFUSION = [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]]
+
+
 def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard",
-              accuracies=(0.5, 0.75), routing: str | None = ROUTING) -> None:
+              accuracies=(0.5, 0.75), routing: str | None = ROUTING,
+              confusion=DEFAULT_CONFUSION) -> None:
     """Training events of a finished run, and its folder with checkpoints as a worker leaves it
-    (`routing` None: as older versions of kiwb recorded it, without the chosen routing)."""
+    (`routing` None: as older versions of kiwb recorded it, without the chosen routing). The
+    learning check comes from kiwb's own check of `confusion`."""
+    from kiwb.core.learning_check import check_on_eval
+
+    check = check_on_eval(UNION, confusion).to_dict()
     routing_accuracy = {"mc_dropout": 0.9, "plain_entropy": 0.6}
     if routing is not None:
         routing_accuracy.update(chosen=0.85, routing=routing)
@@ -195,11 +203,10 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
                 "step": step, "accuracy": accuracy, "macro_f1": accuracy - 0.05,
                 "per_class_accuracy": {"sports": 1.0, "politics": 0.5, "music": accuracy,
                                        "cooking": None},
-                "confusion": [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]],
-                "num_texts": 10, "routing_accuracy": routing_accuracy},
-                run=run)
-    store.append_event("train.done", {"step": total, "best": {"step": 20, "accuracy": accuracies[-1]}},
-                       run=run)
+                "confusion": confusion, "num_texts": 10, "routing_accuracy": routing_accuracy,
+                "check": check}, run=run)
+    store.append_event("train.done", {"step": total, "best": {"step": 20, "accuracy": accuracies[-1],
+                                                              "check": check}}, run=run)
     run_dir = ProjectPaths(root).run_dir(run)
     for step in (10, 20):
         (run_dir / "checkpoints" / f"step-{step:07d}").mkdir(parents=True, exist_ok=True)

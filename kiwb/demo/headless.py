@@ -42,6 +42,7 @@ def run_headless(root: Path) -> dict:
         checkpoint = choose_checkpoint(config.root, run, "best")
         students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
                                              config.training.batch_size, config.training.max_length)
+        students[name]["check"] = learning_check(config.root, run)
     exported = export_student(config.root, runs[EXPORTED], paths.exports / runs[EXPORTED], force=True)
     return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
             "routing": summary["routing_accuracy"], "students": students,
@@ -78,6 +79,12 @@ def train(config: ProjectConfig, store: Store, overrides: dict) -> str:
     with progress_bar(f"train {run}", total=trainer.total_steps - trainer.step, unit="steps") as advance:
         trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n))
     return run
+
+
+def learning_check(root: Path, run: str) -> dict | None:
+    """The learning check of the checkpoint a run keeps, as its last checkpoint records it."""
+    last = ckpt.list_checkpoints(ProjectPaths(root).run_dir(run))[-1]
+    return (ckpt.read_progress(last).get("best") or {}).get("check")
 
 
 def _finished(checkpoint: Path) -> bool:

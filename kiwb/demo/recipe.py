@@ -54,8 +54,10 @@ class DemoRecipe:
     teacher_epochs: float = 20.0
     teacher_learning_rate: float = 2e-3
     mc_passes: int = 8
-    student_epochs: float = 20.0
-    student_learning_rate: float = 2e-3
+    # None: [training]'s defaults, which must learn on the demo without hand tuning.
+    student_epochs: float | None = None
+    student_learning_rate: float | None = None
+    student_min_steps: int | None = None
     batch_size: int = 32
     eval_every: int = 50
     seed: int = 0
@@ -71,7 +73,7 @@ FULL = DemoRecipe()
 QUICK = DemoRecipe(
     split_sizes={"teach": 30, "pool": 30, "eval": 12}, vocab_size=600, hidden_size=32,
     mlm_epochs=2, teacher_epochs=10.0, teacher_learning_rate=5e-3, mc_passes=4,
-    student_epochs=4.0, student_learning_rate=5e-3, eval_every=10,
+    student_epochs=4.0, student_learning_rate=5e-3, student_min_steps=0, eval_every=10,
 )
 
 

@@ -30,6 +30,7 @@ from kiwb.project.config_render import (
     toml_fields,
     toml_value,
 )
+from kiwb.project.teach_report import refuse_untrained_teacher
 
 CONFIG_NAME = "kiwb.toml"
 
@@ -182,7 +183,16 @@ class TrainingConfig:
         example="google-bert/bert-base-uncased",
     )
     epochs: float = _setting("Passes over the unlabeled texts.", 3.0, gt=0)
-    learning_rate: float = _setting("Peak AdamW learning rate.", 2e-5, gt=0)
+    min_steps: int = _setting(
+        "Train at least this many optimizer steps: a small pool gets more epochs.", 300, min=0
+    )
+    learning_rate: float | str = _setting(
+        'Peak AdamW learning rate, or "auto": 2e-5 x (768 / the student\'s hidden size)^2, '
+        "kept within 1e-5 and 3e-3 (BERT-base 2e-5, MiniLM-L6 8e-5).",
+        "auto",
+        gt=0,
+        keyword="auto",
+    )
     batch_size: int = _setting("Texts per training step.", 32, min=1)
     warmup_ratio: float = _setting(
         "Share of the steps spent warming up the learning rate.", 0.1, min=0, lt=1
@@ -394,6 +404,16 @@ def _convert(value: Any, hint: Any, f: dataclasses.Field, loc: _Loc) -> Any:
             table = _expect(entry, dict, "a table", loc, f"{f.name}[{number}]", fix)
             built.append(_build(cls, table, loc.item(f.name, number)))
         return tuple(built)
+    keyword = f.metadata.get("keyword")
+    if keyword is not None:  # a number, or one word that asks kiwb to choose it
+        if value == keyword:
+            return value
+        hint = next(arg for arg in typing.get_args(hint) if arg is not str)
+        if isinstance(value, str):
+            suggestion = _coerce(value, hint)
+            fix = (f"; write {f.name} = {toml_value(suggestion)}" if suggestion is not None
+                   else f'; for example {f.name} = "{keyword}" (the default)')
+            raise loc.error(f.name, f'must be {_EXPECTED[hint]} or "{keyword}", got {_describe(value)}{fix}')
     hint = optional_inner(hint)
     if typing.get_origin(hint) is tuple:
         items = _expect(value, list, "a list of strings", loc, f.name, _fix(f))
@@ -627,6 +647,8 @@ def write_new_project(
     if file.exists() and not force:
         raise ConfigError(f"{file} already exists; use --force to overwrite it")
     text = render_config(name=name, teachers=teachers, unlabeled=unlabeled, eval=eval, student=student)
-    _parse(text, file)  # the same checks as load_config, before anything touches the disk
+    config = _parse(text, file)  # the same checks as load_config, before anything touches the disk
+    for teacher in config.teachers:
+        refuse_untrained_teacher(config, teacher)
     atomic_write_with(file, lambda handle: handle.write(text.encode("utf-8")))
     return file

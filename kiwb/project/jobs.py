@@ -315,6 +315,7 @@ def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
         options += ["--no-mc"] if settings.get("use_mc") is False else []
         option("--student", "student")
         option("--epochs", "epochs")
+        option("--min-steps", "min_steps")
         option("--device", "device")
         options.append("--resume")
     else:

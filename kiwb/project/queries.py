@@ -21,8 +21,8 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 
 # Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
-FEED_KINDS = ("score.shard", "train.start", "train.step", "train.eval", "train.done",
-              "train.stopped")
+FEED_KINDS = ("score.shard", "train.start", "train.step", "train.eval", "train.check",
+              "train.done", "train.stopped")
 EVENT_BATCH = 5000
 MAX_EVENTS = 100_000  # per poll: a long history is caught up with over a few polls
 

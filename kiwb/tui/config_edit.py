@@ -15,6 +15,7 @@ from kiwb.errors import ConfigError
 from kiwb.project import config as project_config
 from kiwb.project.atomic import atomic_write_text
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig
+from kiwb.project.teach_report import refuse_untrained_teacher
 
 
 def write_config(config: ProjectConfig) -> ProjectConfig:
@@ -51,6 +52,7 @@ def add_teacher(config: ProjectConfig, name: str, path: str, labels: str = "") -
     if not path.strip():
         raise ConfigError("give the teacher's checkpoint folder or hub id")
     teacher = TeacherConfig(name=name, path=typed_path(config, path), labels=parse_labels(labels))
+    refuse_untrained_teacher(config, teacher)
     return write_config(replace(config, teachers=(*config.teachers, teacher)))
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from kiwb.core.learning_check import LearningCheck
+
 BINS = 20
 
 
@@ -81,6 +83,8 @@ class RunHistory:
     steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
+    # The learning check of the latest evaluation while running; of the kept checkpoint once done.
+    check: LearningCheck | None = None
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "train.start":
@@ -98,8 +102,13 @@ class RunHistory:
         elif kind == "train.eval":
             self.evals.append(data)
             self.step = max(self.step, data["step"])
+            self.check = LearningCheck.from_dict(data.get("check")) or self.check
+        elif kind == "train.check":  # no eval set: the pool predictions against the targets
+            self.step = max(self.step, data["step"])
+            self.check = LearningCheck.from_dict(data.get("check")) or self.check
         elif kind == "train.done":
             self.state, self.step = "done", data.get("step", self.step)
+            self.check = LearningCheck.from_dict((data.get("best") or {}).get("check")) or self.check
         elif kind == "train.stopped":
             self.state, self.step = "stopped", data.get("step", self.step)
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, is_hub_id
+from kiwb.project.teach_report import untrained_teacher_problem
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".gguf")
 SAMPLE_ROWS = 3
@@ -71,6 +72,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     if not architecture:
         problem = (f"not a sequence classifier (architectures: {', '.join(architectures) or 'none'}); "
                    "pick a fine-tuned *ForSequenceClassification checkpoint")
+    problem = problem or untrained_teacher_problem(teacher.name, folder)
     return replace(summary, labels=labels, problem=problem)
 
 

@@ -238,13 +238,20 @@ def write_project(paths: DemoPaths, recipe: DemoRecipe) -> Path:
         scoring=dataclasses.replace(config.scoring, mc_passes=recipe.mc_passes,
                                     max_length=recipe.max_length, shard_size=512),
         training=dataclasses.replace(
-            config.training, student=paths.relative(paths.base), epochs=recipe.student_epochs,
-            learning_rate=recipe.student_learning_rate, batch_size=recipe.batch_size,
-            eval_every=recipe.eval_every, max_length=recipe.max_length, seed=recipe.seed),
+            config.training, student=paths.relative(paths.base), batch_size=recipe.batch_size,
+            eval_every=recipe.eval_every, max_length=recipe.max_length, seed=recipe.seed,
+            **student_overrides(recipe)),
     )
     atomic_write_text(file, render_config(config))
     load_config(root)  # the loader's own checks on what was written
     return root / CONFIG_NAME
+
+
+def student_overrides(recipe: DemoRecipe) -> dict:
+    """The [training] settings a recipe sets itself; the rest keep kiwb's defaults."""
+    chosen = {"epochs": recipe.student_epochs, "learning_rate": recipe.student_learning_rate,
+              "min_steps": recipe.student_min_steps}
+    return {key: value for key, value in chosen.items() if value is not None}
 
 
 def say_built(timings: dict[str, float | None]) -> None:

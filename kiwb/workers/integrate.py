@@ -12,6 +12,7 @@ from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
 from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
+from kiwb.core.metrics import classification_report
 from kiwb.errors import ConfigError, DataError
 from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.fingerprint import settings_key
@@ -274,13 +275,28 @@ def confidence_histograms(scores: TeacherScores) -> dict[str, dict[str, list[int
     return result
 
 
+def ensemble_predictions(scores: TeacherScores) -> torch.Tensor:
+    """The untrained Ensemble baseline's label ids (softmax over concatenated logits)."""
+    probs = integ.concatenated_logit_probs(scores.det_logits, scores.positions, len(scores.labels))
+    return probs.argmax(-1)
+
+
 def ensemble_accuracy(scores: TeacherScores) -> float | None:
-    """Accuracy of the untrained Ensemble baseline (softmax over concatenated logits)."""
+    """Accuracy of the untrained Ensemble baseline."""
     true_ids = scores.true_label_ids()
     if true_ids is None:
         return None
-    probs = integ.concatenated_logit_probs(scores.det_logits, scores.positions, len(scores.labels))
-    return float((probs.argmax(-1) == true_ids).float().mean())
+    return float((ensemble_predictions(scores) == true_ids).float().mean())
+
+
+def ensemble_reference(scores: TeacherScores) -> dict | None:
+    """The Ensemble's accuracy and per-class accuracy on labeled scores: what a student that
+    has learned should reach (kiwb.core.learning_check compares them)."""
+    true_ids = scores.true_label_ids()
+    if true_ids is None:
+        return None
+    report = classification_report(ensemble_predictions(scores), true_ids, scores.labels)
+    return {"accuracy": report["accuracy"], "per_class": report["per_class_accuracy"]}
 
 
 def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.Integration,

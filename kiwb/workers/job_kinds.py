@@ -48,12 +48,12 @@ def train(session: JobSession) -> Outcome:
     quiet_libraries()
     from kiwb.workers.integrate import IntegrationSettings
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.train import Trainer, TrainRequest, prepare
+    from kiwb.workers.train import Trainer, TrainRequest, final_check, prepare
 
     options, store, run = session.job.settings, session.store, session.job.run
     config = session.config()
     config = dataclasses.replace(config, training=with_overrides(
-        config.training, options, ("student", "epochs", "device")))
+        config.training, options, ("student", "epochs", "min_steps", "device")))
     settings = IntegrationSettings.from_config(
         config, **{key: options.get(key) for key in ("method", "tau", "reweight", "use_mc", "routing")})
     request = TrainRequest(run=run, settings=settings, resume=bool(options.get("resume")))
@@ -75,8 +75,17 @@ def train(session: JobSession) -> Outcome:
     best = result["best"] or {}
     if best.get("accuracy") is not None:
         console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
-    console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
-    return Outcome(data={"step": result["step"], "best": result["best"]})
+    check = final_check(best)
+    if check is not None and check.flagged:
+        console.print(check.line(f"the student of run {run} (step {best['step']})"),
+                      style="bold yellow", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"Done, with the warning above. Export it anyway with: "
+                      f"kiwb export {session.project_label} --run {run}", highlight=False, markup=False)
+    else:
+        console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
+    return Outcome(data={"step": result["step"], "best": result["best"],
+                         "learning_rate": result["learning_rate"],
+                         "check": check.to_dict() if check else None})
 
 
 def export(session: JobSession) -> Outcome:

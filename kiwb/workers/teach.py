@@ -3,6 +3,7 @@ teachers with disjoint specialities), writing a normal Hugging Face checkpoint."
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -10,8 +11,10 @@ from pathlib import Path
 
 import torch
 
+from kiwb.core.learning_check import TEACHER_HINT, check_on_eval
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory
+from kiwb.project.teach_report import REPORT_FILE, report_payload
 from kiwb.workers.data import TextTable
 from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
 
@@ -85,12 +88,17 @@ def teach(base: str, labels: list[str], train: TextTable, dev: TextTable | None,
                        if dev_data else {"accuracy": None})
             if best is None or dev_data is None or metrics["accuracy"] > best["accuracy"]:
                 best = {"step": step + 1, **metrics}
-                _save(model, tokenizer, out)
+                if dev_data is not None:  # the dev figures travel with the checkpoint
+                    check = check_on_eval(labels, metrics["confusion"], hint=TEACHER_HINT)
+                    best["check"] = check.to_dict()
+                _save(model, tokenizer, out, report_payload(labels, best, check) if dev_data else None)
             model.train()
     return best or {}
 
 
-def _save(model, tokenizer, out: Path) -> None:
+def _save(model, tokenizer, out: Path, report: dict | None) -> None:
     with atomic_directory(out) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
+        if report is not None:
+            (staging / REPORT_FILE).write_text(json.dumps(report, indent=2), encoding="utf-8")

@@ -9,6 +9,7 @@ from pathlib import Path
 from kiwb.errors import TeacherError
 from kiwb.project.fingerprint import checkpoint_hash
 from kiwb.project.store import Store
+from kiwb.project.teach_report import untrained_teacher_problem
 
 _GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
 
@@ -65,6 +66,9 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
         raise TeacherError(f"teacher {name!r}: cannot read {folder}/config.json: {error}") from None
     architecture = _classifier_architecture(name, folder, config)
     labels = _teacher_labels(name, folder, config, labels_override)
+    problem = untrained_teacher_problem(name, folder)
+    if problem:
+        raise TeacherError(problem)
     return TeacherInfo(name, folder, labels, architecture, config.model_type, trust_remote_code)
 
 

@@ -12,7 +12,9 @@ import torch
 
 from kiwb import __version__
 from kiwb.console import console
+from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
+from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
@@ -27,11 +29,12 @@ from kiwb.workers.integrate import (
 )
 from kiwb.workers.runtime import autocast_context, halving_on_oom
 from kiwb.workers.score import plan_scoring
-from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
+from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
 
 SUPERVISED = "supervised"
 LOG_EVERY = 10
+POOL_CHECK_TEXTS = 512  # pool texts predicted at each evaluation when there is no eval set
 # [training] mixed_precision -> the autocast dtype it asks for.
 AUTOCAST_DTYPES = {"no": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -59,6 +62,7 @@ class TrainingData:
     eval_ids: torch.Tensor | None
     eval_routing: dict | None
     manifest: dict
+    eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
 
 
 def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
@@ -97,7 +101,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
             texts = texts + labeled_texts.texts
             extra_targets, extra_weights = labeled_targets(labeled, method)
             targets, weights = torch.cat([targets, extra_targets]), torch.cat([weights, extra_weights])
-    eval_texts = eval_ids = eval_routing = eval_fingerprint = None
+    eval_texts = eval_ids = eval_routing = eval_fingerprint = eval_reference = None
     if by_dataset["eval"]:
         eval_table = by_dataset["eval"][0].table
         eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
@@ -105,9 +109,10 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         eval_fingerprint = labeled_data_fingerprint(eval_table)
         eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
         if eval_scores is not None:
-            from kiwb.workers.integrate import routing_accuracies
+            from kiwb.workers.integrate import ensemble_reference, routing_accuracies
 
             eval_routing = routing_accuracies(eval_scores, eval_ids, fitted)
+            eval_reference = ensemble_reference(eval_scores)
     manifest = {
         "kiwb_version": __version__,
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
@@ -122,7 +127,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     }
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
-                        manifest)
+                        manifest, eval_reference)
 
 
 def labeled_data_fingerprint(table) -> dict:
@@ -177,7 +182,8 @@ class Trainer:
         self.run_dir = ProjectPaths(config.root).run_dir(request.run)
         n = len(data.texts)
         self.steps_per_epoch = math.ceil(n / self.training.batch_size)
-        self.total_steps = max(1, math.ceil(self.training.epochs * self.steps_per_epoch))
+        self.total_steps = total_steps(n, self.training.batch_size, self.training.epochs,
+                                       self.training.min_steps)
         self.micro_batch = self.training.batch_size
 
     # -- set-up ------------------------------------------------------------------------
@@ -201,6 +207,14 @@ class Trainer:
             self.step, self.best = 0, None
             ckpt.write_manifest(self.run_dir, self.data.manifest)
         self.model.to(self.device)
+        self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
+        of_epochs = math.ceil(self.training.epochs * self.steps_per_epoch)
+        raised = (f" (raised from {of_epochs:,} to min_steps; a small pool needs more passes)"
+                  if self.total_steps > of_epochs else "")
+        console.print(f"Learning rate {self.learning_rate:.1e} ({chosen}); {self.total_steps:,} steps "
+                      f"= {self.total_steps / self.steps_per_epoch:.1f} epochs of "
+                      f"{len(self.data.texts):,} texts{raised}", highlight=False, markup=False,
+                      soft_wrap=True)
         self.optimizer = self._optimizer()
         self.scheduler = self._scheduler()
         self.autocast_dtype = AUTOCAST_DTYPES[self._mixed_precision()]
@@ -217,6 +231,12 @@ class Trainer:
         self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
         self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
                               if self.data.eval_texts else None)
+        self.target_shares = target_shares(self.data).tolist()
+        # Without an eval set, a fixed sample of the pool shows whether the student predicts
+        # the classes its targets hold.
+        self.pool_check_rows = (None if self.eval_features is not None else
+                                torch.randperm(len(self.data.texts), generator=torch.Generator()
+                                               .manual_seed(self.training.seed))[:POOL_CHECK_TEXTS])
 
     def _mixed_precision(self) -> str:
         wanted = self.training.mixed_precision
@@ -242,7 +262,7 @@ class Trainer:
             {"params": [p for n, p in self.model.named_parameters() if n.endswith(no_decay)],
              "weight_decay": 0.0},
         ]
-        return torch.optim.AdamW(groups, lr=self.training.learning_rate)
+        return torch.optim.AdamW(groups, lr=self.learning_rate)
 
     def _scheduler(self):
         warmup = int(self.training.warmup_ratio * self.total_steps)
@@ -270,7 +290,8 @@ class Trainer:
         started, recent = time.perf_counter(), []
         start_step = self.step
         self._event("train.start", {"step": self.step, "total_steps": self.total_steps,
-                                    "method": self.request.settings.method})
+                                    "method": self.request.settings.method,
+                                    "learning_rate": self.learning_rate})
         while self.step < self.total_steps:
             if should_stop is not None and should_stop():
                 self.checkpoint()
@@ -290,7 +311,8 @@ class Trainer:
             if self.step % self.training.eval_every == 0 or self.step == self.total_steps:
                 self.evaluate_and_checkpoint()
         self._event("train.done", {"step": self.step, "best": self.best})
-        return {"stopped": False, "step": self.step, "best": self.best}
+        return {"stopped": False, "step": self.step, "best": self.best,
+                "learning_rate": self.learning_rate}
 
     def _train_step(self, rows: torch.Tensor) -> float:
         # A smaller micro-batch makes the same update: its gradients accumulate to the batch's.
@@ -336,16 +358,46 @@ class Trainer:
             metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
                                self.data.labels, self.training.batch_size, self.device)
             metrics["routing_accuracy"] = self.data.eval_routing
+            reference = self.data.eval_reference or {}
+            check = check_on_eval(self.data.labels, metrics["confusion"], reference.get("per_class"),
+                                  reference.get("accuracy"), target_shares=self.target_shares)
+            metrics["check"] = check.to_dict()
             self._event("train.eval", {"step": self.step, **metrics})
+        else:
+            check = self.check_on_pool()
+            self._event("train.check", {"step": self.step, "check": check.to_dict()})
+        self._log_evaluation(metrics, check)
         improved = improves(self.best, metrics)
         if improved:
-            self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy")}
+            self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
+                         "check": check.to_dict()}
         # The checkpoint records the best so far; should best.json lag behind it after a
         # crash, setup() puts it right before anything is pruned.
         self.checkpoint(evaluation=metrics)
         if improved:
             ckpt.write_best(self.run_dir, self.step, metrics or {})
         ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
+
+    def _log_evaluation(self, metrics: dict | None, check: LearningCheck) -> None:
+        """One log line per evaluation; a flagged check says what is wrong on the same line."""
+        where = f"Step {self.step:,}/{self.total_steps:,}"
+        if metrics is not None:
+            reference = (self.data.eval_reference or {}).get("accuracy")
+            figures = (f"eval accuracy {100 * metrics['accuracy']:.1f}%, macro-F1 "
+                       f"{100 * metrics['macro_f1']:.1f}%"
+                       + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
+        else:
+            figures = "pool predictions checked against the targets"
+        verdict = f" · {check.status}: {check.problem}" if check.flagged else ""
+        console.print(f"{where}: {figures}{verdict}", highlight=False, markup=False, soft_wrap=True)
+
+    def check_on_pool(self) -> LearningCheck:
+        """The student's predicted class shares on the pool sample against its targets'."""
+        features = [self.features[int(row)] for row in self.pool_check_rows]
+        predicted = predict_ids(self.model, self.tokenizer, features, self.training.batch_size,
+                                self.device)
+        counts = torch.bincount(predicted, minlength=len(self.data.labels)).tolist()
+        return check_on_pool(self.data.labels, counts, self.target_shares)
 
     def checkpoint(self, evaluation: dict | None = None) -> None:
         state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
@@ -360,6 +412,22 @@ class Trainer:
 
     def _event(self, kind: str, data: dict) -> None:
         self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
+
+
+def target_shares(data: TrainingData) -> torch.Tensor:
+    """Each class's share of the texts the student is taught: the targets' top class (UHC's
+    per-teacher targets averaged first), or the gold labels of a supervised run."""
+    if data.label_ids is not None:
+        top = data.label_ids
+    else:
+        targets = data.targets if data.targets.dim() == 2 else data.targets.mean(1)  # (n, |Y|)
+        top = targets.argmax(-1)
+    return torch.bincount(top, minlength=len(data.labels)).float() / max(1, len(top))
+
+
+def final_check(best: dict | None) -> LearningCheck | None:
+    """The verdict on the checkpoint a run keeps (its best)."""
+    return LearningCheck.from_dict((best or {}).get("check"))
 
 
 def improves(best: dict | None, metrics: dict | None) -> bool:

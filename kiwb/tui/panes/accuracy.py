@@ -29,6 +29,7 @@ class AccuracyPane(Pane):
     DEFAULT_CSS = """
     AccuracyPane #runs-table { height: auto; max-height: 8; }
     AccuracyPane #confusion { height: auto; padding: 0 1; }
+    AccuracyPane #check { height: auto; padding: 0 1; color: $warning; }
     """
 
     def __init__(self, root: Path, **kwargs):
@@ -41,6 +42,7 @@ class AccuracyPane(Pane):
         table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing")
         yield table
         with VerticalScroll(id="run-detail"):
+            yield Static("", id="check")
             yield Plot(id="curves")
             yield Plot(id="per-class")
             yield Static("", id="confusion")
@@ -69,6 +71,9 @@ class AccuracyPane(Pane):
         run = self._selected()
         curves, per_class = self.query_one("#curves", Plot), self.query_one("#per-class", Plot)
         confusion = self.query_one("#confusion", Static)
+        warning = self.query_one("#check", Static)
+        warning.update(Text(check_line(run)))  # Text: "[training]" is no markup
+        warning.display = bool(warning.content)
         if run is None:
             note = ("No training runs yet: in Jobs (3) press t to train a student." if not len(self.runs)
                     else "An untrained baseline: pick a run above to see its curves.")
@@ -103,9 +108,20 @@ class AccuracyPane(Pane):
 def run_cells(run: RunHistory) -> tuple:
     latest, best = run.latest_eval or {}, run.best_eval
     share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
-    return (run.run, run.state + share, _percent(latest.get("accuracy")),
+    state: str | Text = run.state + share
+    if run.check is not None and run.check.flagged:  # the mark: see the run's detail for why
+        state = Text.assemble(state, (f" ⚠ {run.check.status}", "bold yellow"))
+    return (run.run, state, _percent(latest.get("accuracy")),
             f"{_percent(best['accuracy'])} @{best['step']}" if best else "–",
             _percent(latest.get("macro_f1")), _routing(latest.get("routing_accuracy")))
+
+
+def check_line(run: RunHistory | None) -> str:
+    """What the learning check found on the run, with what to try; empty when all is well."""
+    if run is None or run.check is None or not run.check.flagged:
+        return ""
+    when = "the kept checkpoint" if run.state == "done" else "the latest evaluation"
+    return f"⚠ {run.check.line('the student')} (at {when})"
 
 
 def baseline_rows(evaluation: dict[str, Any]) -> dict[str, tuple]:

@@ -1,0 +1,151 @@
+"""Has a trained classifier learned? Checks that flag a collapsed student or teacher.
+
+Pure Python on counts and shares (no torch), so the workbench reads the same verdicts the
+workers write. A classifier trained too briefly or at too low a learning rate falls back on
+predicting one or two frequent classes: its accuracy can look plausible while whole classes
+are never predicted. These checks name those classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+
+# A class "the teachers get right": the reference (the untrained Ensemble) gets at least this
+# share of its eval texts right, so a student at 0% there has lost what it was taught.
+REFERENCE_KNOWS = 0.5
+# Without gold labels: a class holding at least this share of the targets (or of 1/|Y|, when
+# that is smaller) must be predicted for some pool texts.
+TARGET_SHARE_FLOOR = 0.02
+# Total variation distance between predicted and target class shares beyond which the
+# predictions are "far" from what the student was taught.
+FAR_FROM_TARGETS = 0.3
+STUDENT_HINT = ("try more steps ([training] min_steps or --epochs) or a higher learning rate "
+                "([training] learning_rate)")
+# When the targets themselves seldom hold the collapsed classes, training harder cannot help.
+TARGETS_HINT = ("the integrated targets seldom pick {labels}: the method or routing is at fault, "
+                "not the training; try muki-hard or another --routing")
+TEACHER_HINT = "teach it again with more --epochs or a higher --learning-rate"
+
+OK, BELOW_REFERENCE, COLLAPSED = "ok", "below-reference", "collapsed"
+
+
+@dataclass(frozen=True)
+class LearningCheck:
+    """A verdict on one evaluation: `status` is ok, below-reference or collapsed."""
+
+    status: str
+    collapsed: tuple[str, ...] = ()
+    problem: str = ""   # what is wrong, in words; empty when status is ok
+    hint: str = ""      # what to try
+
+    @property
+    def learned(self) -> bool:
+        return self.status != COLLAPSED
+
+    @property
+    def flagged(self) -> bool:
+        return self.status != OK
+
+    def line(self, subject: str = "the student") -> str:
+        """One line for a log or a table: empty when nothing is wrong."""
+        if not self.flagged:
+            return ""
+        verdict = "has not learned" if self.status == COLLAPSED else "is weak"
+        return f"Warning: {subject} {verdict}: {self.problem}; {self.hint}"
+
+    def to_dict(self) -> dict:
+        return {**asdict(self), "collapsed": list(self.collapsed)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping | None) -> LearningCheck | None:
+        if not data:
+            return None
+        return cls(data.get("status", OK), tuple(data.get("collapsed") or ()),
+                   data.get("problem", ""), data.get("hint", ""))
+
+
+def check_on_eval(
+    labels: Sequence[str],
+    confusion: Sequence[Sequence[int]],
+    reference_per_class: Mapping[str, float | None] | None = None,
+    reference_accuracy: float | None = None,
+    reference_name: str = "the Ensemble",
+    hint: str = STUDENT_HINT,
+    target_shares: Sequence[float] | None = None,
+) -> LearningCheck:
+    """Compare a classifier's eval confusion (row = gold, column = predicted) with a reference.
+
+    Collapsed classes: classes with eval texts that are never predicted, and classes the
+    reference gets right (>= REFERENCE_KNOWS) where the classifier gets none. Without a
+    collapsed class, accuracy below the reference's is flagged as weak. `target_shares`
+    (each class's share of the training targets) turn the hint to the method when every
+    collapsed class is rare in the targets.
+    """
+    gold = [sum(row) for row in confusion]
+    predicted = [sum(column) for column in zip(*confusion, strict=True)] if confusion else []
+    correct = [confusion[i][i] for i in range(len(labels))]
+    reference_per_class = reference_per_class or {}
+    never = [label for i, label in enumerate(labels) if gold[i] and not predicted[i]]
+    lost = [label for i, label in enumerate(labels)
+            if gold[i] and predicted[i] and not correct[i]
+            and (reference_per_class.get(label) or 0.0) >= REFERENCE_KNOWS]
+    accuracy = sum(correct) / max(1, sum(gold))
+    versus = (f"{_percent(accuracy)} on eval vs {_percent(reference_accuracy)} for "
+              f"{reference_name}" if reference_accuracy is not None else
+              f"{_percent(accuracy)} on eval")
+    if never or lost:
+        parts = []
+        if never:
+            parts.append(f"never predicts {_names(never)}")
+        if lost:
+            parts.append(f"0% on {_names(lost)}, which {reference_name} gets right")
+        shown = sum(1 for i in range(len(labels)) if gold[i])
+        if target_shares is not None:
+            floor = _share_floor(len(labels))
+            rare = [label for label in never + lost if target_shares[labels.index(label)] < floor]
+            if len(rare) == len(never + lost):
+                hint = TARGETS_HINT.format(labels=_names(rare))
+        return LearningCheck(COLLAPSED, tuple(never + lost),
+                             f"{'; '.join(parts)} ({len(never) + len(lost)} of {shown} classes; "
+                             f"{versus})", hint)
+    if reference_accuracy is not None and accuracy < reference_accuracy:
+        return LearningCheck(BELOW_REFERENCE, (), f"below {reference_name} ({versus})", hint)
+    return LearningCheck(OK)
+
+
+def check_on_pool(labels: Sequence[str], predicted_counts: Sequence[int],
+                  target_shares: Sequence[float], hint: str = STUDENT_HINT) -> LearningCheck:
+    """Without gold labels: compare the class shares the classifier predicts on pool texts
+    with the class shares of the targets it was trained on.
+
+    Collapsed classes: classes the targets give a real share (>= min(TARGET_SHARE_FLOOR,
+    1/(4|Y|))) that are never predicted. Without one, a total variation distance above
+    FAR_FROM_TARGETS is flagged as weak.
+    """
+    total = max(1, sum(predicted_counts))
+    predicted_shares = [count / total for count in predicted_counts]
+    floor = _share_floor(len(labels))
+    never = [label for label, count, share in zip(labels, predicted_counts, target_shares, strict=True)
+             if not count and share >= floor]
+    distance = 0.5 * sum(abs(p - t) for p, t in zip(predicted_shares, target_shares, strict=True))
+    figures = f"predicted class shares differ from the targets' by {distance:.2f} (total variation)"
+    if never:
+        return LearningCheck(COLLAPSED, tuple(never),
+                             f"never predicts {_names(never)} on {total:,} pool texts; {figures}", hint)
+    if distance > FAR_FROM_TARGETS:
+        return LearningCheck(BELOW_REFERENCE, (), figures, hint)
+    return LearningCheck(OK)
+
+
+def _share_floor(num_labels: int) -> float:
+    return min(TARGET_SHARE_FLOOR, 1 / (4 * max(1, num_labels)))
+
+
+def _names(labels: Sequence[str], shown: int = 6) -> str:
+    listed = ", ".join(labels[:shown])
+    return listed + (f" and {len(labels) - shown} more" if len(labels) > shown else "")
+
+
+def _percent(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f}%"

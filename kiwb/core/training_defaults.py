@@ -1,0 +1,56 @@
+"""Training lengths and learning rates that suit the student and the pool (no torch).
+
+The paper's recipe (lr 2e-5, 3 epochs, batch 32) suits BERT-base on 100k texts: ~9,000
+optimizer steps. A user's pool of 2,000 texts gets 188 steps, and a small student at 2e-5
+moves too little in them: it collapses onto the most frequent classes. Two corrections,
+chosen on BENCHMARKS.md's "Training defaults" figures:
+
+- a minimum number of optimizer steps, so a small pool gets more epochs;
+- a learning rate that grows as the student narrows. Fine-tuning practice puts the best rate
+  near 1e-5 for BERT-large (hidden 1024), 2e-5 for BERT-base (768), 1e-4 for MiniLM-L6 (384)
+  and 1e-3 for 2-layer, 128-wide BERTs; 2e-5 x (768 / hidden)^2 passes through all of them.
+"""
+
+from __future__ import annotations
+
+import math
+
+AUTO = "auto"
+REFERENCE_HIDDEN = 768
+REFERENCE_LEARNING_RATE = 2e-5
+LEARNING_RATE_RANGE = (1e-5, 3e-3)
+# config.json keys that hold the width of an encoder, across model families.
+WIDTH_KEYS = ("hidden_size", "dim", "d_model", "n_embd")
+
+
+def auto_learning_rate(hidden_size: int | None) -> float:
+    """2e-5 x (768 / hidden)^2 within LEARNING_RATE_RANGE; 2e-5 when the width is unknown."""
+    if not hidden_size:
+        return REFERENCE_LEARNING_RATE
+    rate = REFERENCE_LEARNING_RATE * (REFERENCE_HIDDEN / hidden_size) ** 2
+    low, high = LEARNING_RATE_RANGE
+    return min(high, max(low, rate))
+
+
+def model_width(model_config) -> int | None:
+    """The hidden size a transformers config declares, under whichever name its family uses."""
+    for key in WIDTH_KEYS:
+        value = getattr(model_config, key, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def resolve_learning_rate(setting: float | str, model_config) -> tuple[float, str]:
+    """The learning rate to use and how it was chosen, for the log."""
+    if setting != AUTO:
+        return float(setting), "set in [training]"
+    width = model_width(model_config)
+    rate = auto_learning_rate(width)
+    return rate, (f"auto, for hidden size {width}" if width else "auto; hidden size unknown")
+
+
+def total_steps(num_texts: int, batch_size: int, epochs: float, min_steps: int) -> int:
+    """Optimizer steps of a run: `epochs` over the texts, raised to `min_steps`."""
+    per_epoch = math.ceil(num_texts / batch_size)
+    return max(1, math.ceil(epochs * per_epoch), min_steps)
