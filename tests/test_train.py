@@ -197,13 +197,14 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
     assert f"- teacher-routing accuracy ({DEFAULT_ROUTING} routing): {100 * routing['chosen']:.2f}%" in card
     for label in LABELS:
         assert f"| {label} | {100 * metrics['per_class_accuracy'][label]:.1f}% |" in card
+    assert f"- kiwb's learning check: {metrics['check']['status']}" in card
 
     manifest = json.loads((destination / "kiwb-manifest.json").read_text())
     assert manifest == {
         "kiwb_version": kiwb.__version__, "run": "soft", "checkpoint": best["checkpoint"],
         "step": best["step"], "labels": LABELS, "teachers": run_manifest["teachers"],
         "method": run_manifest["method"], "training": run_manifest["training"],
-        "student_base": run_manifest["student"], "data": run_manifest["data"],
+        "learning_rate": 0.006, "student_base": run_manifest["student"], "data": run_manifest["data"],
         "eval_data": run_manifest["eval_data"], "evaluation": metrics,
     }
 
@@ -301,7 +302,8 @@ def test_resume_after_an_eval_set_was_added_is_refused(scored_project, tmp_path)
     with _store(project) as store:
         trainer = _trainer(store, project, "r", eval_every=10)
         trainer.run(should_stop=lambda: trainer.step == 15)
-    assert trainer.best == {"step": 10, "accuracy": None}  # checkpointed with nothing to measure
+    assert (trainer.best["step"], trainer.best["accuracy"]) == (10, None)  # nothing to measure
+    assert trainer.best["check"] == _events(project, "r", "train.check")[0]["check"]  # the pool's
 
     (project / "kiwb.toml").write_text(with_eval_set)
     with _store(project) as store, pytest.raises(KiwbError) as refused:
@@ -434,7 +436,9 @@ def test_the_cli_around_a_trained_run(scored_project, tmp_path):
     job_id = int(started.split("Started job ")[1].split()[0])
     run_kiwb("logs", job_id, project, "-f", cwd=tmp_path)  # returns once the job has ended
     log = run_kiwb("logs", job_id, project, cwd=tmp_path).stdout
-    assert "Done. Export it with" in log
+    # One epoch is 10 steps: whether the learning check objects or not, the log ends the same way.
+    warned = "Warning: the student of run r" in log
+    assert ("Done, with the warning above. Export it anyway with" if warned else "Done. Export it with") in log
     listed = json.loads(run_kiwb("jobs", project, "--all", "--json", cwd=tmp_path).stdout)
     assert [job["kind"] for job in listed] == ["score", "train"]  # the fixture's scoring, then ours
     assert (listed[-1]["id"], listed[-1]["status"]) == (job_id, "finished")
@@ -525,3 +529,18 @@ def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, s
     assert f"never predicts {never}" in inspect_teacher(config, config.teacher("b")).problem
     scored = run_kiwb("score", project, cwd=tmp_path, check=False)
     assert scored.returncode == 2 and f"teacher 'b': {out}/kiwb-teach.json" in " ".join(scored.stderr.split())
+
+
+def test_without_an_eval_set_the_pool_predictions_are_checked_against_the_targets(scored_project, tmp_path):
+    project = _copy_project(scored_project, tmp_path / "proj")
+    _without_eval_set(project)
+    brief = run_kiwb("train", project, "--run", "brief", "--epochs", "0.1", "--min-steps", "2",
+                     cwd=tmp_path)
+    check = _events(project, "brief", "train.check")[-1]["check"]
+    assert check["status"] == "collapsed" and check["collapsed"]
+    warning = " ".join(brief.stderr.split())
+    assert f"never predicts {', '.join(check['collapsed'])} on 160 pool texts" in warning
+    assert "Done, with the warning above" in warning
+
+    run_kiwb("train", project, "--run", "enough", cwd=tmp_path)
+    assert _events(project, "enough", "train.done")[-1]["best"]["check"]["status"] == "ok"

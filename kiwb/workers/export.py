@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 from kiwb import __version__
+from kiwb.core.learning_check import LearningCheck
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
@@ -60,7 +61,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "kiwb_version": __version__, "run": run, "checkpoint": source.name, "step": progress["step"],
         "labels": [model.config.id2label[i] for i in range(model.config.num_labels)],
         "teachers": manifest.get("teachers"), "method": manifest.get("method"),
-        "training": manifest.get("training"), "student_base": manifest.get("student"),
+        "training": manifest.get("training"), "learning_rate": manifest.get("learning_rate"),
+        "student_base": manifest.get("student"),
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         "evaluation": _evaluation_of(project_root, run, progress),
     }
@@ -123,7 +125,8 @@ def model_card(manifest: dict) -> str:
               f"- student base: `{manifest.get('student_base')}`",
               f"- checkpoint: `{manifest['checkpoint']}` (step {manifest['step']})"]
     for key, value in (manifest.get("training") or {}).items():
-        lines.append(f"- {key}: `{value}`")
+        chosen = manifest.get("learning_rate") if key == "learning_rate" and value == "auto" else None
+        lines.append(f"- {key}: `{value}`" + (f" ({chosen:.2e})" if chosen is not None else ""))
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
               'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
@@ -148,6 +151,10 @@ def _evaluation_lines(manifest: dict) -> list[str]:
     for router, value in routing.items():
         name = f"{chosen_name} routing" if router == "chosen" else router.replace("_", " ")
         lines.append(f"- teacher-routing accuracy ({name}): {100 * value:.2f}%")
+    check = LearningCheck.from_dict(metrics.get("check"))
+    if check is not None:  # a user about to ship this model should see a collapse here too
+        lines.append(f"- kiwb's learning check: {check.status}"
+                     + (f" ({check.problem})" if check.flagged else ""))
     lines += ["", "| label | accuracy |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():
         lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")

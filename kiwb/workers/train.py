@@ -205,9 +205,10 @@ class Trainer:
         else:
             self.model, self.tokenizer = load_student_base(self.config.resolve(self.training.student), self.data.labels)
             self.step, self.best = 0, None
-            ckpt.write_manifest(self.run_dir, self.data.manifest)
-        self.model.to(self.device)
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
+        if not existing:  # the rate "auto" chose is recorded for the model card
+            ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate})
+        self.model.to(self.device)
         of_epochs = math.ceil(self.training.epochs * self.steps_per_epoch)
         raised = (f" (raised from {of_epochs:,} to min_steps; a small pool needs more passes)"
                   if self.total_steps > of_epochs else "")
