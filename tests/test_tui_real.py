@@ -254,10 +254,12 @@ async def test_training_launched_from_the_jobs_pane_reaches_the_accuracy_pane(
         best = max(evaluations, key=lambda e: e["accuracy"])
         await pilot.press("5")
         runs = app.screen.query_one("#runs-table", DataTable)
-        await wait_for(pilot, lambda: cells(runs) and cells(runs)[0][1] == "done",
+        check = _events(project, run, "train.done")[-1]["best"]["check"]  # 40 steps may be few
+        state = "done" + (f" ⚠ {check['status']}" if check["status"] != "ok" else "")
+        await wait_for(pilot, lambda: cells(runs) and cells(runs)[0][1] == state,
                        what="the run in the Accuracy pane")
         assert cells(runs)[0][:5] == [
-            run, "done", _percent(evaluations[-1]["accuracy"]),
+            run, state, _percent(evaluations[-1]["accuracy"]),
             f"{_percent(best['accuracy'])} @{best['step']}", _percent(evaluations[-1]["macro_f1"])]
         assert f"{run} · muki-soft · step 40/40" in text_of(app.screen.query_one("#curves"))
         per_class = text_of(app.screen.query_one("#per-class"))
