@@ -135,8 +135,8 @@ def render(results: dict) -> str:
         "predicted: classes with no prediction on the reported split.",
         "",
         "| pool | settings | steps | lr | eval acc | eval macro-F1 | test acc | test macro-F1 | "
-        "never predicted (test) | verdict | train time |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---|---|---:|",
+        "never predicted (test) | verdict |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---|---|",
     ]
     for pool, entry in results["pools"].items():
         for variant, run in entry["runs"].items():
@@ -148,16 +148,11 @@ def render(results: dict) -> str:
                 f"{_pct(run['eval']['accuracy'])} | {_pct(run['eval']['macro_f1'])} | "
                 f"{_pct(test.get('accuracy'))} | {_pct(test.get('macro_f1'))} | "
                 f"{', '.join((test or run['eval'])['never_predicted']) or 'none'} | "
-                f"{check.get('status', '–')} | "
-                f"{_minutes(run.get('seconds'))} |")
+                f"{check.get('status', '–')} |")
         ensemble = entry["ensemble"]
         lines.append(f"| {pool} | Ensemble (untrained) | | | {_pct(ensemble['eval'])} | | "
-                     f"{_pct(ensemble.get('test'))} | | | | |")
+                     f"{_pct(ensemble.get('test'))} | | | |")
     return "\n".join(lines)
-
-
-def _minutes(seconds: float | None) -> str:
-    return "–" if seconds is None else f"{seconds / 60:.1f} min"
 
 
 def _pct(value: float | None) -> str:
@@ -167,11 +162,13 @@ def _pct(value: float | None) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pools", default=",".join(POOLS), help="comma-separated: demo, 500, 2000")
+    parser.add_argument("--report", action="store_true",
+                        help="only write BENCHMARKS.md's section from the results file")
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / "training_defaults.json"
     results = json.loads(path.read_text()) if path.exists() else {"pools": {}}
-    for pool in args.pools.split(","):
+    for pool in [] if args.report else args.pools.split(","):
         if pool == "demo":
             project, data, variants = demo_project(), None, ("old", "new", "hand")
             tests = {"eval": None}

@@ -94,3 +94,34 @@ def test_routing_tables_render_every_routing_with_its_feature_set():
     assert "| rank (plain) | 70.0 | 50.0 |" in text
     assert "| trust [all] | 90.0 / 85.0 | 95.0 / 90.0 |" in text
     assert "| muki-hard · joint-mixture [margin] | 85.0 | 75.0 | 2 |" in text
+
+
+def test_training_defaults_variants_rewrite_only_the_settings_they_compare(tmp_path):
+    import training_defaults
+
+    from kiwb.project.config import load_config
+
+    (tmp_path / "kiwb.toml").write_text('name = "p"\n[training]\nepochs = 4.0\nlearning_rate = 1e-4\n'
+                                        "batch_size = 16\neval_every = 50\n")
+    training_defaults.set_training(tmp_path, "old")
+    old = load_config(tmp_path).training
+    assert (old.epochs, old.learning_rate, old.batch_size, old.min_steps, old.eval_every) == (
+        3.0, 2e-5, 32, 0, 50)
+    training_defaults.set_training(tmp_path, "new")
+    new = load_config(tmp_path).training
+    assert (new.epochs, new.learning_rate, new.batch_size, new.min_steps, new.eval_every) == (
+        3.0, "auto", 32, 300, 50)
+
+
+def test_training_defaults_table_shows_each_run_and_the_ensemble():
+    import training_defaults
+
+    run = {"run": "defaults-old", "steps": 48, "learning_rate": 2e-5,
+           "check": {"status": "collapsed"},
+           "eval": {"accuracy": 0.418, "macro_f1": 0.23, "never_predicted": ["mail"]},
+           "test": {"accuracy": 0.433, "macro_f1": 0.239, "never_predicted": ["mail", "sound"]}}
+    table = training_defaults.render({"pools": {"debian-8 500": {
+        "runs": {"old": run}, "ensemble": {"eval": 0.702, "test": 0.66}}}})
+    assert ("| debian-8 500 | old | 48 | 2e-05 | 41.8% | 23.0% | 43.3% | 23.9% | mail, sound | "
+            "collapsed |") in table
+    assert "| debian-8 500 | Ensemble (untrained) | | | 70.2% | | 66.0% | | | |" in table
