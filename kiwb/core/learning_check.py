@@ -23,8 +23,9 @@ FAR_FROM_TARGETS = 0.3
 STUDENT_HINT = ("try more steps ([training] min_steps or --epochs) or a higher learning rate "
                 "([training] learning_rate)")
 # When the targets themselves seldom hold the collapsed classes, training harder cannot help.
-TARGETS_HINT = ("the integrated targets seldom pick {labels}: the method or routing is at fault, "
-                "not the training; try muki-hard or another --routing")
+TARGETS_HINT = ("the training targets pick {labels} for {share} of the texts, so more steps "
+                "will not help: add unlabeled texts of {them} to the pool, or try another "
+                "--routing or method")
 TEACHER_HINT = "teach it again with more --epochs or a higher --learning-rate"
 
 OK, BELOW_REFERENCE, COLLAPSED = "ok", "below-reference", "collapsed"
@@ -105,7 +106,9 @@ def check_on_eval(
             floor = _share_floor(len(labels))
             rare = [label for label in never + lost if target_shares[labels.index(label)] < floor]
             if len(rare) == len(never + lost):
-                hint = TARGETS_HINT.format(labels=_names(rare))
+                share = max(target_shares[labels.index(label)] for label in rare)
+                hint = TARGETS_HINT.format(labels=_names(rare), share=f"only {100 * share:.1f}%"
+                                           if share else "none", them="it" if len(rare) == 1 else "them")
         return LearningCheck(COLLAPSED, tuple(never + lost),
                              f"{'; '.join(parts)} ({len(never) + len(lost)} of {shown} classes; "
                              f"{versus})", hint)
