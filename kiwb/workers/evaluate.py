@@ -8,17 +8,18 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.workers.data import TextTable
+from kiwb.workers.runtime import load_classifier
 from kiwb.workers.student import evaluate, tokenize
 
 
 def evaluate_checkpoint(checkpoint: Path, table: TextTable, device: torch.device,
                         batch_size: int, max_length: int) -> dict:
     """Accuracy, macro-F1, per-class accuracy and confusion of a checkpoint on `table`."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
     if table.labels is None:
         raise KiwbError(f"{table.source}: evaluation needs a label column")
-    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).to(device)
+    model = load_classifier(checkpoint).to(device)
     tokenizer = AutoTokenizer.from_pretrained(checkpoint)
     labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
     index = {label: i for i, label in enumerate(labels)}

@@ -12,6 +12,7 @@ from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
+from kiwb.workers.runtime import load_classifier
 
 MANIFEST_NAME = "kiwb-manifest.json"
 
@@ -47,7 +48,7 @@ def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") ->
 def export_student(project_root: Path, run: str, destination: Path, *, checkpoint: str = "best",
                    force: bool = False) -> Path:
     """Write the chosen checkpoint with save_pretrained, its tokenizer, a model card and manifest."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
     source = choose_checkpoint(project_root, run, checkpoint)
     recover_interrupted_writes(destination.parent, destination.name)
@@ -55,7 +56,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     run_dir = ProjectPaths(project_root).run_dir(run)
     manifest = ckpt.read_manifest(run_dir) or {}
     progress = ckpt.read_progress(source)
-    model = AutoModelForSequenceClassification.from_pretrained(source)
+    model = load_classifier(source)
     tokenizer = AutoTokenizer.from_pretrained(source)
     export_manifest = {
         "kiwb_version": __version__, "run": run, "checkpoint": source.name, "step": progress["step"],

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 
 from kiwb.errors import KiwbError
+from kiwb.workers.runtime import load_classifier
 
 
 def resolve_model_folder(target: Path, run: str | None) -> Path:
@@ -30,9 +31,9 @@ def resolve_model_folder(target: Path, run: str | None) -> Path:
 @torch.no_grad()
 def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tuple[str, float]]]:
     """The `top` most probable labels of each text, most probable first."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+    from transformers import AutoTokenizer
 
-    model = AutoModelForSequenceClassification.from_pretrained(folder).eval()
+    model = load_classifier(folder).eval()
     tokenizer = AutoTokenizer.from_pretrained(folder)
     batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
     probs = model(**batch).logits.softmax(-1)

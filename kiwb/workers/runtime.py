@@ -16,6 +16,19 @@ Result = TypeVar("Result")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
+def load_classifier(folder, **options):
+    """A sequence classifier in float32, whatever precision it was saved in.
+
+    transformers 5 loads a checkpoint in its saved precision (dtype="auto"): an fp16-saved
+    student then fails loss scaling ("Attempting to unscale FP16 gradients"), a bf16 one
+    rounds away updates at fine-tuning learning rates, and a teacher scores in half precision
+    although float32 was asked for. Half precision is autocast's job, on CUDA only.
+    """
+    from transformers import AutoModelForSequenceClassification
+
+    return AutoModelForSequenceClassification.from_pretrained(folder, dtype=torch.float32, **options)
+
+
 def resolve_device(name: str) -> torch.device:
     """`auto` picks CUDA when present, then Apple MPS, else the CPU."""
     if name == "auto":

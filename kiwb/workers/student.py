@@ -7,7 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
-from kiwb.workers.runtime import halving_on_oom
+from kiwb.workers.runtime import halving_on_oom, load_classifier
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -27,7 +27,7 @@ def load_student_base(base: str, labels: list[str]):
             "choose an encoder checkpoint such as BERT, RoBERTa or MiniLM"
         )
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    model = AutoModelForSequenceClassification.from_pretrained(
+    model = load_classifier(
         folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)}, ignore_mismatched_sizes=True,
     )

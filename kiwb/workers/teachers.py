@@ -116,17 +116,16 @@ def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:
     return checkpoint_hash(info.folder, store)
 
 
-def load_teacher(info: TeacherInfo, device: str, dtype=None):
-    """Load a teacher's model (eval mode, on `device`) and its own tokenizer."""
-    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+def load_teacher(info: TeacherInfo, device: str):
+    """Load a teacher's model (float32, eval mode, on `device`) and its own tokenizer."""
+    from transformers import AutoTokenizer
+
+    from kiwb.workers.runtime import load_classifier
 
     remote = info.trust_remote_code
     try:
         tokenizer = AutoTokenizer.from_pretrained(info.folder, trust_remote_code=remote)
-        model, loading = AutoModelForSequenceClassification.from_pretrained(
-            info.folder, trust_remote_code=remote, output_loading_info=True,
-            **({"dtype": dtype} if dtype is not None else {}),
-        )
+        model, loading = load_classifier(info.folder, trust_remote_code=remote, output_loading_info=True)
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     if loading.get("missing_keys"):

@@ -27,7 +27,7 @@ from kiwb.workers.integrate import (
     fit_routing,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import autocast_context, halving_on_oom
+from kiwb.workers.runtime import autocast_context, halving_on_oom, load_classifier
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
@@ -248,10 +248,10 @@ class Trainer:
         return wanted
 
     def _load(self, checkpoint) -> None:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self._state, progress = ckpt.load_state(checkpoint)
-        self.model = AutoModelForSequenceClassification.from_pretrained(checkpoint)
+        self.model = load_classifier(checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
         self.step, self.best = progress["step"], progress.get("best")
 
