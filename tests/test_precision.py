@@ -54,3 +54,42 @@ def test_an_fp16_saved_student_base_trains_exports_and_predicts(scored_project, 
     assert exported["dtype"] == "float32"
     predicted = run_kiwb("predict", tmp_path / "student", "the striker scored a goal", cwd=tmp_path)
     assert predicted.stdout.split()[0] in ("sports", "politics", "music", "cooking")
+
+
+def _with_nan(source: Path, target: Path, parameter: str) -> Path:
+    """A copy of a checkpoint with one weight set to NaN (what an fp16 overflow leaves)."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    model = AutoModelForSequenceClassification.from_pretrained(source)
+    with torch.no_grad():
+        model.get_parameter(parameter).view(-1)[0] = float("nan")
+    model.save_pretrained(target)
+    AutoTokenizer.from_pretrained(source).save_pretrained(target)
+    return target
+
+
+def test_a_teacher_with_non_finite_logits_is_refused_and_nothing_is_stored(tmp_path, teachers_dir, data_dir):
+    from cli_helpers import write_project
+
+    broken = _with_nan(teachers_dir / "teacher_a", tmp_path / "broken", "classifier.bias")
+    project = write_project(tmp_path / "proj", {"a": broken, "b": teachers_dir / "teacher_b"},
+                            data_dir / "unlabeled.jsonl")
+    failed = run_kiwb("score", project, cwd=tmp_path, check=False)
+    message = " ".join(failed.stderr.split())
+    assert failed.returncode == 2, failed.stderr
+    assert ("teacher 'a' gave NaN or infinite logits on unlabeled texts 1-16 under dtype float32; "
+            "nothing of that shard was stored") in message
+    assert "check the checkpoint with kiwb predict" in message
+    with Store(ProjectPaths(project).store) as store:
+        assert not store.events_after(kind="score.shard")
+
+
+def test_a_non_finite_training_loss_stops_the_run_before_the_weights(scored_project, tmp_path, student_base):
+    project = tmp_path / "proj"
+    shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))
+    broken = _with_nan(student_base, tmp_path / "base", "bert.embeddings.LayerNorm.weight")
+    failed = run_kiwb("train", project, "--run", "r", "--student", broken, cwd=tmp_path, check=False)
+    message = " ".join(failed.stderr.split())
+    assert failed.returncode != 0
+    assert "the training loss became nan at step 1; stopped before it reached the weights" in message
+    assert "lower [training] learning_rate" in message

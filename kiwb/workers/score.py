@@ -20,7 +20,13 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
-from kiwb.workers.shard_scoring import SCORE_FIELDS, ScoringSettings, prepare_tokenizer, score_texts
+from kiwb.workers.shard_scoring import (
+    SCORE_FIELDS,
+    NonFiniteLogits,
+    ScoringSettings,
+    prepare_tokenizer,
+    score_texts,
+)
 from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
 
 # Bump when the stored arrays, their meaning or the way they are drawn change, so old caches
@@ -139,6 +145,9 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
                 on_batch=(lambda n: progress(description, n)) if progress else None,
                 should_stop=should_stop,
             )
+        except NonFiniteLogits:
+            store.release_shard(task.key, shard, owner)
+            raise KiwbError(non_finite_message(task, rows, settings.dtype)) from None
         except BaseException:
             store.release_shard(task.key, shard, owner)
             raise
@@ -152,6 +161,22 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             "mc_confidence_hist": _histogram(arrays["mc_confidence"]),
             "det_confidence_hist": _histogram(arrays["det_confidence"]),
         }, job_id=job_id)
+
+
+# What to try when a teacher's logits are not finite, by the dtype it was scored in.
+NON_FINITE_FIXES = {
+    "float16": 'float16 overflows in some models: set [scoring] dtype = "bfloat16" (or "float32")',
+    "bfloat16": 'set [scoring] dtype = "float32"; should that fail too, the checkpoint is broken '
+                "(try kiwb predict on it)",
+    "float32": "its weights hold NaN or overflow even in float32: check the checkpoint with "
+               "kiwb predict",
+}
+
+
+def non_finite_message(task: ScoreTask, rows: range, dtype: str) -> str:
+    return (f"teacher {task.teacher.name!r} gave NaN or infinite logits on {task.dataset} texts "
+            f"{rows.start + 1:,}-{rows.stop:,} under dtype {dtype}; nothing of that shard was "
+            f"stored. {NON_FINITE_FIXES[dtype]}")
 
 
 def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:

@@ -20,6 +20,10 @@ SCORE_FIELDS = (
 )
 
 
+class NonFiniteLogits(Exception):
+    """A batch's logits hold NaN or infinity (half-precision overflow, or broken weights)."""
+
+
 @dataclass
 class ScoringSettings:
     """How a shard is scored (the part of the settings that is not the teacher or data)."""
@@ -115,6 +119,10 @@ def _score_features(
         with autocast_context(device, settings.dtype):
             det = deterministic_logits(model, inputs)
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)
+        # NaN survives clamping, histograms drop it and argmax takes it as the largest value:
+        # one overflowing teacher would win every text. One check (one sync) per batch.
+        if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
+            raise NonFiniteLogits()
         for name, values in _batch_scores(det, passes).items():
             if name not in columns:
                 columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)

@@ -319,6 +319,8 @@ class Trainer:
         # A smaller micro-batch makes the same update: its gradients accumulate to the batch's.
         loss, self.micro_batch = halving_on_oom(
             lambda size: self._accumulate(rows, size), self.micro_batch, self.device, "training on")
+        if not math.isfinite(loss):  # a NaN step would poison the weights and every step after
+            raise KiwbError(non_finite_loss_message(self.step + 1, loss, self.autocast_dtype))
         self._update()
         return loss
 
@@ -413,6 +415,14 @@ class Trainer:
 
     def _event(self, kind: str, data: dict) -> None:
         self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
+
+
+def non_finite_loss_message(step: int, loss: float, autocast_dtype: str) -> str:
+    fix = ('float16 overflows: set [training] mixed_precision = "bf16" (or "no")'
+           if autocast_dtype == "float16" else
+           "lower [training] learning_rate, or check the student base's weights (kiwb predict)")
+    return (f"the training loss became {loss} at step {step}; stopped before it reached the "
+            f"weights (the last checkpoint is intact). {fix}")
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
