@@ -140,3 +140,34 @@ def test_mixed_precision_is_read_and_noted_but_changes_nothing_on_the_cpu(projec
     weights, _ = _final(project, "fp16")
     for name, tensor in expected.items():
         torch.testing.assert_close(weights[name], tensor, rtol=0, atol=0, msg=name)
+
+
+def test_the_fitted_batch_size_is_carried_to_the_next_shard_and_evaluation(teachers_dir, capsys):
+    """After an out-of-memory halving, later shards (and evaluations) start at the size that
+    fitted; a first try is never larger than the texts there are."""
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from kiwb.workers.runtime import FittedBatch
+    from kiwb.workers.shard_scoring import ScoringSettings, score_texts
+    from kiwb.workers.student import predict_ids, tokenize
+
+    model = AutoModelForSequenceClassification.from_pretrained(teachers_dir / "teacher_a")
+    tokenizer = AutoTokenizer.from_pretrained(teachers_dir / "teacher_a")
+    texts = [row["text"] for row in make_texts(48, seed=5)]
+    settings = ScoringSettings(passes=2, batch_size=32, max_length=64, strategy="loop",
+                               dtype="float32", seed=0)
+    fail_above(model, 4)
+    batch = FittedBatch(settings.batch_size)
+    for shard in range(3):  # three shards of 16 texts, as a teacher's shards share one batch
+        score_texts(model, tokenizer, texts[16 * shard:16 * (shard + 1)], settings, CPU,
+                    shard_seed=shard, batch=batch)
+    retries = capsys.readouterr().err.count("Out of memory")
+    # 16 texts, not 32, are tried first (no useless halving above them); 16 -> 8 -> 4 once.
+    assert (retries, batch.halvings, batch.size) == (2, 2, 4)
+
+    evaluation = FittedBatch(32)
+    features = tokenize(tokenizer, texts, 64)
+    first, second = (predict_ids(model, tokenizer, features, evaluation, CPU) for _ in range(2))
+    assert torch.equal(first, second)
+    # 32 -> 16 -> 8 -> 4 in the first evaluation; the second starts at 4.
+    assert (capsys.readouterr().err.count("Out of memory"), evaluation.size) == (3, 4)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TypeVar
 
 import torch
@@ -82,6 +83,25 @@ def halving_on_oom(attempt: Callable[[int], Result], batch_size: int, device: to
         console.print(f"Out of memory on {device} {doing} {batch_size} texts at a time; "
                       f"going on with {batch_size // 2}", highlight=False, markup=False, soft_wrap=True)
         batch_size //= 2
+
+
+@dataclass
+class FittedBatch:
+    """A batch size carried from one piece of work to the next: once a size ran out of memory,
+    later shards and evaluations start at the size that fitted, not at the configured one."""
+
+    size: int
+    halvings: int = 0
+
+    def run(self, attempt: Callable[[int], Result], device: torch.device, doing: str,
+            items: int | None = None) -> Result:
+        # No larger than the items to batch: halving a size above them changes nothing.
+        start = max(1, min(self.size, items)) if items is not None else self.size
+        result, fitted = halving_on_oom(attempt, start, device, doing)
+        if fitted < start:  # shrink only on a real halving, not for a short last shard
+            self.halvings += (start // fitted).bit_length() - 1
+            self.size = fitted
+        return result
 
 
 def device_description(device: torch.device) -> dict:

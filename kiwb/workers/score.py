@@ -20,6 +20,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
+from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
@@ -121,14 +122,15 @@ def run_scoring(
             continue  # cached: do not even load the model
         model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
         prepare_tokenizer(tokenizer, model)
+        batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
         for task in teacher_tasks:
             _score_task(task, model, tokenizer, settings, device, store, paths, owner,
-                        progress, should_stop, job_id)
+                        progress, should_stop, job_id, batch)
         del model
 
 
 def _score_task(task, model, tokenizer, settings, device, store, paths, owner, progress,
-                should_stop, job_id) -> None:
+                should_stop, job_id, batch) -> None:
     description = f"{task.teacher.name} · {task.dataset}"
     for shard in range(task.num_shards):
         if shard in store.done_shards(task.key) or not store.claim_shard(task.key, shard, owner):
@@ -143,7 +145,7 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
                 model, tokenizer, task.table.texts[rows.start:rows.stop], settings, device,
                 shard_seed=settings.seed * 1_000_003 + shard,
                 on_batch=(lambda n: progress(description, n)) if progress else None,
-                should_stop=should_stop,
+                should_stop=should_stop, batch=batch,
             )
         except NonFiniteLogits:
             store.release_shard(task.key, shard, owner)

@@ -10,7 +10,7 @@ import torch
 
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.core.uncertainty import confidence, entropy, summarize_passes
-from kiwb.workers.runtime import autocast_context, halving_on_oom
+from kiwb.workers.runtime import FittedBatch, autocast_context
 from kiwb.workers.sampled_dropout import sampled_dropout
 
 # Arrays stored per (text, teacher). Shapes: (n, C) for the first three, (n,) for the rest.
@@ -62,9 +62,10 @@ def length_sorted_batches(lengths: list[int], batch_size: int) -> list[np.ndarra
 def score_texts(
     model, tokenizer, texts: list[str], settings: ScoringSettings, device: torch.device,
     *, shard_seed: int, on_batch: Callable[[int], None] | None = None,
-    should_stop: Callable[[], bool] | None = None,
+    should_stop: Callable[[], bool] | None = None, batch: FittedBatch | None = None,
 ) -> dict[str, np.ndarray]:
-    """All score arrays for `texts`, in input order; halves the batch on CUDA OOM."""
+    """All score arrays for `texts`, in input order; halves the batch on CUDA OOM (and
+    `batch`, shared by a teacher's shards, keeps the size that fitted)."""
     encodings = tokenizer(texts, truncation=True, max_length=capped_max_length(tokenizer, settings.max_length))
     features = [
         {name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))
@@ -83,8 +84,8 @@ def score_texts(
                 progress, should_stop,
             )
 
-    columns, _ = halving_on_oom(attempt, settings.batch_size, device, "scoring")
-    return columns
+    batch = batch or FittedBatch(settings.batch_size)
+    return batch.run(attempt, device, "scoring", items=len(texts))
 
 
 class ProgressOnce:

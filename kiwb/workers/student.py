@@ -7,7 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
-from kiwb.workers.runtime import halving_on_oom, load_classifier
+from kiwb.workers.runtime import FittedBatch, load_classifier
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -49,15 +49,16 @@ def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict
 
 
 @torch.no_grad()
-def predict_ids(model, tokenizer, features, batch_size: int, device: torch.device) -> torch.Tensor:
+def predict_ids(model, tokenizer, features, batch_size: int | FittedBatch,
+                device: torch.device) -> torch.Tensor:
     """Argmax predictions of the model for every feature row, in input order; halves the
-    batch on CUDA OOM."""
+    batch on CUDA OOM (a FittedBatch keeps the size that fitted for the next call)."""
+    batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
     was_training = model.training
     model.eval()
     try:
-        predictions, _ = halving_on_oom(
-            lambda size: _predictions(model, tokenizer, features, size, device), batch_size,
-            device, "evaluating")
+        predictions = batch.run(lambda size: _predictions(model, tokenizer, features, size, device),
+                                device, "evaluating", items=len(features))
     finally:
         model.train(was_training)
     return torch.from_numpy(predictions)
@@ -73,7 +74,7 @@ def _predictions(model, tokenizer, features, batch_size: int, device: torch.devi
 
 
 def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[str],
-             batch_size: int, device: torch.device) -> dict:
+             batch_size: int | FittedBatch, device: torch.device) -> dict:
     """Accuracy, macro-F1, per-class accuracy and confusion of the model on labeled features."""
     predicted = predict_ids(model, tokenizer, features, batch_size, device)
     return classification_report(predicted, true_ids, labels)

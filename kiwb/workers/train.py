@@ -27,7 +27,7 @@ from kiwb.workers.integrate import (
     fit_routing,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import autocast_context, halving_on_oom, load_classifier
+from kiwb.workers.runtime import FittedBatch, autocast_context, halving_on_oom, load_classifier
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
@@ -185,6 +185,8 @@ class Trainer:
         self.total_steps = total_steps(n, self.training.batch_size, self.training.epochs,
                                        self.training.min_steps)
         self.micro_batch = self.training.batch_size
+        # Evaluations and pool checks keep the batch size that fitted from one to the next.
+        self.eval_batch = FittedBatch(self.training.batch_size)
 
     # -- set-up ------------------------------------------------------------------------
     def setup(self) -> None:
@@ -359,7 +361,7 @@ class Trainer:
         metrics = None
         if self.eval_features is not None:
             metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
-                               self.data.labels, self.training.batch_size, self.device)
+                               self.data.labels, self.eval_batch, self.device)
             metrics["routing_accuracy"] = self.data.eval_routing
             reference = self.data.eval_reference or {}
             check = check_on_eval(self.data.labels, metrics["confusion"], reference.get("per_class"),
@@ -397,8 +399,7 @@ class Trainer:
     def check_on_pool(self) -> LearningCheck:
         """The student's predicted class shares on the pool sample against its targets'."""
         features = [self.features[int(row)] for row in self.pool_check_rows]
-        predicted = predict_ids(self.model, self.tokenizer, features, self.training.batch_size,
-                                self.device)
+        predicted = predict_ids(self.model, self.tokenizer, features, self.eval_batch, self.device)
         counts = torch.bincount(predicted, minlength=len(self.data.labels)).tolist()
         return check_on_pool(self.data.labels, counts, self.target_shares)
 
