@@ -171,3 +171,35 @@ def test_the_fitted_batch_size_is_carried_to_the_next_shard_and_evaluation(teach
     assert torch.equal(first, second)
     # 32 -> 16 -> 8 -> 4 in the first evaluation; the second starts at 4.
     assert (capsys.readouterr().err.count("Out of memory"), evaluation.size) == (3, 4)
+
+
+@pytest.mark.parametrize(("message", "memory"), [
+    ("CUDA out of memory. Tried to allocate 2.00 GiB", True),
+    ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", True),
+    ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", True),
+    ("CUDA error: device-side assert triggered", False),
+])
+def test_out_of_memory_is_recognised_in_each_library_s_words(message, memory):
+    from kiwb.workers.runtime import is_out_of_memory
+
+    assert is_out_of_memory(RuntimeError(message)) is memory
+
+
+def test_the_schedule_does_not_advance_over_a_step_the_scaler_skipped(project, still_student):
+    """fp16 loss scaling skips the optimizer step when gradients overflow; the learning-rate
+    schedule must skip with it. A CPU GradScaler behaves as CUDA's does."""
+    trainer, _ = train(project, "scaled", still_student)
+    trainer.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, enabled=True)
+    for group in trainer.optimizer.param_groups:  # the finished run's schedule is at 0
+        group["lr"] = 1e-3
+    weights = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
+    steps = trainer.scheduler.last_epoch
+    trainer._accumulate(trainer.batch_rows(0), 16)
+    next(trainer.model.parameters()).grad.view(-1)[0] = float("inf")  # an overflowed gradient
+    trainer._update()
+    assert trainer.scheduler.last_epoch == steps and trainer.scaler.get_scale() == 2.0**15
+    assert all(torch.equal(p, weights[name]) for name, p in trainer.model.named_parameters())
+    trainer._accumulate(trainer.batch_rows(1), 16)
+    trainer._update()
+    assert trainer.scheduler.last_epoch == steps + 1  # a step taken advances it
+    assert not all(torch.equal(p, weights[name]) for name, p in trainer.model.named_parameters())

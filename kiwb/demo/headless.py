@@ -21,7 +21,7 @@ from kiwb.workers.evaluate import evaluate_checkpoint
 from kiwb.workers.export import choose_checkpoint, export_student
 from kiwb.workers.integrate import IntegrationSettings, run_integration
 from kiwb.workers.project_inputs import load_dataset_role
-from kiwb.workers.runtime import resolve_device
+from kiwb.workers.runtime import prepare_device, resolve_device
 from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
 from kiwb.workers.train import Trainer, TrainRequest, default_run_name, prepare
 
@@ -52,6 +52,7 @@ def run_headless(root: Path) -> dict:
 def score(config: ProjectConfig, store: Store) -> None:
     """Every teacher's MC-dropout scores of the pool and the eval texts (cached)."""
     device = resolve_device(config.scoring.device)
+    prepare_device(device)
     tasks = plan_scoring(config, store)
     register_tasks(store, tasks)
     todo = pending_texts(store, tasks)
@@ -74,6 +75,7 @@ def train(config: ProjectConfig, store: Store, overrides: dict) -> str:
         return run
     request = TrainRequest(run=run, settings=settings, resume=bool(existing))
     device = resolve_device(config.training.device)
+    prepare_device(device)  # each student's peak memory is its own
     trainer = Trainer(config, store, request, prepare(config, store, request), device)
     trainer.setup()
     with progress_bar(f"train {run}", total=trainer.total_steps - trainer.step, unit="steps") as advance:

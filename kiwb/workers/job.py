@@ -87,8 +87,9 @@ class JobSession:
         return load_config(self.root)
 
     def started(self, device) -> None:
-        from kiwb.workers.runtime import device_description
+        from kiwb.workers.runtime import device_description, prepare_device
 
+        prepare_device(device)
         self.device = device
         self.store.jobs.started(self.job.id, {**device_description(device), "pid": os.getpid(),
                                               "host": socket.gethostname()})

@@ -58,8 +58,27 @@ def autocast_context(device: torch.device, dtype_name: str):
     return contextlib.nullcontext()
 
 
+# Messages of memory exhaustion that are not torch.cuda.OutOfMemoryError: cuBLAS and cuDNN
+# report a failed workspace allocation in their own words.
+_OUT_OF_MEMORY_WORDS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed")
+
+
 def is_out_of_memory(error: BaseException) -> bool:
-    return isinstance(error, torch.cuda.OutOfMemoryError) or "out of memory" in str(error).lower()
+    message = str(error).lower()
+    return isinstance(error, torch.cuda.OutOfMemoryError) or any(w in message for w in _OUT_OF_MEMORY_WORDS)
+
+
+def prepare_device(device: torch.device) -> None:
+    """Make `device` this process's current CUDA device (so `cuda:1` allocates nothing on
+    cuda:0), allow TF32 matmuls (float32 accuracy for kiwb's purposes at tensor-core speed),
+    and start its peak-memory count afresh for the stage that begins. A no-op off CUDA."""
+    if device.type != "cuda":
+        return
+    if device.index is not None:
+        torch.cuda.set_device(device)
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    torch.cuda.reset_peak_memory_stats(device)
 
 
 def free_accelerator_memory(device: torch.device) -> None:

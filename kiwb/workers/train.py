@@ -229,8 +229,9 @@ class Trainer:
             if "scaler" in self._state:
                 self.scaler.load_state_dict(self._state["scaler"])
             torch.set_rng_state(self._state["rng_cpu"])
-            if torch.cuda.is_available() and "rng_cuda" in self._state:
-                torch.cuda.set_rng_state_all(self._state["rng_cuda"])
+            if self.device.type == "cuda" and "rng_device" in self._state:
+                # Only the job's own GPU: what other GPUs are visible may change between runs.
+                torch.cuda.set_rng_state(self._state["rng_device"], self.device)
         self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
         self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
                               if self.data.eval_texts else None)
@@ -341,9 +342,13 @@ class Trainer:
     def _update(self) -> None:
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
         torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        scale = self.scaler.get_scale() if self.scaler.is_enabled() else None
         self.scaler.step(self.optimizer)
         self.scaler.update()
-        self.scheduler.step()
+        # With fp16 the scaler skips the optimizer step when gradients overflowed (and lowers
+        # its scale); the learning-rate schedule must not advance over a step not taken.
+        if scale is None or self.scaler.get_scale() >= scale:
+            self.scheduler.step()
         self.optimizer.zero_grad(set_to_none=True)
 
     def _loss(self, logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
@@ -406,8 +411,8 @@ class Trainer:
     def checkpoint(self, evaluation: dict | None = None) -> None:
         state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                  "rng_cpu": torch.get_rng_state()}
-        if torch.cuda.is_available():
-            state["rng_cuda"] = torch.cuda.get_rng_state_all()
+        if self.device.type == "cuda":
+            state["rng_device"] = torch.cuda.get_rng_state(self.device)
         if self.scaler.is_enabled():
             state["scaler"] = self.scaler.state_dict()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
