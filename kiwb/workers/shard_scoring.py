@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -108,6 +109,7 @@ class ProgressOnce:
             self.reported = self.done
 
 
+@torch.inference_mode()
 def _score_features(
     model, tokenizer, features, lengths, settings, batch_size, device, on_batch, should_stop,
 ) -> dict[str, np.ndarray]:
@@ -116,7 +118,7 @@ def _score_features(
         if should_stop is not None and should_stop():
             raise InterruptedError("scoring stopped at a batch boundary")
         batch = tokenizer.pad([features[row] for row in batch_rows], return_tensors="pt")
-        inputs = {name: value.to(device) for name, value in batch.items()}
+        inputs = {name: value.to(device, non_blocking=True) for name, value in batch.items()}
         with autocast_context(device, settings.dtype):
             det = deterministic_logits(model, inputs)
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)
@@ -133,8 +135,9 @@ def _score_features(
 
 
 def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor) -> dict[str, np.ndarray]:
+    det_logits = det_logits.float()  # the statistics in float32, whatever autocast computed in
     det_probs = det_logits.softmax(-1)
-    summary = summarize_passes(pass_logits.softmax(-1))  # pass_logits: (K, n, C)
+    summary = summarize_passes(pass_logits.float().softmax(-1))  # pass_logits: (K, n, C)
     arrays = {
         "det_logits": det_logits,
         "det_probs": det_probs,
@@ -145,4 +148,12 @@ def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor) -> dict[s
         "mc_confidence": summary.confidence,
         "mutual_information": summary.mutual_information,
     }
-    return {name: value.float().cpu().numpy() for name, value in arrays.items()}
+    # One device-to-host copy for the whole batch rather than one per array.
+    n = det_logits.shape[0]
+    packed = torch.cat([value.float().reshape(n, -1) for value in arrays.values()], dim=1).cpu().numpy()
+    result, start = {}, 0
+    for name, value in arrays.items():
+        width = math.prod(value.shape[1:])  # 1 for a per-text value
+        result[name] = packed[:, start:start + width].reshape(value.shape).copy()
+        start += width
+    return result

@@ -7,7 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
-from kiwb.workers.runtime import FittedBatch, load_classifier
+from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -48,17 +48,18 @@ def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict
     return {name: value.to(device) for name, value in batch.items()}
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def predict_ids(model, tokenizer, features, batch_size: int | FittedBatch,
-                device: torch.device) -> torch.Tensor:
+                device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
     """Argmax predictions of the model for every feature row, in input order; halves the
     batch on CUDA OOM (a FittedBatch keeps the size that fitted for the next call)."""
     batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
     was_training = model.training
     model.eval()
     try:
-        predictions = batch.run(lambda size: _predictions(model, tokenizer, features, size, device),
-                                device, "evaluating", items=len(features))
+        with autocast_context(device, autocast_dtype):
+            predictions = batch.run(lambda size: _predictions(model, tokenizer, features, size, device),
+                                    device, "evaluating", items=len(features))
     finally:
         model.train(was_training)
     return torch.from_numpy(predictions)
@@ -74,7 +75,9 @@ def _predictions(model, tokenizer, features, batch_size: int, device: torch.devi
 
 
 def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[str],
-             batch_size: int | FittedBatch, device: torch.device) -> dict:
-    """Accuracy, macro-F1, per-class accuracy and confusion of the model on labeled features."""
-    predicted = predict_ids(model, tokenizer, features, batch_size, device)
+             batch_size: int | FittedBatch, device: torch.device,
+             autocast_dtype: str = "float32") -> dict:
+    """Accuracy, macro-F1, per-class accuracy and confusion of the model on labeled features
+    (under the autocast its training used)."""
+    predicted = predict_ids(model, tokenizer, features, batch_size, device, autocast_dtype)
     return classification_report(predicted, true_ids, labels)

@@ -329,15 +329,17 @@ class Trainer:
 
     def _accumulate(self, rows: torch.Tensor, micro_batch: int) -> float:
         self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
-        total = 0.0
+        total = torch.zeros((), device=self.device)
         for chunk in rows.split(micro_batch):
             inputs = collate(self.tokenizer, self.features, chunk, self.device)
             with autocast_context(self.device, self.autocast_dtype):
                 logits = self.model(**inputs).logits
             loss = self._loss(logits.float(), chunk) * (len(chunk) / len(rows))
             self.scaler.scale(loss).backward()
-            total += float(loss.detach())
-        return total
+            total += loss.detach()
+        # One host sync per step, not per micro-batch: the non-finite guard needs the value
+        # before the update.
+        return float(total)
 
     def _update(self) -> None:
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
@@ -366,7 +368,7 @@ class Trainer:
         metrics = None
         if self.eval_features is not None:
             metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
-                               self.data.labels, self.eval_batch, self.device)
+                               self.data.labels, self.eval_batch, self.device, self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
             reference = self.data.eval_reference or {}
             check = check_on_eval(self.data.labels, metrics["confusion"], reference.get("per_class"),
@@ -404,7 +406,8 @@ class Trainer:
     def check_on_pool(self) -> LearningCheck:
         """The student's predicted class shares on the pool sample against its targets'."""
         features = [self.features[int(row)] for row in self.pool_check_rows]
-        predicted = predict_ids(self.model, self.tokenizer, features, self.eval_batch, self.device)
+        predicted = predict_ids(self.model, self.tokenizer, features, self.eval_batch, self.device,
+                                self.autocast_dtype)
         counts = torch.bincount(predicted, minlength=len(self.data.labels)).tolist()
         return check_on_pool(self.data.labels, counts, self.target_shares)
 
