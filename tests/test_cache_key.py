@@ -62,13 +62,15 @@ CHANGES = {
                                                          str(root / "copy.jsonl"))),
     "batch size": lambda root: _set_scoring(root / "proj", "batch_size = 8", "batch_size = 2"),
     "teacher's model card": lambda root: (root / "a" / "README.md").write_text("# notes\n"),
+    # autocast applies on CUDA only: on this CPU float16 scores in float32, the same numbers
+    "float16 on the CPU": lambda root: _set_scoring(root / "proj", "seed = 0", 'seed = 0\ndtype = "float16"'),
 }
 REKEYS = {  # which (teacher, dataset) keys a change must give new values
     "K": {"a", "b"}, "max length": {"a", "b"}, "seed": {"a", "b"},
     "one text edited": {"a", "b"}, "texts reordered": {"a", "b"},
     "teacher weights": {"a"}, "teacher config": {"a"}, "teacher tokenizer": {"a"},
     "teacher moved": set(), "texts copied elsewhere": set(), "batch size": set(),
-    "teacher's model card": set(),
+    "teacher's model card": set(), "float16 on the CPU": set(),
 }
 
 
@@ -83,3 +85,19 @@ def test_a_score_key_changes_exactly_when_what_is_scored_changes(change, tmp_pat
     after = _keys(project)
     changed = {teacher for (teacher, _), key in after.items() if before[(teacher, "unlabeled")] != key}
     assert changed == REKEYS[change]
+
+
+@pytest.mark.parametrize(("device", "dtype", "drawing"), [
+    ("cpu", "float32", {"dtype": "float32"}),   # the key CPU scores always had
+    ("cpu", "bfloat16", {"dtype": "float32"}),  # no autocast off CUDA: float32 numbers
+    ("cuda", "float32", {"dtype": "float32", "device_type": "cuda"}),  # Philox draws, not numpy's
+    ("cuda:1", "float16", {"dtype": "float16", "device_type": "cuda"}),  # which GPU does not matter
+    ("cuda", "bfloat16", {"dtype": "bfloat16", "device_type": "cuda"}),
+    ("mps", "float16", {"dtype": "float32", "device_type": "mps"}),
+])
+def test_scores_drawn_or_rounded_differently_are_keyed_apart(device, dtype, drawing):
+    import torch
+
+    from kiwb.workers.score import drawing_key
+
+    assert drawing_key(torch.device(device), dtype) == drawing

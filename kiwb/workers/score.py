@@ -20,7 +20,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
-from kiwb.workers.runtime import FittedBatch
+from kiwb.workers.runtime import FittedBatch, resolve_device
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
@@ -57,11 +57,13 @@ ProgressCallback = Callable[[str, int], None]  # (description, texts just finish
 
 
 def plan_scoring(config: ProjectConfig, store: Store) -> list[ScoreTask]:
-    """Every score set the project needs, keyed by content (teacher, data, settings)."""
+    """Every score set the project needs, keyed by content (teacher, data, settings) and by
+    how the numbers are drawn on `[scoring] device` (see `drawing_key`)."""
     config.require_scoring_inputs()
     tables = load_datasets(config)
     teachers = inspect_teachers(config)
     scoring = config.scoring
+    drawing = drawing_key(resolve_device(scoring.device), scoring.dtype)
     tasks = []
     for teacher in teachers:
         teacher_hash = teacher_content_hash(teacher, store)
@@ -70,12 +72,24 @@ def plan_scoring(config: ProjectConfig, store: Store) -> list[ScoreTask]:
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
                 "data": table.fingerprint, "passes": scoring.mc_passes,
                 "max_length": scoring.max_length, "seed": scoring.seed,
-                "shard_size": scoring.shard_size, "dtype": scoring.dtype,
-                "strategy": resolved_strategy(scoring.strategy),
+                "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
+                **drawing,
             })
             num_shards = -(-len(table) // scoring.shard_size)
             tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
     return tasks
+
+
+def drawing_key(device, dtype: str) -> dict:
+    """What decides the random draws and the rounding of scores, beyond the settings.
+
+    CPU masks come from numpy's SFC64 generator (kiwb.workers.sampled_dropout), CUDA's from
+    its Philox kernels: the same law, other draws, so shards of the two must not fill one
+    score set. The precision is the one actually used: autocast applies on CUDA only, so a
+    float16 setting scores in float32 elsewhere. CPU float32 keeps the key it always had.
+    """
+    precision = dtype if device.type == "cuda" else "float32"
+    return {"dtype": precision, **({"device_type": device.type} if device.type != "cpu" else {})}
 
 
 def resolved_strategy(strategy: str) -> str:
