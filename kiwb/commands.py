@@ -277,6 +277,8 @@ def device_text(job) -> str:
     parts = [job.device or recorded.get("device") or ""]
     if recorded.get("gpu"):
         parts.append(recorded["gpu"])
+    if recorded.get("precision") not in (None, "float32"):
+        parts.append(recorded["precision"])
     if recorded.get("peak_memory_gb") is not None:
         parts.append(f"{recorded['peak_memory_gb']:.1f} GB peak")
     return " · ".join(part for part in parts if part)

@@ -72,7 +72,7 @@ def test_defaults(project: Path) -> None:
     assert config.training == TrainingConfig()
     assert (config.scoring.mc_passes, config.scoring.strategy) == (16, "auto")
     assert (config.integration.method, config.integration.tau) == ("muki-hard", 0.2)
-    assert (config.training.learning_rate, config.training.mixed_precision) == ("auto", "no")
+    assert (config.training.learning_rate, config.training.mixed_precision) == ("auto", "auto")
     assert config.training.min_steps == 300
     assert load_config(file) == config
 

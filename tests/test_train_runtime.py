@@ -203,3 +203,19 @@ def test_the_schedule_does_not_advance_over_a_step_the_scaler_skipped(project, s
     trainer._update()
     assert trainer.scheduler.last_epoch == steps + 1  # a step taken advances it
     assert not all(torch.equal(p, weights[name]) for name, p in trainer.model.named_parameters())
+
+
+@pytest.mark.parametrize(("setting", "device", "bf16", "used"), [
+    ("auto", "cuda", True, "bf16"),    # the GPU default: no loss scaling needed
+    ("auto", "cuda", False, "no"),     # a GPU without bfloat16 trains in float32
+    ("fp16", "cuda:1", True, "fp16"),  # what was asked, on CUDA
+    ("auto", "cpu", True, "no"),       # autocast applies on CUDA only
+    ("bf16", "mps", True, "no"),
+])
+def test_the_training_precision_follows_the_device(monkeypatch, setting, device, bf16, used):
+    from kiwb.workers.runtime import scoring_precision, training_precision
+
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16)
+    assert training_precision(setting, torch.device(device)) == used
+    assert scoring_precision("float16", torch.device(device)) == (
+        "float16" if device.startswith("cuda") else "float32")

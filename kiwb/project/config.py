@@ -203,7 +203,10 @@ class TrainingConfig:
     seed: int = _setting("Random seed of initialisation and shuffling.", 0, min=0)
     device: str = _setting("Where to train: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
     mixed_precision: str = _setting(
-        "Mixed precision: no, fp16 or bf16.", "no", choices=("no", "fp16", "bf16")
+        "Mixed precision on CUDA: auto (bf16 where the GPU supports it, else no), no, fp16 "
+        "or bf16; elsewhere training is float32.",
+        "auto",
+        choices=("auto", "no", "fp16", "bf16"),
     )
 
 

@@ -18,7 +18,13 @@ from kiwb.workers.quiet import quiet_libraries
 def score(session: JobSession) -> Outcome:
     quiet_libraries()
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
+    from kiwb.workers.score import (
+        pending_texts,
+        plan_scoring,
+        register_tasks,
+        run_scoring,
+        scoring_record,
+    )
 
     config, store = session.config(), session.store
     config = dataclasses.replace(config, scoring=with_overrides(
@@ -30,7 +36,7 @@ def score(session: JobSession) -> Outcome:
     todo = pending_texts(store, tasks)
     if todo == 0:
         console.print("All scores are up to date (cached); nothing to do.")
-        return Outcome(data={"texts": 0})
+        return Outcome(data={"texts": 0, **scoring_record(config.scoring, device)})
     console.print(f"Scoring {todo:,} text×teacher pairs on {device} "
                   f"(K = {config.scoring.mc_passes} MC-dropout passes each)")
     with session.progress("scoring", total=todo) as advance:
@@ -39,9 +45,10 @@ def score(session: JobSession) -> Outcome:
     left = pending_texts(store, tasks)
     if left:
         console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
-        return Outcome(data={"texts": todo - left, "left": left}, exit_code=1)
+        return Outcome(data={"texts": todo - left, "left": left,
+                             **scoring_record(config.scoring, device)}, exit_code=1)
     console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
-    return Outcome(data={"texts": todo})
+    return Outcome(data={"texts": todo, **scoring_record(config.scoring, device)})
 
 
 def train(session: JobSession) -> Outcome:
@@ -84,7 +91,7 @@ def train(session: JobSession) -> Outcome:
     else:
         console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
     return Outcome(data={"step": result["step"], "best": result["best"],
-                         "learning_rate": result["learning_rate"],
+                         "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
                          "check": check.to_dict() if check else None})
 
 

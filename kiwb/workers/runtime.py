@@ -50,6 +50,22 @@ def resolve_device(name: str) -> torch.device:
     return device
 
 
+def scoring_precision(dtype: str, device: torch.device) -> str:
+    """The precision scores are computed in: [scoring] dtype under autocast on CUDA, float32
+    elsewhere (autocast applies on CUDA only)."""
+    return dtype if device.type == "cuda" else "float32"
+
+
+def training_precision(setting: str, device: torch.device) -> str:
+    """The [training] mixed_precision a run uses: half precision on CUDA only; `auto` is bf16
+    where the GPU has it (no loss scaling needed, and fine-tuning is robust to its rounding)."""
+    if device.type != "cuda":
+        return "no"
+    if setting == "auto":
+        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    return setting
+
+
 def autocast_context(device: torch.device, dtype_name: str):
     """Mixed precision on CUDA when a half type is asked for; a no-op elsewhere."""
     dtype = _DTYPES[dtype_name]

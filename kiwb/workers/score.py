@@ -20,7 +20,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
-from kiwb.workers.runtime import FittedBatch, resolve_device
+from kiwb.workers.runtime import FittedBatch, resolve_device, scoring_precision
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
@@ -88,8 +88,14 @@ def drawing_key(device, dtype: str) -> dict:
     score set. The precision is the one actually used: autocast applies on CUDA only, so a
     float16 setting scores in float32 elsewhere. CPU float32 keeps the key it always had.
     """
-    precision = dtype if device.type == "cuda" else "float32"
+    precision = scoring_precision(dtype, device)
     return {"dtype": precision, **({"device_type": device.type} if device.type != "cpu" else {})}
+
+
+def scoring_record(scoring, device) -> dict:
+    """The precision and strategy a score job used, for its job record."""
+    return {"precision": scoring_precision(scoring.dtype, device),
+            "strategy": resolved_strategy(scoring.strategy)}
 
 
 def resolved_strategy(strategy: str) -> str:
@@ -127,7 +133,7 @@ def run_scoring(
     scoring = config.scoring
     settings = ScoringSettings(
         passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
-        strategy=resolved_strategy(scoring.strategy), dtype=scoring.dtype,
+        strategy=resolved_strategy(scoring.strategy), dtype=scoring_precision(scoring.dtype, device),
         seed=scoring.seed,
     )
     for teacher_name in dict.fromkeys(task.teacher.name for task in tasks):

@@ -27,7 +27,13 @@ from kiwb.workers.integrate import (
     fit_routing,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import FittedBatch, autocast_context, halving_on_oom, load_classifier
+from kiwb.workers.runtime import (
+    FittedBatch,
+    autocast_context,
+    halving_on_oom,
+    load_classifier,
+    training_precision,
+)
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
@@ -244,11 +250,10 @@ class Trainer:
 
     def _mixed_precision(self) -> str:
         wanted = self.training.mixed_precision
-        if wanted != "no" and self.device.type != "cuda":
+        if wanted not in ("no", "auto") and self.device.type != "cuda":
             console.print(f"mixed_precision = {wanted!r} applies on CUDA only; training in "
                           f"float32 on {self.device}", highlight=False, markup=False)
-            return "no"
-        return wanted
+        return training_precision(wanted, self.device)
 
     def _load(self, checkpoint) -> None:
         from transformers import AutoTokenizer
@@ -295,7 +300,8 @@ class Trainer:
         start_step = self.step
         self._event("train.start", {"step": self.step, "total_steps": self.total_steps,
                                     "method": self.request.settings.method,
-                                    "learning_rate": self.learning_rate})
+                                    "learning_rate": self.learning_rate,
+                                    "precision": self.autocast_dtype})
         while self.step < self.total_steps:
             if should_stop is not None and should_stop():
                 self.checkpoint()
