@@ -66,6 +66,14 @@ def training_precision(setting: str, device: torch.device) -> str:
     return setting
 
 
+def to_device(batch, device: torch.device) -> dict[str, torch.Tensor]:
+    """A tokenized batch on `device`; to CUDA from pinned memory without blocking the host,
+    so the next batch is padded while this one is copied and computed."""
+    if device.type != "cuda":
+        return {name: value.to(device) for name, value in batch.items()}
+    return {name: value.pin_memory().to(device, non_blocking=True) for name, value in batch.items()}
+
+
 def autocast_context(device: torch.device, dtype_name: str):
     """Mixed precision on CUDA when a half type is asked for; a no-op elsewhere."""
     dtype = _DTYPES[dtype_name]

@@ -11,7 +11,7 @@ import torch
 
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.core.uncertainty import confidence, entropy, summarize_passes
-from kiwb.workers.runtime import FittedBatch, autocast_context
+from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
 from kiwb.workers.sampled_dropout import sampled_dropout
 
 # Arrays stored per (text, teacher). Shapes: (n, C) for the first three, (n,) for the rest.
@@ -118,7 +118,7 @@ def _score_features(
         if should_stop is not None and should_stop():
             raise InterruptedError("scoring stopped at a batch boundary")
         batch = tokenizer.pad([features[row] for row in batch_rows], return_tensors="pt")
-        inputs = {name: value.to(device, non_blocking=True) for name, value in batch.items()}
+        inputs = to_device(batch, device)
         with autocast_context(device, settings.dtype):
             det = deterministic_logits(model, inputs)
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)

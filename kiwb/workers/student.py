@@ -7,7 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
-from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
+from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -44,8 +44,7 @@ def tokenize(tokenizer, texts: list[str], max_length: int) -> list[dict[str, lis
 
 
 def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict[str, torch.Tensor]:
-    batch = tokenizer.pad([features[int(row)] for row in rows], return_tensors="pt")
-    return {name: value.to(device) for name, value in batch.items()}
+    return to_device(tokenizer.pad([features[int(row)] for row in rows], return_tensors="pt"), device)
 
 
 @torch.inference_mode()
