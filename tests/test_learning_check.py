@@ -33,7 +33,7 @@ def test_a_class_never_predicted_is_collapsed():
     assert check.status == COLLAPSED and check.collapsed == ("c",) and not check.learned
     assert "never predicts c (1 of 3 classes; 50.0% on eval vs 90.0% for the Ensemble)" in check.problem
     line = check.line()
-    assert line.startswith("Warning: the student has not learned: never predicts c")
+    assert line.startswith("Warning: the student has collapsed classes: never predicts c")
     assert line.endswith(STUDENT_HINT)
 
 

@@ -505,7 +505,7 @@ def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, s
     check = read_check(out)
     assert check is not None and check.status == "collapsed" and len(check.collapsed) == 1
     never = check.collapsed[0]
-    assert f"this teacher has not learned: never predicts {never}" in " ".join(taught.stderr.split())
+    assert f"this teacher has collapsed classes: never predicts {never}" in " ".join(taught.stderr.split())
     assert "kiwb will refuse it as a teacher" in taught.stderr
 
     refused = run_kiwb("init", tmp_path / "proj", "--teacher", f"brief={out}",

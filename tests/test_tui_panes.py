@@ -435,7 +435,7 @@ async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
         await pilot.pause()
         shown = text_of(app.screen.query_one("#check"))
         assert app.screen.query_one("#check").display
-        assert "has not learned: never predicts politics, music" in shown
+        assert "has collapsed classes: never predicts politics, music" in shown
         assert "[training] min_steps" in shown and "at the kept checkpoint" in shown
 
 

@@ -52,7 +52,7 @@ class LearningCheck:
         """One line for a log or a table: empty when nothing is wrong."""
         if not self.flagged:
             return ""
-        verdict = "has not learned" if self.status == COLLAPSED else "is weak"
+        verdict = "has collapsed classes" if self.status == COLLAPSED else "is weak"
         return f"Warning: {subject} {verdict}: {self.problem}; {self.hint}"
 
     def to_dict(self) -> dict:
