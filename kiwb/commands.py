@@ -232,7 +232,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for job in jobs:
         if job.status in ("failed", "lost"):
             stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
-                         + (f": {job.error}" if job.error else "")
+                         + (f": {escape(job.error)}" if job.error else "")
                          + ("; last lines of its log:" if job.log_tail else ""), soft_wrap=True)
             for line in (job.log_tail or [])[-LOG_LINES_SHOWN:]:
                 stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
@@ -255,7 +255,7 @@ def jobs_table(jobs):
         shown = f"{progress['done']:,}/{progress['total']:,}" if progress else ""
         started = job.started_at or job.created_at
         check = learning_check(job)
-        status = job.status + (f" ⚠ {check.status}" if check is not None and check.flagged else "")
+        status = job.status + (check.mark if check is not None else "")
         table.add_row(
             str(job.id), job.kind, "" if job.kind == "score" else job.run, status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
@@ -266,9 +266,9 @@ def jobs_table(jobs):
 
 def learning_check(job):
     """The learning check a finished training job recorded, if any."""
-    from kiwb.core.learning_check import LearningCheck
+    from kiwb.core.learning_check import check_of
 
-    return LearningCheck.from_dict((job.ending or {}).get("check")) if job.kind == "train" else None
+    return check_of(job.ending) if job.kind == "train" else None
 
 
 def device_text(job) -> str:
@@ -327,7 +327,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     import math
 
     from kiwb.console import console, progress_bar
-    from kiwb.core.learning_check import LearningCheck
+    from kiwb.core.learning_check import check_of
     from kiwb.workers.data import load_table
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
@@ -349,7 +349,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     if best.get("accuracy") is not None:
         console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
     console.print(f"Wrote {args.out}")
-    check = LearningCheck.from_dict(best.get("check"))
+    check = check_of(best)
     if check is not None and check.flagged:
         refused = " kiwb will refuse it as a teacher." if not check.learned else ""
         console.print(check.line("this teacher") + "." + refused, style="bold yellow",

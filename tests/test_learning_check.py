@@ -10,6 +10,7 @@ import pytest
 from kiwb.core.learning_check import (
     BELOW_REFERENCE,
     COLLAPSED,
+    FAR_FROM_TARGETS,
     OK,
     STUDENT_HINT,
     LearningCheck,
@@ -46,6 +47,15 @@ def test_zero_accuracy_counts_only_on_a_class_the_reference_gets_right():
     not_c = check_on_eval(LABELS, confusion, {"a": 1.0, "b": 1.0, "c": 0.25}, 0.6)
     assert not_c.status == BELOW_REFERENCE and not_c.collapsed == () and not_c.learned
     assert "below the Ensemble (50.0% on eval vs 60.0% for the Ensemble)" in not_c.problem
+    assert not_c.hint.endswith("try muki-hard")  # Vanilla KD's and UHC's targets can be the cause
+    assert not_c.mark == " ⚠ below-reference" and LearningCheck(OK).mark == ""
+
+
+def test_too_few_texts_or_a_hair_below_the_reference_is_not_flagged():
+    # c has 2 eval texts, both taken for a: too few to call c collapsed. 7/11 = 63.6%.
+    confusion = [[5, 0, 0], [2, 2, 0], [2, 0, 0]]
+    assert check_on_eval(LABELS, confusion, {"c": 1.0}, 0.64).status == OK  # 0.4 points below
+    assert check_on_eval(LABELS, confusion, {"c": 1.0}, 0.66).status == BELOW_REFERENCE
 
 
 def test_a_student_that_beats_the_reference_on_every_class_passes():
@@ -74,7 +84,7 @@ def test_pool_check_compares_predicted_and_target_shares():
     assert "never predicts b, c on 10 pool texts" in check.problem and "by 0.50" in check.problem
     # Every class predicted, but 80/10/10 against 40/30/30: TV 0.4 > 0.3 is weak.
     far = check_on_pool(LABELS, [8, 1, 1], [0.4, 0.3, 0.3])
-    assert far.status == BELOW_REFERENCE and "by 0.40" in far.problem
+    assert far.status == FAR_FROM_TARGETS and "by 0.40" in far.problem
     near = check_on_pool(LABELS, [5, 3, 2], [0.4, 0.3, 0.3])  # TV 0.1
     assert near.status == OK
     # A class the targets hardly hold (1%) may go unpredicted.

@@ -511,8 +511,9 @@ def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, s
     refused = run_kiwb("init", tmp_path / "proj", "--teacher", f"brief={out}",
                        "--teacher", f"a={teachers_dir / 'teacher_a'}", cwd=tmp_path, check=False)
     line = " ".join(refused.stderr.split())
-    assert refused.returncode == 2 and f"teacher 'brief': {out}/kiwb-teach.json says it has not learned" in line
+    assert refused.returncode == 2 and f"teacher 'brief': {out}/kiwb-teach.json says it has collapsed classes" in line
     assert f"never predicts {never}" in line and "--epochs" in line and "remove it" in line
+    assert "to use it anyway, delete kiwb-teach.json" in line
     assert not (tmp_path / "proj" / "kiwb.toml").exists()
 
     project = tmp_path / "proj"
@@ -544,3 +545,13 @@ def test_without_an_eval_set_the_pool_predictions_are_checked_against_the_target
 
     run_kiwb("train", project, "--run", "enough", cwd=tmp_path)
     assert _events(project, "enough", "train.done")[-1]["best"]["check"]["status"] == "ok"
+
+
+def test_a_refused_resume_names_the_training_settings_that_changed(scored_project, tmp_path):
+    project = _copy_project(scored_project, tmp_path / "proj")
+    with _store(project) as store:
+        trainer = _trainer(store, project, "r", eval_every=10)
+        trainer.run(should_stop=lambda: trainer.step == 5)
+    with _store(project) as store, pytest.raises(KiwbError) as refused:
+        _trainer(store, project, "r", resume=True, eval_every=10, learning_rate=0.001)
+    assert "the training settings changed since it started (learning_rate: 0.006 -> 0.001)" in str(refused.value)

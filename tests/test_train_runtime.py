@@ -215,7 +215,7 @@ def test_the_schedule_does_not_advance_over_a_step_the_scaler_skipped(project, s
 def test_the_training_precision_follows_the_device(monkeypatch, setting, device, bf16, used):
     from kiwb.workers.runtime import scoring_precision, training_precision
 
-    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *args: (8, 0) if bf16 else (7, 5))
     assert training_precision(setting, torch.device(device)) == used
     assert scoring_precision("float16", torch.device(device)) == (
         "float16" if device.startswith("cuda") else "float32")

@@ -14,12 +14,16 @@ from dataclasses import asdict, dataclass
 # A class "the teachers get right": the reference (the untrained Ensemble) gets at least this
 # share of its eval texts right, so a student at 0% there has lost what it was taught.
 REFERENCE_KNOWS = 0.5
-# Without gold labels: a class holding at least this share of the targets (or of 1/|Y|, when
+# Fewer eval texts of a class than this say too little to call it collapsed.
+MIN_CLASS_TEXTS = 3
+# Accuracy this far below the reference's, or more, is weak; less is evaluation noise.
+REFERENCE_TOLERANCE = 0.01
+# Without gold labels: a class holding at least this share of the targets (or 1/(4|Y|), when
 # that is smaller) must be predicted for some pool texts.
 TARGET_SHARE_FLOOR = 0.02
 # Total variation distance between predicted and target class shares beyond which the
 # predictions are "far" from what the student was taught.
-FAR_FROM_TARGETS = 0.3
+FAR_FROM_TARGET_SHARES = 0.3
 STUDENT_HINT = ("try more steps ([training] min_steps or --epochs) or a higher learning rate "
                 "([training] learning_rate)")
 # When the targets themselves seldom hold the collapsed classes, training harder cannot help.
@@ -27,8 +31,10 @@ TARGETS_HINT = ("the training targets pick {labels} for {share} of the texts, so
                 "will not help: add unlabeled texts of {them} to the pool, or try another "
                 "--routing or method")
 TEACHER_HINT = "teach it again with more --epochs or a higher --learning-rate"
+WEAK_HINT = (STUDENT_HINT + "; with Vanilla KD or UHC the targets themselves may be at fault: "
+             "try muki-hard")
 
-OK, BELOW_REFERENCE, COLLAPSED = "ok", "below-reference", "collapsed"
+OK, BELOW_REFERENCE, COLLAPSED, FAR_FROM_TARGETS = "ok", "below-reference", "collapsed", "far-from-targets"
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,11 @@ class LearningCheck:
     def flagged(self) -> bool:
         return self.status != OK
 
+    @property
+    def mark(self) -> str:
+        """` ⚠ STATUS` beside a run's or job's state; empty when nothing is wrong."""
+        return f" ⚠ {self.status}" if self.flagged else ""
+
     def line(self, subject: str = "the student") -> str:
         """One line for a log or a table: empty when nothing is wrong."""
         if not self.flagged:
@@ -64,6 +75,11 @@ class LearningCheck:
             return None
         return cls(data.get("status", OK), tuple(data.get("collapsed") or ()),
                    data.get("problem", ""), data.get("hint", ""))
+
+
+def check_of(record: Mapping | None) -> LearningCheck | None:
+    """The check a record (an evaluation, a best checkpoint, a job's ending) carries, if any."""
+    return LearningCheck.from_dict((record or {}).get("check"))
 
 
 def check_on_eval(
@@ -87,9 +103,10 @@ def check_on_eval(
     predicted = [sum(column) for column in zip(*confusion, strict=True)] if confusion else []
     correct = [confusion[i][i] for i in range(len(labels))]
     reference_per_class = reference_per_class or {}
-    never = [label for i, label in enumerate(labels) if gold[i] and not predicted[i]]
+    enough = [gold[i] >= MIN_CLASS_TEXTS for i in range(len(labels))]
+    never = [label for i, label in enumerate(labels) if enough[i] and not predicted[i]]
     lost = [label for i, label in enumerate(labels)
-            if gold[i] and predicted[i] and not correct[i]
+            if enough[i] and predicted[i] and not correct[i]
             and (reference_per_class.get(label) or 0.0) >= REFERENCE_KNOWS]
     accuracy = sum(correct) / max(1, sum(gold))
     versus = (f"{_percent(accuracy)} on eval vs {_percent(reference_accuracy)} for "
@@ -112,8 +129,9 @@ def check_on_eval(
         return LearningCheck(COLLAPSED, tuple(never + lost),
                              f"{'; '.join(parts)} ({len(never) + len(lost)} of {shown} classes; "
                              f"{versus})", hint)
-    if reference_accuracy is not None and accuracy < reference_accuracy:
-        return LearningCheck(BELOW_REFERENCE, (), f"below {reference_name} ({versus})", hint)
+    if reference_accuracy is not None and accuracy < reference_accuracy - REFERENCE_TOLERANCE:
+        weak_hint = WEAK_HINT if hint == STUDENT_HINT else hint
+        return LearningCheck(BELOW_REFERENCE, (), f"below {reference_name} ({versus})", weak_hint)
     return LearningCheck(OK)
 
 
@@ -136,8 +154,8 @@ def check_on_pool(labels: Sequence[str], predicted_counts: Sequence[int],
     if never:
         return LearningCheck(COLLAPSED, tuple(never),
                              f"never predicts {_names(never)} on {total:,} pool texts; {figures}", hint)
-    if distance > FAR_FROM_TARGETS:
-        return LearningCheck(BELOW_REFERENCE, (), figures, hint)
+    if distance > FAR_FROM_TARGET_SHARES:
+        return LearningCheck(FAR_FROM_TARGETS, (), figures, hint)
     return LearningCheck(OK)
 
 

@@ -49,5 +49,6 @@ def untrained_teacher_problem(name: str, folder: Path) -> str | None:
     check = read_check(folder)
     if check is None or check.learned:
         return None
-    return (f"teacher {name!r}: {folder}/{REPORT_FILE} says it has not learned: {check.problem}; "
-            f"{check.hint}, or remove it from the project")
+    return (f"teacher {name!r}: {folder}/{REPORT_FILE} says it has collapsed classes: "
+            f"{check.problem}; {check.hint}, or remove it from the project (to use it anyway, "
+            f"delete {REPORT_FILE})")

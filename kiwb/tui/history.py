@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kiwb.core.learning_check import LearningCheck
+from kiwb.core.learning_check import LearningCheck, check_of
 
 BINS = 20
 
@@ -83,13 +83,13 @@ class RunHistory:
     steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
     evals: list[dict[str, Any]] = field(default_factory=list)
-    # The learning check of the latest evaluation while running; of the kept checkpoint once done.
-    check: LearningCheck | None = None
+    checks: list[tuple[int, LearningCheck]] = field(default_factory=list)  # (step, check)
+    final_check: LearningCheck | None = None  # of the checkpoint the finished run keeps
 
     def add(self, kind: str, data: dict[str, Any]) -> None:
         if kind == "train.start":
             if data.get("step", 0) == 0 and self.steps:  # the run was started afresh
-                self.steps, self.losses, self.evals = [], [], []
+                self.steps, self.losses, self.evals, self.checks = [], [], [], []
             self.method = data.get("method", self.method)
             self.total_steps = data.get("total_steps", self.total_steps)
             self.step, self.state = data.get("step", self.step), "running"
@@ -99,16 +99,15 @@ class RunHistory:
             self.losses.append(float(data["loss"]))
             self.step = data["step"]
             self.total_steps = data.get("total_steps", self.total_steps)
-        elif kind == "train.eval":
-            self.evals.append(data)
+        elif kind in ("train.eval", "train.check"):  # train.check: no eval set, the pool's
+            if kind == "train.eval":
+                self.evals.append(data)
             self.step = max(self.step, data["step"])
-            self.check = LearningCheck.from_dict(data.get("check")) or self.check
-        elif kind == "train.check":  # no eval set: the pool predictions against the targets
-            self.step = max(self.step, data["step"])
-            self.check = LearningCheck.from_dict(data.get("check")) or self.check
+            if data.get("check"):
+                self.checks.append((data["step"], check_of(data)))
         elif kind == "train.done":
             self.state, self.step = "done", data.get("step", self.step)
-            self.check = LearningCheck.from_dict((data.get("best") or {}).get("check")) or self.check
+            self.final_check = check_of(data.get("best"))
         elif kind == "train.stopped":
             self.state, self.step = "stopped", data.get("step", self.step)
 
@@ -118,6 +117,15 @@ class RunHistory:
         self.steps = [self.steps[i] for i in keep]
         self.losses = [self.losses[i] for i in keep]
         self.evals = [e for e in self.evals if e["step"] <= step]
+        self.checks = [(at, check) for at, check in self.checks if at <= step]
+        self.final_check = None
+
+    @property
+    def check(self) -> LearningCheck | None:
+        """The learning check of the kept checkpoint once done, else of the latest evaluation."""
+        if self.state == "done" and self.final_check is not None:
+            return self.final_check
+        return self.checks[-1][1] if self.checks else None
 
     @property
     def latest_eval(self) -> dict[str, Any] | None:

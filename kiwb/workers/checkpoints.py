@@ -136,6 +136,17 @@ def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
     for key, reason in RESUME_CHECKS.items():
         if recorded.get(key) != manifest.get(key):
             raise KiwbError(
-                f"cannot resume run {run_dir.name!r}: {reason} since it started; "
+                f"cannot resume run {run_dir.name!r}: {reason} since it started"
+                f"{_changed_settings(recorded.get(key), manifest.get(key))}; "
                 f"start a new run with --run NEW_NAME (or delete {run_dir})"
             )
+
+
+def _changed_settings(before: Any, now: Any) -> str:
+    """` (name: old -> new, ...)` for settings dicts, so a user can put them back; a default
+    added by a later kiwb shows as unset before."""
+    if not isinstance(before, dict) or not isinstance(now, dict):
+        return ""
+    changed = [f"{name}: {before.get(name, 'unset')!r} -> {now.get(name, 'unset')!r}"
+               for name in sorted(set(before) | set(now)) if before.get(name) != now.get(name)]
+    return f" ({', '.join(changed)})" if changed else ""

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from kiwb import __version__
-from kiwb.core.learning_check import LearningCheck
+from kiwb.core.learning_check import check_of
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
@@ -152,7 +152,7 @@ def _evaluation_lines(manifest: dict) -> list[str]:
     for router, value in routing.items():
         name = f"{chosen_name} routing" if router == "chosen" else router.replace("_", " ")
         lines.append(f"- teacher-routing accuracy ({name}): {100 * value:.2f}%")
-    check = LearningCheck.from_dict(metrics.get("check"))
+    check = check_of(metrics)
     if check is not None:  # a user about to ship this model should see a collapse here too
         lines.append(f"- kiwb's learning check: {check.status}"
                      + (f" ({check.problem})" if check.flagged else ""))

@@ -53,9 +53,10 @@ def score(session: JobSession) -> Outcome:
 
 def train(session: JobSession) -> Outcome:
     quiet_libraries()
+    from kiwb.core.learning_check import check_of
     from kiwb.workers.integrate import IntegrationSettings
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.train import Trainer, TrainRequest, final_check, prepare
+    from kiwb.workers.train import Trainer, TrainRequest, prepare
 
     options, store, run = session.job.settings, session.store, session.job.run
     config = session.config()
@@ -82,7 +83,7 @@ def train(session: JobSession) -> Outcome:
     best = result["best"] or {}
     if best.get("accuracy") is not None:
         console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
-    check = final_check(best)
+    check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         console.print(check.line(f"the student of run {run} (step {best['step']})"),
                       style="bold yellow", highlight=False, markup=False, soft_wrap=True)

@@ -61,8 +61,8 @@ def training_precision(setting: str, device: torch.device) -> str:
     where the GPU has it (no loss scaling needed, and fine-tuning is robust to its rounding)."""
     if device.type != "cuda":
         return "no"
-    if setting == "auto":
-        return "bf16" if torch.cuda.is_bf16_supported() else "no"
+    if setting == "auto":  # native bf16 from Ampere (8.x) on; older GPUs only emulate it, slowly
+        return "bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "no"
     return setting
 
 

@@ -47,7 +47,7 @@ def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict
     return to_device(tokenizer.pad([features[int(row)] for row in rows], return_tensors="pt"), device)
 
 
-@torch.inference_mode()
+@torch.no_grad()  # not inference_mode: it runs between training steps of the same model
 def predict_ids(model, tokenizer, features, batch_size: int | FittedBatch,
                 device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
     """Argmax predictions of the model for every feature row, in input order; halves the

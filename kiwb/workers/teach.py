@@ -11,7 +11,7 @@ from pathlib import Path
 
 import torch
 
-from kiwb.core.learning_check import TEACHER_HINT, check_on_eval
+from kiwb.core.learning_check import TEACHER_HINT, check_of, check_on_eval
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory
 from kiwb.project.teach_report import REPORT_FILE, report_payload
@@ -84,16 +84,24 @@ def teach(base: str, labels: list[str], train: TextTable, dev: TextTable | None,
             progress(1, float(loss.detach()))
         end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == total
         if end_of_epoch:
-            metrics = (evaluate(model, tokenizer, *dev_data, labels, settings.batch_size, device)
-                       if dev_data else {"accuracy": None})
-            if best is None or dev_data is None or metrics["accuracy"] > best["accuracy"]:
+            report = None
+            if dev_data is None:
+                metrics = {"accuracy": None}
+            else:  # the dev figures, and the learning check, travel with the checkpoint
+                metrics = evaluate(model, tokenizer, *dev_data, labels, settings.batch_size, device)
+                check = check_on_eval(labels, metrics["confusion"], hint=TEACHER_HINT)
+                metrics["check"] = check.to_dict()
+                report = report_payload(labels, {"step": step + 1, **metrics}, check)
+            if best is None or dev_data is None or _rank(metrics) > _rank(best):
                 best = {"step": step + 1, **metrics}
-                if dev_data is not None:  # the dev figures travel with the checkpoint
-                    check = check_on_eval(labels, metrics["confusion"], hint=TEACHER_HINT)
-                    best["check"] = check.to_dict()
-                _save(model, tokenizer, out, report_payload(labels, best, check) if dev_data else None)
+                _save(model, tokenizer, out, report)
             model.train()
     return best or {}
+
+
+def _rank(metrics: dict) -> tuple[bool, float]:
+    """Epochs compared on dev: one without collapsed labels first, then by accuracy."""
+    return check_of(metrics).learned, metrics["accuracy"]
 
 
 def _save(model, tokenizer, out: Path, report: dict | None) -> None:

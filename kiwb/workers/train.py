@@ -451,11 +451,6 @@ def target_shares(data: TrainingData) -> torch.Tensor:
     return torch.bincount(top, minlength=len(data.labels)).float() / max(1, len(top))
 
 
-def final_check(best: dict | None) -> LearningCheck | None:
-    """The verdict on the checkpoint a run keeps (its best)."""
-    return LearningCheck.from_dict((best or {}).get("check"))
-
-
 def improves(best: dict | None, metrics: dict | None) -> bool:
     """Whether an evaluation beats the best so far; without evaluations the newest checkpoint
     is the best, and a best with no accuracy (none was measured) counts as -inf."""

@@ -11,6 +11,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
+from kiwb.core.learning_check import COLLAPSED, LearningCheck
 from kiwb.project.queries import StoreChanges
 from kiwb.tui import plots
 from kiwb.tui.history import RunHistory, Runs
@@ -109,19 +110,30 @@ def run_cells(run: RunHistory) -> tuple:
     latest, best = run.latest_eval or {}, run.best_eval
     share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
     state: str | Text = run.state + share
-    if run.check is not None and run.check.flagged:  # the mark: see the run's detail for why
-        state = Text.assemble(state, (f" ⚠ {run.check.status}", "bold yellow"))
+    check = shown_check(run)
+    if check is not None:  # the mark: see the run's detail for why
+        state = Text.assemble(state, (check.mark, "bold yellow"))
     return (run.run, state, _percent(latest.get("accuracy")),
             f"{_percent(best['accuracy'])} @{best['step']}" if best else "–",
             _percent(latest.get("macro_f1")), _routing(latest.get("routing_accuracy")))
 
 
+def shown_check(run: RunHistory | None) -> LearningCheck | None:
+    """The run's flagged check worth a mark: a running run's early evaluations are often
+    below the Ensemble, so until it is done only collapsed classes are marked."""
+    check = run.check if run is not None else None
+    if check is None or not check.flagged or (run.state != "done" and check.status != COLLAPSED):
+        return None
+    return check
+
+
 def check_line(run: RunHistory | None) -> str:
     """What the learning check found on the run, with what to try; empty when all is well."""
-    if run is None or run.check is None or not run.check.flagged:
+    check = shown_check(run)
+    if check is None:
         return ""
     when = "the kept checkpoint" if run.state == "done" else "the latest evaluation"
-    return f"⚠ {run.check.line('the student')} (at {when})"
+    return f"⚠ {check.line('the student')} (at {when})"
 
 
 def baseline_rows(evaluation: dict[str, Any]) -> dict[str, tuple]:

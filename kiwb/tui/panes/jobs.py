@@ -86,7 +86,7 @@ class JobsPane(Pane):
                 cause = job.error or "its process ended without recording why"
                 self.notify(f"job {job.id} ({job.label}) {job.status}: {cause}\nIts log is in Jobs "
                             "(3); fix the cause and launch it again: it resumes where it stopped.",
-                            title="Job failed", severity="error", timeout=12)
+                            title="Job failed", severity="error", timeout=12, markup=False)
         self.seen_status = {job.id: job.status for job in jobs}
 
     @on(DataTable.RowHighlighted, "#jobs-table")
