@@ -101,3 +101,16 @@ def test_scores_drawn_or_rounded_differently_are_keyed_apart(device, dtype, draw
     from kiwb.workers.score import drawing_key
 
     assert drawing_key(torch.device(device), dtype) == drawing
+
+
+def test_scores_drawn_on_another_device_are_read_without_that_device(tmp_path, teachers_dir):
+    """`kiwb score --device cpu` on a GPU box (here: a kiwb.toml naming cuda:0 on a machine
+    without CUDA) leaves scores that integration finds and reads, needing no GPU."""
+    from cli_helpers import run_kiwb
+
+    write_jsonl(tmp_path / "texts.jsonl", [{"text": text} for text in TEXTS])
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"},
+                            tmp_path / "texts.jsonl", scoring=SCORING + 'device = "cuda:0"\n')
+    run_kiwb("score", project, "--device", "cpu", cwd=tmp_path)
+    summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
+    assert sum(summary["wins"].values()) == len(TEXTS)

@@ -53,7 +53,7 @@ def score(config: ProjectConfig, store: Store) -> None:
     """Every teacher's MC-dropout scores of the pool and the eval texts (cached)."""
     device = resolve_device(config.scoring.device)
     prepare_device(device)
-    tasks = plan_scoring(config, store)
+    tasks = plan_scoring(config, store, device)
     register_tasks(store, tasks)
     todo = pending_texts(store, tasks)
     if todo == 0:

@@ -31,7 +31,7 @@ def score(session: JobSession) -> Outcome:
         config.scoring, session.job.settings, ("device", "batch_size")))
     device = resolve_device(config.scoring.device)
     session.started(device)
-    tasks = plan_scoring(config, store)
+    tasks = plan_scoring(config, store, device)
     register_tasks(store, tasks)
     todo = pending_texts(store, tasks)
     if todo == 0:

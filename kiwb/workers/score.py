@@ -56,26 +56,33 @@ class ScoreTask:
 ProgressCallback = Callable[[str, int], None]  # (description, texts just finished)
 
 
-def plan_scoring(config: ProjectConfig, store: Store) -> list[ScoreTask]:
+def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[ScoreTask]:
     """Every score set the project needs, keyed by content (teacher, data, settings) and by
-    how the numbers are drawn on `[scoring] device` (see `drawing_key`)."""
+    how the numbers are drawn (see `drawing_key`).
+
+    `device`: the one a score job draws on. Readers (integrate, train) pass none and get, of
+    each score set, a complete one whatever device drew it, the configured device's first:
+    scores made with `kiwb score --device cpu` on a GPU box, or on another machine, serve.
+    """
     config.require_scoring_inputs()
     tables = load_datasets(config)
     teachers = inspect_teachers(config)
     scoring = config.scoring
-    drawing = drawing_key(resolve_device(scoring.device), scoring.dtype)
+    drawings = ([drawing_key(device, scoring.dtype)] if device is not None
+                else readable_drawings(scoring.device, scoring.dtype))
     tasks = []
     for teacher in teachers:
         teacher_hash = teacher_content_hash(teacher, store)
         for dataset, table in tables.items():
-            key = settings_key({
+            content = {
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
                 "data": table.fingerprint, "passes": scoring.mc_passes,
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
-                **drawing,
-            })
+            }
             num_shards = -(-len(table) // scoring.shard_size)
+            keys = [settings_key({**content, **drawing}) for drawing in drawings]
+            key = next((k for k in keys if len(store.done_shards(k)) >= num_shards), keys[0])
             tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
     return tasks
 
@@ -96,6 +103,19 @@ def scoring_record(scoring, device) -> dict:
     """The precision and strategy a score job used, for its job record."""
     return {"precision": scoring_precision(scoring.dtype, device),
             "strategy": resolved_strategy(scoring.strategy)}
+
+
+def readable_drawings(device_setting: str, dtype: str) -> list[dict]:
+    """Every drawing a score set may have been made with, the configured device's first.
+    The configured device is read, not checked: reading scores needs no GPU."""
+    import torch
+
+    configured = resolve_device("auto") if device_setting == "auto" else torch.device(device_setting)
+    candidates = [drawing_key(configured, dtype), drawing_key(torch.device("cpu"), dtype)]
+    candidates += [drawing_key(torch.device("cuda"), precision)
+                   for precision in ("float32", "bfloat16", "float16")]
+    candidates.append(drawing_key(torch.device("mps"), dtype))
+    return [drawing for i, drawing in enumerate(candidates) if drawing not in candidates[:i]]
 
 
 def resolved_strategy(strategy: str) -> str:
