@@ -329,7 +329,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     from kiwb.console import console, progress_bar
     from kiwb.core.learning_check import check_of
     from kiwb.workers.data import load_table
-    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.runtime import prepare_device, resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
 
     _check_teacher_destination(args.out, args.force)
@@ -342,6 +342,7 @@ def cmd_teach(args: argparse.Namespace) -> int:
     rows = len(subset_rows(train, labels)[0])
     total = max(1, math.ceil(settings.epochs * math.ceil(rows / settings.batch_size)))
     device = resolve_device(args.device)
+    prepare_device(device)
     console.print(f"Teaching {', '.join(labels)} from {rows:,} texts on {device}")
     with progress_bar("teach", total=total, unit="steps") as advance:
         best = teach(args.base, labels, train, dev, args.out, settings, device,
@@ -379,7 +380,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from kiwb.workers.evaluate import evaluate_checkpoint
     from kiwb.workers.export import choose_checkpoint
     from kiwb.workers.project_inputs import load_dataset_role
-    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.runtime import prepare_device, resolve_device
 
     config = load_config(args.project)
     if args.data is not None:
@@ -390,7 +391,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         if table is None:
             raise KiwbError(f"{config.file}: no [data.eval]; pass --data FILE with a label column")
     checkpoint = choose_checkpoint(config.root, args.run, args.checkpoint)
-    report = evaluate_checkpoint(checkpoint, table, resolve_device(config.training.device),
+    device = resolve_device(config.training.device)
+    prepare_device(device)
+    report = evaluate_checkpoint(checkpoint, table, device,
                                  config.training.batch_size, config.training.max_length)
     report.update({"run": args.run, "checkpoint": checkpoint.name, "data": table.source})
     if args.json:

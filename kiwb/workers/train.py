@@ -235,9 +235,14 @@ class Trainer:
             if "scaler" in self._state:
                 self.scaler.load_state_dict(self._state["scaler"])
             torch.set_rng_state(self._state["rng_cpu"])
-            if self.device.type == "cuda" and "rng_device" in self._state:
+            if self.device.type == "cuda":
                 # Only the job's own GPU: what other GPUs are visible may change between runs.
-                torch.cuda.set_rng_state(self._state["rng_device"], self.device)
+                # Older checkpoints kept every GPU's state, as "rng_cuda".
+                legacy = self._state.get("rng_cuda") or []
+                index = self.device.index or 0
+                state = self._state.get("rng_device", legacy[index] if index < len(legacy) else None)
+                if state is not None:
+                    torch.cuda.set_rng_state(state, self.device)
         self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
         self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
                               if self.data.eval_texts else None)
