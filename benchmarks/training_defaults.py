@@ -142,7 +142,7 @@ def render(results: dict) -> str:
         for variant, run in entry["runs"].items():
             test = run.get("test") or {}
             check = run.get("check") or {}
-            lr = f"{run['learning_rate']:.0e}" if run.get("learning_rate") else "–"
+            lr = f"{run['learning_rate']:.1e}" if run.get("learning_rate") else "–"
             lines.append(
                 f"| {pool} | {variant} | {run.get('steps') or '–'} | {lr} | "
                 f"{_pct(run['eval']['accuracy'])} | {_pct(run['eval']['macro_f1'])} | "

@@ -122,6 +122,6 @@ def test_training_defaults_table_shows_each_run_and_the_ensemble():
            "test": {"accuracy": 0.433, "macro_f1": 0.239, "never_predicted": ["mail", "sound"]}}
     table = training_defaults.render({"pools": {"debian-8 500": {
         "runs": {"old": run}, "ensemble": {"eval": 0.702, "test": 0.66}}}})
-    assert ("| debian-8 500 | old | 48 | 2e-05 | 41.8% | 23.0% | 43.3% | 23.9% | mail, sound | "
+    assert ("| debian-8 500 | old | 48 | 2.0e-05 | 41.8% | 23.0% | 43.3% | 23.9% | mail, sound | "
             "collapsed |") in table
     assert "| debian-8 500 | Ensemble (untrained) | | | 70.2% | | 66.0% | | | |" in table

@@ -71,8 +71,8 @@ def test_rare_targets_turn_the_hint_to_the_method():
     # c holds 1% of the targets (< min(0.02, 1/12)): no training length would teach it.
     check = check_on_eval(LABELS, confusion, target_shares=[0.6, 0.39, 0.01])
     assert check.hint == ("the training targets pick c for only 1.0% of the texts, so more steps "
-                          "will not help: add unlabeled texts of it to the pool, or try another "
-                          "--routing or method")
+                          "will not help: the teachers or the routing seldom give it (try another "
+                          "--routing or method), or the pool holds few texts of it")
     trained_c = check_on_eval(LABELS, confusion, target_shares=[0.5, 0.3, 0.2])
     assert trained_c.hint == STUDENT_HINT
 

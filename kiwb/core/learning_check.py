@@ -28,8 +28,8 @@ STUDENT_HINT = ("try more steps ([training] min_steps or --epochs) or a higher l
                 "([training] learning_rate)")
 # When the targets themselves seldom hold the collapsed classes, training harder cannot help.
 TARGETS_HINT = ("the training targets pick {labels} for {share} of the texts, so more steps "
-                "will not help: add unlabeled texts of {them} to the pool, or try another "
-                "--routing or method")
+                "will not help: the teachers or the routing seldom give {them} (try another "
+                "--routing or method), or the pool holds few texts of {them}")
 TEACHER_HINT = "teach it again with more --epochs or a higher --learning-rate"
 WEAK_HINT = (STUDENT_HINT + "; with Vanilla KD or UHC the targets themselves may be at fault: "
              "try muki-hard")
