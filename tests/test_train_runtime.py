@@ -219,3 +219,19 @@ def test_the_training_precision_follows_the_device(monkeypatch, setting, device,
     assert training_precision(setting, torch.device(device)) == used
     assert scoring_precision("float16", torch.device(device)) == (
         "float16" if device.startswith("cuda") else "float32")
+
+
+def test_losses_are_read_back_once_per_log_line_not_once_per_step(project, still_student, monkeypatch):
+    from kiwb.workers.train import LOG_EVERY, Trainer
+
+    reads: list[int] = []
+    original = Trainer._read_losses
+
+    def counted(self, pending):
+        reads.append(len(pending))
+        return original(self, pending)
+
+    monkeypatch.setattr(Trainer, "_read_losses", counted)
+    trainer, reported = train(project, "synced", still_student, eval_every=1000)
+    assert trainer.total_steps == 10 == LOG_EVERY
+    assert [n for n in reads if n] == [1, 9]  # the first step (for the progress bar), then step 10

@@ -301,44 +301,61 @@ class Trainer:
     def run(self, progress: Callable[[int, float], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> dict:
         self.model.train()
-        started, recent = time.perf_counter(), []
-        start_step = self.step
+        started, recent, pending = time.perf_counter(), [], []
+        start_step, shown = self.step, None
         self._event("train.start", {"step": self.step, "total_steps": self.total_steps,
                                     "method": self.request.settings.method,
                                     "learning_rate": self.learning_rate,
                                     "precision": self.autocast_dtype})
         while self.step < self.total_steps:
             if should_stop is not None and should_stop():
+                self._read_losses(pending)  # a NaN step must not be checkpointed
                 self.checkpoint()
                 self._event("train.stopped", {"step": self.step})
                 return {"stopped": True, "step": self.step, "best": self.best}
-            loss = self._train_step(self.batch_rows(self.step))
+            pending.append((self.step + 1, self._train_step(self.batch_rows(self.step))))
             self.step += 1
-            recent.append(loss)
+            log_now = self.step % LOG_EVERY == 0 or self.step == self.total_steps
+            evaluate_now = self.step % self.training.eval_every == 0 or self.step == self.total_steps
+            # Losses stay on the device until a log line, a checkpoint or the first step needs
+            # them: one host sync per LOG_EVERY steps, not per step.
+            if log_now or evaluate_now or self.step == start_step + 1:
+                recent += self._read_losses(pending)
+                shown = recent[-1]
             if progress is not None:
-                progress(1, loss)
-            if self.step % LOG_EVERY == 0 or self.step == self.total_steps:
+                progress(1, shown)
+            if log_now:
                 rate = (self.step - start_step) * self.training.batch_size / (time.perf_counter() - started)
                 self._event("train.step", {"step": self.step, "loss": sum(recent) / len(recent),
                                            "lr": self.scheduler.get_last_lr()[0],
                                            "texts_per_s": rate, "total_steps": self.total_steps})
                 recent = []
-            if self.step % self.training.eval_every == 0 or self.step == self.total_steps:
+            if evaluate_now:
                 self.evaluate_and_checkpoint()
         self._event("train.done", {"step": self.step, "best": self.best})
         return {"stopped": False, "step": self.step, "best": self.best,
                 "learning_rate": self.learning_rate}
 
-    def _train_step(self, rows: torch.Tensor) -> float:
+    def _train_step(self, rows: torch.Tensor) -> torch.Tensor:
         # A smaller micro-batch makes the same update: its gradients accumulate to the batch's.
         loss, self.micro_batch = halving_on_oom(
             lambda size: self._accumulate(rows, size), self.micro_batch, self.device, "training on")
-        if not math.isfinite(loss):  # a NaN step would poison the weights and every step after
-            raise KiwbError(non_finite_loss_message(self.step + 1, loss, self.autocast_dtype))
         self._update()
         return loss
 
-    def _accumulate(self, rows: torch.Tensor, micro_batch: int) -> float:
+    def _read_losses(self, pending: list[tuple[int, torch.Tensor]]) -> list[float]:
+        """The losses of the steps not yet read, in one host sync; a non-finite one stops the
+        run before anything checkpoints the weights it spoiled."""
+        if not pending:
+            return []
+        values = torch.stack([loss for _, loss in pending]).tolist()
+        for (step, _), value in zip(pending, values, strict=True):
+            if not math.isfinite(value):
+                raise KiwbError(non_finite_loss_message(step, value, self.autocast_dtype))
+        pending.clear()
+        return values
+
+    def _accumulate(self, rows: torch.Tensor, micro_batch: int) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
         total = torch.zeros((), device=self.device)
         for chunk in rows.split(micro_batch):
@@ -348,9 +365,7 @@ class Trainer:
             loss = self._loss(logits.float(), chunk) * (len(chunk) / len(rows))
             self.scaler.scale(loss).backward()
             total += loss.detach()
-        # One host sync per step, not per micro-batch: the non-finite guard needs the value
-        # before the update.
-        return float(total)
+        return total
 
     def _update(self) -> None:
         self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
@@ -441,8 +456,8 @@ def non_finite_loss_message(step: int, loss: float, autocast_dtype: str) -> str:
     fix = ('float16 overflows: set [training] mixed_precision = "bf16" (or "no")'
            if autocast_dtype == "float16" else
            "lower [training] learning_rate, or check the student base's weights (kiwb predict)")
-    return (f"the training loss became {loss} at step {step}; stopped before it reached the "
-            f"weights (the last checkpoint is intact). {fix}")
+    return (f"the training loss became {loss} at step {step}; stopped before any checkpoint "
+            f"took those weights (the last checkpoint is intact). {fix}")
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
