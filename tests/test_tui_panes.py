@@ -423,7 +423,7 @@ async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
 async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
     with Store(ProjectPaths(project).store) as store:  # every text taken for sports
         write_run(project, store, run="collapsed", accuracies=(0.3, 0.3),
-                  confusion=[[2, 0, 0, 0], [2, 0, 0, 0], [3, 0, 0, 0], [0, 0, 0, 0]])
+                  confusion=[[2, 0, 0, 0], [3, 0, 0, 0], [3, 0, 0, 0], [0, 0, 0, 0]])
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
