@@ -262,15 +262,20 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "t")
-        form = await fill_form(pilot, student="students/base")
+        form = await fill_form(pilot, student="students/base", min_steps="many")
         assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING   # kiwb.toml's
+        assert form.query_one("#field-min_steps", Input).value == "many"
         choose(form, routing="mixture")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "min steps must be a whole number" in text_of(form.query_one("#form-error")),
+                       what="the bad minimum refused in place")
+        form.query_one("#field-min_steps", Input).value = "50"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
         with Store(ProjectPaths(project).store) as store:
             jobs = store.jobs.all()
-    assert [(job.kind, job.settings["run"], job.settings["routing"]) for job in jobs] == [
-        ("train", "muki-hard-mixture", "mixture")]
+    assert [(job.kind, job.settings["run"], job.settings["routing"], job.settings["min_steps"])
+            for job in jobs] == [("train", "muki-hard-mixture", "mixture", 50)]
     for _ in range(2):   # its placeholder teachers would fail it; a second cancel ends it at once
         cancel(project, jobs[0].id)
 

@@ -162,6 +162,7 @@ class JobsPane(Pane):
             Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
             Field("use_mc", "MC dropout", integration.use_mc, "route by MC confidence", flag=True),
             Field("epochs", "epochs", str(training.epochs)),
+            Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
             Field("device", "device", training.device),
             Field("run", "run name", "", placeholder="default: from the method"),
@@ -171,6 +172,7 @@ class JobsPane(Pane):
 
         def start(values: dict) -> int:
             tau, epochs = _number(values["tau"], "tau"), _number(values["epochs"], "epochs")
+            min_steps = _steps(values["min_steps"])
             method, routing = values["method"], values["routing"]
             if method != "supervised":  # supervised training routes nothing
                 check_routing(config, routing)
@@ -184,7 +186,9 @@ class JobsPane(Pane):
                 "run": run, "method": method, "tau": tau,
                 "routing": routing if routing != integration.routing else None,
                 "reweight": values["reweight"], "use_mc": values["use_mc"],
-                "student": student or None, "epochs": epochs, "device": values["device"] or None,
+                "student": student or None, "epochs": epochs,
+                "min_steps": min_steps if min_steps != training.min_steps else None,
+                "device": values["device"] or None,
                 "resume": values["resume"]})
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
@@ -277,6 +281,13 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
 def _whole(value: str, name: str) -> int:
     if not value.strip().isdigit() or int(value) < 1:
         raise ConfigError(f"{name} must be a whole number of 1 or more, got {value!r}")
+    return int(value)
+
+
+def _steps(value: str) -> int:
+    """The form's minimum number of steps: a whole number, 0 for exactly the epochs."""
+    if not value.strip().isdigit():
+        raise ConfigError(f"min steps must be a whole number (0: train exactly the epochs), got {value!r}")
     return int(value)
 
 
