@@ -168,6 +168,27 @@ def test_a_hung_up_job_keeps_running_and_a_reader_sees_its_events_live(tmp_path,
     assert "Done." in log
 
 
+def freeze_outside_a_write(pid: int, root: Path) -> None:
+    """SIGSTOP a worker, but not inside a store write: frozen mid-transaction it would hold
+    the store's lock, and every kiwb command after it would wait for a process that never
+    goes on. Thaw and try again until the store is free."""
+    import sqlite3
+
+    for _ in range(100):
+        os.kill(pid, signal.SIGSTOP)
+        db = sqlite3.connect(ProjectPaths(root).store, timeout=0.2, isolation_level=None)
+        try:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("ROLLBACK")
+            return
+        except sqlite3.OperationalError:
+            os.kill(pid, signal.SIGCONT)
+            time.sleep(0.02)
+        finally:
+            db.close()
+    raise AssertionError(f"worker {pid} never let go of the store")
+
+
 def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
     root = make_project(tmp_path / "twice", models, texts=600)  # ends killed, long before done
     first = launch_job(root, "score", {})
@@ -183,7 +204,7 @@ def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
     assert job(root, first).status == "running"
 
     # A second cancel ends it at once: freeze it first, so the first cannot finish cleanly.
-    os.kill(running.pid, signal.SIGSTOP)
+    freeze_outside_a_write(running.pid, root)
     assert "asked job" in run_kiwb("cancel", first, root, cwd=tmp_path).stdout
     assert "killed job" in run_kiwb("cancel", first, root, cwd=tmp_path).stdout
     cancelled = job(root, first)
@@ -200,7 +221,7 @@ def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, mode
         wait_for(lambda: store.events_after(0, job_id=job_id, kind="train.step"), "step 10")
     # Frozen while the cancel arrives, so it lands mid-run however fast this machine trains.
     worker = job(root, job_id).pid
-    os.kill(worker, signal.SIGSTOP)
+    freeze_outside_a_write(worker, root)
     try:
         assert "asked job" in run_kiwb("cancel", job_id, root, cwd=tmp_path).stdout
     finally:
