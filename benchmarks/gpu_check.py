@@ -74,21 +74,24 @@ def scoring(root: Path, device: torch.device, results: dict) -> None:
     import numpy as np
 
     from kiwb.core.mc_dropout import deterministic_logits
-    from kiwb.workers.shard_scoring import ScoringSettings, score_texts
+    from kiwb.workers.shard_scoring import ScoringSettings, length_sorted_batches, score_texts
 
     print("1. scoring", flush=True)
     teacher, texts, load_teacher = teacher_and_texts(root, 2048 if device.type == "cuda" else 256)
     model, tokenizer = load_teacher(teacher, str(device))
-    batch = tokenizer(texts[:64], padding=True, truncation=True, max_length=48, return_tensors="pt").to(device)
-    with torch.inference_mode():  # the floor: plain forwards of the same texts
-        deterministic_logits(model, batch)
+    # The floor: K + 1 plain eval forwards of the same texts in the same length-sorted batches.
+    encoded = tokenizer(texts, truncation=True, max_length=48)
+    features = [{name: encoded[name][row] for name in encoded.keys()} for row in range(len(texts))]
+    batches = [tokenizer.pad([features[row] for row in rows], return_tensors="pt").to(device)
+               for rows in length_sorted_batches([len(f["input_ids"]) for f in features], 64)]
+    with torch.inference_mode():
+        deterministic_logits(model, batches[0])
         sync(device)
         started = time.perf_counter()
-        for _ in range(5):
+        for batch in batches:
             deterministic_logits(model, batch)
         sync(device)
-    forward_rate = 5 * 64 / (time.perf_counter() - started)
-    floor = forward_rate / (PASSES + 1)
+    floor = len(texts) / (time.perf_counter() - started) / (PASSES + 1)
     for strategy in ("loop", "replicate"):
         for dtype in ("float32", "bfloat16", "float16"):
             settings = ScoringSettings(passes=PASSES, batch_size=64, max_length=48, strategy=strategy,
