@@ -217,7 +217,7 @@ class Trainer:
         if not existing:  # the rate "auto" chose is recorded for the model card
             ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate})
         self.model.to(self.device)
-        of_epochs = math.ceil(self.training.epochs * self.steps_per_epoch)
+        of_epochs = total_steps(len(self.data.texts), self.training.batch_size, self.training.epochs, 0)
         raised = (f" (raised from {of_epochs:,} to min_steps; a small pool needs more passes)"
                   if self.total_steps > of_epochs else "")
         console.print(f"Learning rate {self.learning_rate:.1e} ({chosen}); {self.total_steps:,} steps "
