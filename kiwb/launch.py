@@ -19,7 +19,8 @@ from typing import Any
 from kiwb.errors import KiwbError
 from kiwb.project.jobs import KINDS, SCORE_RUN, Jobs, resume_command
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.store import Store, pid_alive
+from kiwb.project.processes import pid_alive
+from kiwb.project.store import Store
 
 KILL_WAIT_S = 5.0
 # Unbuffered, so `kiwb logs -f` shows lines as they come; wide, so a log file (not a

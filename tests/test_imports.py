@@ -30,7 +30,12 @@ def test_help_imports_no_torch():
 
 
 def test_project_layer_imports_neither_torch_nor_textual():
-    loaded = _modules_after("import kiwb.project.config, kiwb.project.store, kiwb.project.fingerprint")
+    loaded = _modules_after(
+        "import importlib, pkgutil, kiwb.project\n"
+        "for module in pkgutil.iter_modules(kiwb.project.__path__, 'kiwb.project.'):\n"
+        "    importlib.import_module(module.name)"
+    )
+    assert {"kiwb.project.store", "kiwb.project.processes", "kiwb.project.config"} <= loaded
     assert not loaded & set(HEAVY + ("textual",))
 
 

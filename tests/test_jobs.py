@@ -19,7 +19,8 @@ from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, 
 from kiwb.launch import launch_job
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.store import Store, pid_alive
+from kiwb.project.processes import pid_alive
+from kiwb.project.store import Store
 from kiwb.workers.checkpoints import list_checkpoints, step_name
 from kiwb.workers.job import Outcome
 

@@ -1,9 +1,11 @@
-"""The project store: migrations, job status derived from events and heartbeats, run locks,
-and a reader that sees a writing process's events as they come. No torch here: seconds."""
+"""The project store: migrations, process liveness, job status derived from events and
+heartbeats, run locks, and a reader that sees a writing process's events as they come. No
+torch here: seconds."""
 
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -13,8 +15,11 @@ import time
 import pytest
 
 from kiwb.errors import KiwbError
+from kiwb.project.instances import count, page, replace_instances
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
-from kiwb.project.store import SCHEMA_VERSION, Store, process_start
+from kiwb.project.processes import pid_alive, process_running, process_start
+from kiwb.project.schema import SCHEMA_VERSION
+from kiwb.project.store import Store
 
 # Schema version 1 exactly as the first release wrote it; never edit (migrations start here).
 V1_DDL = """
@@ -49,13 +54,50 @@ INSERT INTO score_shards VALUES ('k1', 0, 'done', 'o', 1, 'h', 1.0, 2.0, 10, 0.5
 INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (NULL, 'r', 1.0, 'train.step', '{"step": 1}');
 """
 
+# What versions 2 and 3 added, exactly as they wrote it (never edit), and a v3 store's data:
+# two jobs, the second still running in this process as an older kiwb recorded it (its start
+# in clock ticks since boot), a sequence past both ids, and the `instances` table that kiwb
+# before version 4 created on first use.
+V3_DDL = V1_DDL.replace("VALUES ('schema_version', '1')", "VALUES ('schema_version', '3')") + """
+CREATE TABLE jobs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL CHECK (kind IN ('score', 'train', 'export')),
+    run TEXT NOT NULL, settings_json TEXT NOT NULL, pid INTEGER, host TEXT, device TEXT,
+    log_path TEXT, created_at REAL NOT NULL, started_at REAL, ended_at REAL
+);
+CREATE TABLE heartbeats (job_id INTEGER PRIMARY KEY REFERENCES jobs(id), ts REAL NOT NULL);
+CREATE TABLE locks (
+    kind TEXT NOT NULL, run TEXT NOT NULL, job_id INTEGER NOT NULL REFERENCES jobs(id),
+    acquired_at REAL NOT NULL, PRIMARY KEY (kind, run)
+);
+ALTER TABLE jobs ADD COLUMN pid_start TEXT;
+ALTER TABLE score_shards ADD COLUMN pid_start TEXT;
+CREATE TABLE IF NOT EXISTS instances (
+    integration TEXT NOT NULL, row INTEGER NOT NULL, margin REAL NOT NULL,
+    routed INTEGER NOT NULL, target INTEGER NOT NULL, gold INTEGER, confidences TEXT NOT NULL,
+    text TEXT NOT NULL, PRIMARY KEY (integration, row)
+);
+CREATE INDEX IF NOT EXISTS instances_by_margin ON instances (integration, margin, row);
+INSERT INTO instances VALUES ('i1', 0, 0.25, 1, 2, NULL, '[0.5, 0.25]', 'kept text');
+INSERT INTO jobs (id, kind, run, settings_json, created_at, ended_at)
+    VALUES (1, 'score', 'scores', '{}', 1.0, 2.0);
+INSERT INTO events (job_id, run, ts, kind, data_json)
+    VALUES (1, 'scores', 2.0, 'job.finished', '{}');
+INSERT INTO jobs (id, kind, run, settings_json, pid, host, pid_start, created_at, started_at)
+    VALUES (2, 'train', 'r', '{}', :pid, :host, '123456', 3.0, 3.0);
+INSERT INTO events (job_id, run, ts, kind, data_json) VALUES (2, 'r', 3.0, 'job.started', '{}');
+INSERT INTO heartbeats VALUES (2, :now);
+INSERT INTO locks VALUES ('train', 'r', 2, 3.0);
+UPDATE sqlite_sequence SET seq = 7 WHERE name = 'jobs';
+"""
+
 
 def test_a_v1_store_is_migrated_in_place(tmp_path):
     path = tmp_path / "store.sqlite"
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 3
+        assert store.schema_version == SCHEMA_VERSION == 4
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         assert store.score_set("k1")["meta"] == {"labels": ["x"]}
@@ -66,6 +108,32 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with Store(path) as again:  # opening a current store changes nothing
         assert again.schema_version == SCHEMA_VERSION
         assert [job.id for job in again.jobs.all()] == [1]
+
+
+def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):
+    path = tmp_path / "store.sqlite"
+    with sqlite3.connect(path) as db:
+        for statement in V3_DDL.split(";"):
+            if statement.strip():
+                db.execute(statement, {"pid": os.getpid(), "host": socket.gethostname(),
+                                       "now": time.time()})
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION
+        assert [(row.id, row.kind, row.status) for row in store.jobs.all()] == [
+            (1, "score", "finished"), (2, "train", "running")]  # a tick-string start: alive
+        with pytest.raises(JobConflict, match="job 2 "):
+            store.jobs.create("train", "r", {})
+        assert store.jobs.create("train", "other", {}) == 8  # no recorded id is given again
+        store.connection.execute(  # the kinds are kiwb.project.job_specs' to decide now
+            "INSERT INTO jobs (kind, run, settings_json, created_at) VALUES ('integrate', 'x', '{}', 1)")
+        assert page(store.connection, "i1")[0].text == "kept text"
+        replace_instances(store.connection, "i2", [(0, 0.5, 0, 1, 1, [0.5, 0.5], "new text")])
+        assert count(store.connection, "i2") == 1
+
+
+def test_a_new_store_has_every_table_from_the_start(tmp_path):
+    with Store(tmp_path / "store.sqlite") as store:
+        assert count(store.connection, "none") == 0 and page(store.connection, "none") == []
 
 
 def test_a_newer_store_is_refused_and_left_alone(tmp_path):
@@ -98,6 +166,35 @@ def test_status_is_derived_from_events_and_signs_of_life(lifecycle, heartbeat_ag
                                                          created_age, expected):
     assert derive_status(lifecycle, heartbeat_age=heartbeat_age, process_alive=alive,
                          created_age=created_age) == expected
+
+
+@pytest.mark.parametrize(("start", "running"), [
+    (None, True),  # no start recorded: the pid alone decides
+    ("123456", True),  # clock ticks, as kiwb before psutil recorded them: cannot tell, so alive
+    ("1.000", False),  # a process that started in 1970 is not this one
+])
+def test_a_recorded_start_tells_a_process_apart_from_its_pid_successor(start, running):
+    assert process_running(os.getpid(), start) is running
+
+
+def test_this_process_runs_as_recorded_and_ended_ones_do_not():
+    assert process_running(os.getpid(), process_start(os.getpid()))
+    assert float(process_start(os.getpid())) < time.time()
+    for pid in (None, 0, -1, _exited_pid()):
+        assert not pid_alive(pid) and not process_running(pid, None)
+        assert process_start(pid) is None
+
+
+def test_an_unreaped_child_counts_as_ended():
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    deadline = time.monotonic() + 30
+    while pid_alive(child.pid) and time.monotonic() < deadline:  # a zombie until waited for
+        time.sleep(0.02)
+    try:
+        assert not pid_alive(child.pid)
+        assert os.path.exists(f"/proc/{child.pid}") or sys.platform != "linux"  # not reaped yet
+    finally:
+        child.wait()
 
 
 def _exited_pid() -> int:
@@ -154,8 +251,7 @@ def test_a_pid_given_to_another_process_frees_the_run(store):
     # The recorded worker is gone and the system gave its pid to a live process (here, this
     # one): the start time recorded beside the pid tells them apart.
     reused = _running_job(store, "muki-hard", pid=os.getpid())
-    store.connection.execute("UPDATE jobs SET pid_start = '1' WHERE id = ?", (reused,))
-    assert process_start(os.getpid()) != "1"
+    store.connection.execute("UPDATE jobs SET pid_start = '1.000' WHERE id = ?", (reused,))
     assert store.jobs.get(reused).status == "lost"
     taker = store.jobs.create("train", "muki-hard", {})
     assert store.jobs.get(taker).status == "queued"
@@ -165,7 +261,7 @@ def test_a_shard_claim_of_a_reused_pid_is_free(store):
     store.register_score_set("k", teacher="a", dataset="unlabeled", num_texts=4, num_shards=2, meta={})
     assert store.claim_shard("k", 0, owner="first")
     assert not store.claim_shard("k", 0, owner="second")  # the first claimant runs: refused
-    store.connection.execute("UPDATE score_shards SET pid_start = '1'")  # ...now its pid is reused
+    store.connection.execute("UPDATE score_shards SET pid_start = '1.000'")  # ...its pid reused
     assert store.claim_shard("k", 0, owner="second")
 
 

@@ -1,7 +1,8 @@
 """Per-text integration results in the store, for paging conflicting texts (lowest margin first).
 
-One row per (integration, text). Readers page with keyset queries on the margin index, so
-a million scored texts never have to be loaded at once.
+One row per (integration, text), in the `instances` table that a store migration creates.
+Readers page with keyset queries on the margin index, so a million scored texts never have
+to be loaded at once.
 """
 
 from __future__ import annotations
@@ -10,21 +11,6 @@ import json
 import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-
-_DDL = (
-    """CREATE TABLE IF NOT EXISTS instances (
-        integration TEXT NOT NULL,
-        row INTEGER NOT NULL,
-        margin REAL NOT NULL,
-        routed INTEGER NOT NULL,
-        target INTEGER NOT NULL,
-        gold INTEGER,
-        confidences TEXT NOT NULL,
-        text TEXT NOT NULL,
-        PRIMARY KEY (integration, row)
-    )""",
-    "CREATE INDEX IF NOT EXISTS instances_by_margin ON instances (integration, margin, row)",
-)
 
 
 @dataclass(frozen=True)
@@ -40,14 +26,8 @@ class Instance:
     text: str
 
 
-def ensure_table(db: sqlite3.Connection) -> None:
-    for statement in _DDL:
-        db.execute(statement)
-
-
 def replace_instances(db: sqlite3.Connection, integration: str, rows: Iterable[tuple]) -> None:
     """Replace an integration's rows: (row, margin, routed, target, gold, confidences, text)."""
-    ensure_table(db)
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("DELETE FROM instances WHERE integration = ?", (integration,))
@@ -91,7 +71,6 @@ class InstanceFilter:
 def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter(),
          *, after: tuple[float, int] | None = None, limit: int = 100) -> list[Instance]:
     """Up to `limit` instances ordered by (margin, row), starting after the key `after`."""
-    ensure_table(db)
     where, params = filters.where()
     if after is not None:
         where += " AND (margin, row) > (?, ?)"
@@ -102,7 +81,6 @@ def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = Ins
 
 
 def count(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter()) -> int:
-    ensure_table(db)
     where, params = filters.where()
     query = f"SELECT COUNT(*) FROM instances WHERE integration = ?{where}"
     return int(db.execute(query, [integration, *params]).fetchone()[0])

@@ -20,7 +20,9 @@ from typing import Any
 
 from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.errors import KiwbError
-from kiwb.project.store import Store, insert_event, process_running, process_start
+from kiwb.project.database import Database
+from kiwb.project.events import events_after, insert_event
+from kiwb.project.processes import process_running, process_start
 
 HEARTBEAT_EVERY_S = 2.0
 # Longer than a few missed beats of a busy machine, short enough that a dead job on another
@@ -113,7 +115,7 @@ class JobState:
 class Jobs:
     """The job API of a store (`store.jobs`)."""
 
-    def __init__(self, store: Store):
+    def __init__(self, store: Database):
         self._store = store
         self._db = store.connection
 
@@ -195,7 +197,7 @@ class Jobs:
 
     def progress_after(self, job_id: int, after_id: int) -> list[dict[str, Any]]:
         """A job's job.progress events with id > after_id, oldest first."""
-        return self._store.events_after(after_id, job_id=job_id, kind="job.progress")
+        return events_after(self._db, after_id, job_id=job_id, kind="job.progress")
 
     def all(self) -> list[JobState]:
         """Every job of the project, oldest first."""

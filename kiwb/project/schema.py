@@ -91,6 +91,48 @@ ALTER TABLE score_shards ADD COLUMN pid_start TEXT
 """
 
 
+# Version 4: per-text integration results (kiwb.project.instances), which older versions
+# created on first use, so a store at version 3 may already hold them; and a jobs table that
+# leaves the list of job kinds to kiwb.project.job_specs, so a new kind (integrate) needs no
+# table rebuild. SQLite cannot drop a CHECK in place: the table is copied, ids and all.
+_V4_INSTANCES = """
+CREATE TABLE IF NOT EXISTS instances (
+    integration TEXT NOT NULL,
+    row INTEGER NOT NULL,
+    margin REAL NOT NULL,
+    routed INTEGER NOT NULL,
+    target INTEGER NOT NULL,
+    gold INTEGER,
+    confidences TEXT NOT NULL,
+    text TEXT NOT NULL,
+    PRIMARY KEY (integration, row)
+);
+CREATE INDEX IF NOT EXISTS instances_by_margin ON instances (integration, margin, row)
+"""
+_V4_JOBS_ANY_KIND = """
+CREATE TABLE jobs_v4 (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    run TEXT NOT NULL,
+    settings_json TEXT NOT NULL,
+    pid INTEGER,
+    host TEXT,
+    device TEXT,
+    log_path TEXT,
+    created_at REAL NOT NULL,
+    started_at REAL,
+    ended_at REAL,
+    pid_start TEXT
+);
+INSERT INTO jobs_v4 (id, kind, run, settings_json, pid, host, device, log_path, created_at,
+                     started_at, ended_at, pid_start)
+    SELECT id, kind, run, settings_json, pid, host, device, log_path, created_at,
+           started_at, ended_at, pid_start FROM jobs;
+DROP TABLE jobs;
+ALTER TABLE jobs_v4 RENAME TO jobs
+"""
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     # Statement by statement: executescript() would commit the migration's transaction.
     for statement in script.split(";"):
@@ -110,12 +152,25 @@ def _add_process_starts(db: sqlite3.Connection) -> None:
     _run_script(db, _V3_PROCESS_STARTS)
 
 
+def _add_instances_and_free_job_kinds(db: sqlite3.Connection) -> None:
+    _run_script(db, _V4_INSTANCES)
+    # The sequence goes with the dropped table; carry it over, so that the id of a job
+    # recorded once is never given to another (its events and log keep that id).
+    row = db.execute("SELECT seq FROM sqlite_sequence WHERE name='jobs'").fetchone()
+    _run_script(db, _V4_JOBS_ANY_KIND)
+    if row is not None:
+        db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name='jobs'", (row[0],))
+        db.execute("INSERT INTO sqlite_sequence (name, seq) SELECT 'jobs', ? WHERE NOT EXISTS "
+                   "(SELECT 1 FROM sqlite_sequence WHERE name='jobs')", (row[0],))
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (1, _create_base_tables),
     (2, _add_job_tables),
     (3, _add_process_starts),
+    (4, _add_instances_and_free_job_kinds),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

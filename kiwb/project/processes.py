@@ -1,0 +1,74 @@
+"""Whether a process recorded in the store still runs on this host, on Linux and macOS alike.
+
+A pid alone is not enough: once a process ends, the system may give its pid to another. So
+the store records each worker's start time beside its pid, as `process_start` writes it, and
+`process_running` checks both.
+"""
+
+from __future__ import annotations
+
+import psutil
+
+# The start time is the process's creation time in seconds since the epoch, which psutil
+# reads on every platform. On Linux it is derived from the boot time, which moves when the
+# system clock is stepped, so two readings of one process may differ slightly: a second
+# absorbs that, and no system hands out the same pid again within a second of its first use.
+_SAME_START_S = 1.0
+
+
+def pid_alive(pid: int | None) -> bool:
+    """Whether a process with this pid is running on this host (zombies count as ended)."""
+    if not pid or pid <= 0:  # psutil shows pid 0 (the kernel's) as alive; no worker has it
+        return False
+    try:
+        # An exited child lives on as a zombie until its parent reaps it.
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except (psutil.NoSuchProcess, psutil.ZombieProcess):
+        return False
+    except psutil.AccessDenied:  # another user's process: it exists
+        return True
+
+
+def process_start(pid: int | None) -> str | None:
+    """When a process started (seconds since the epoch, as text with a decimal point), which
+    tells it apart from a later process given the same pid; None where it cannot be read."""
+    seconds = _start_seconds(pid)
+    return None if seconds is None else f"{seconds:.3f}"
+
+
+def process_running(pid: int | None, start: str | None) -> bool:
+    """Whether the process recorded as (pid, start) still runs on this host; a process that
+    was later given the same pid does not count."""
+    if not pid_alive(pid):
+        return False
+    recorded = _recorded_start(start)
+    if recorded is None:
+        return True
+    current = _start_seconds(pid)
+    return current is None or abs(current - recorded) < _SAME_START_S
+
+
+def _start_seconds(pid: int | None) -> float | None:
+    if not pid or pid <= 0:
+        return None
+    try:
+        return psutil.Process(pid).create_time()
+    except psutil.Error:
+        return None
+
+
+def _recorded_start(start: str | None) -> float | None:
+    """A recorded start time in seconds, or None where it says nothing comparable.
+
+    Stores of schema version 3 written by kiwb before psutil recorded the start on Linux as
+    clock ticks since boot (digits only, no decimal point), which cannot be compared with a
+    time since the epoch. A worker of that kiwb may still be running when a newer kiwb reads
+    its records, so such a value counts as unknown, as it did where no start was recorded:
+    its pid alone decides, and a live worker is never taken for a lost one.
+    """
+    if start is None or "." not in start:
+        return None
+    try:
+        return float(start)
+    except ValueError:
+        return None

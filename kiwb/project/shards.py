@@ -1,0 +1,95 @@
+"""Score sets and their shards in the store: which shards are finished, and the claims that
+let independent scoring processes split one score set without scoring a text twice.
+
+Per-text score arrays live beside the store as shard files; a reader trusts a shard file
+only once its row here says `done`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sqlite3
+import time
+from typing import Any
+
+from kiwb.project.database import Database
+from kiwb.project.processes import process_running, process_start
+
+# A claim held by a process on another host cannot be checked for liveness; after this
+# long without the shard finishing we assume that process is gone.
+FOREIGN_CLAIM_TIMEOUT_S = 2 * 3600
+
+
+def register_score_set(
+    database: Database, key: str, *, teacher: str, dataset: str, num_texts: int,
+    num_shards: int, meta: dict[str, Any],
+) -> None:
+    """Record a score set (idempotent: an existing key is left as it is)."""
+    with database.transaction() as db:
+        db.execute(
+            "INSERT OR IGNORE INTO score_sets VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (key, teacher, dataset, num_texts, num_shards, json.dumps(meta), time.time()),
+        )
+
+
+def score_set(db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
+    row = db.execute("SELECT * FROM score_sets WHERE key=?", (key,)).fetchone()
+    if row is None:
+        return None
+    record = dict(row)
+    record["meta"] = json.loads(record.pop("meta_json"))
+    return record
+
+
+def done_shards(db: sqlite3.Connection, key: str) -> set[int]:
+    rows = db.execute("SELECT shard FROM score_shards WHERE score_key=? AND status='done'", (key,))
+    return {row["shard"] for row in rows}
+
+
+def claim_shard(database: Database, key: str, shard: int, owner: str) -> bool:
+    """Claim a shard for this process unless it is done or held by a live process."""
+    host, pid, now = socket.gethostname(), os.getpid(), time.time()
+    with database.transaction() as db:
+        row = db.execute(
+            "SELECT * FROM score_shards WHERE score_key=? AND shard=?", (key, shard)
+        ).fetchone()
+        if row is not None and not _claim_is_free(row, owner, now):
+            return False
+        db.execute(
+            "INSERT OR REPLACE INTO score_shards "
+            "(score_key, shard, status, owner, pid, pid_start, host, claimed_at) "
+            "VALUES (?, ?, 'claimed', ?, ?, ?, ?, ?)",
+            (key, shard, owner, pid, process_start(pid), host, now),
+        )
+    return True
+
+
+def _claim_is_free(row: sqlite3.Row, owner: str, now: float) -> bool:
+    if row["status"] == "done":
+        return False
+    if row["owner"] == owner:
+        return True
+    if row["host"] == socket.gethostname():
+        return not process_running(row["pid"], row["pid_start"])
+    return now - row["claimed_at"] > FOREIGN_CLAIM_TIMEOUT_S
+
+
+def finish_shard(database: Database, key: str, shard: int, *, rows: int, seconds: float) -> None:
+    with database.transaction() as db:
+        db.execute(
+            "UPDATE score_shards SET status='done', finished_at=?, rows=?, seconds=? "
+            "WHERE score_key=? AND shard=?",
+            (time.time(), rows, seconds, key, shard),
+        )
+
+
+def release_shard(database: Database, key: str, shard: int, owner: str) -> None:
+    """Give back an unfinished claim (on a clean stop), so others may take it at once."""
+    with database.transaction() as db:
+        db.execute(
+            "DELETE FROM score_shards WHERE score_key=? AND shard=? AND owner=? "
+            "AND status='claimed'",
+            (key, shard, owner),
+        )
