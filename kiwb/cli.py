@@ -8,6 +8,7 @@ from pathlib import Path
 
 from kiwb import __version__
 from kiwb.errors import KiwbError
+from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TeachSpec, TrainSpec
 
 
 def _project_arg(parser: argparse.ArgumentParser) -> None:
@@ -28,22 +29,6 @@ def _detach_arg(parser: argparse.ArgumentParser) -> None:
 def _job_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("job", type=int, help="job id (see kiwb jobs)")
     _project_arg(parser)
-
-
-def _method_args(parser: argparse.ArgumentParser, methods: str) -> None:
-    """The integration choices, shared by `integrate` and `train`."""
-    parser.add_argument("--method", help=methods)
-    parser.add_argument("--tau", type=float, help="MUKI-Soft temperature")
-    parser.add_argument("--no-reweight", dest="reweight", action="store_const", const=False,
-                        help="ablation: every text counts the same (no margin weights)")
-    parser.add_argument("--no-mc", dest="use_mc", action="store_const", const=False,
-                        help="ablation: route by plain (deterministic) entropy")
-    from kiwb.core.choices import ROUTINGS
-
-    parser.add_argument("--routing", choices=tuple(ROUTINGS), metavar="NAME",
-                        help="how teachers are compared per text: "
-                        + "; ".join(f"{name}: {text}" for name, text in ROUTINGS.items())
-                        + " (default: [integration] routing)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -69,37 +54,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     score = commands.add_parser("score", help="MC-dropout scores of every text by every teacher")
     _project_arg(score)
-    score.add_argument("--device", help="override [scoring] device (auto, cpu, cuda, cuda:N)")
-    score.add_argument("--batch-size", type=int, help="override [scoring] batch_size")
+    ScoreSpec.add_arguments(score)
     _detach_arg(score)
 
     integrate = commands.add_parser("integrate", help="integrate scores into training targets")
     _project_arg(integrate)
-    _method_args(integrate, "muki-hard, muki-soft, vanilla-kd or uhc")
-    integrate.add_argument("--threshold", type=float, dest="conflict_threshold",
-                           help="margin under which a text counts as conflicting")
+    IntegrateSpec.add_arguments(integrate)
     integrate.add_argument("--json", action="store_true", help="print the summary as JSON")
+    _detach_arg(integrate)
 
     train = commands.add_parser("train", help="train the student on the integrated targets")
     _project_arg(train)
-    train.add_argument("--run", help="run name (default: from the method, e.g. muki-hard)")
-    _method_args(train, "muki-hard, muki-soft, vanilla-kd, uhc or supervised")
-    train.add_argument("--student", help="override [training] student (base checkpoint)")
-    train.add_argument("--epochs", type=float,
-                       help="override [training] epochs (a run still takes min_steps steps or more)")
-    train.add_argument("--min-steps", type=int, metavar="N",
-                       help="override [training] min_steps (0: exactly --epochs)")
-    train.add_argument("--device", help="override [training] device (auto, cpu, cuda, cuda:N)")
-    train.add_argument("--resume", action="store_true", help="continue the run from its last checkpoint")
+    TrainSpec.add_arguments(train)
     _detach_arg(train)
 
     export = commands.add_parser("export", help="write a trained student as a Hugging Face model")
     _project_arg(export)
-    export.add_argument("--run", required=True, help="the run to export")
-    export.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
-    export.add_argument("--to", dest="destination", type=Path, help="destination folder "
-                        "(default: PROJECT/exports/RUN)")
-    export.add_argument("--force", action="store_true", help="replace an existing destination")
+    ExportSpec.add_arguments(export)
     _detach_arg(export)
 
     jobs = commands.add_parser("jobs", help="list the project's jobs and their status")
@@ -124,20 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     teach = commands.add_parser("teach", help="fine-tune a teacher on a subset of labels")
-    teach.add_argument("--base", required=True, help="base checkpoint folder or hub id")
-    teach.add_argument("--data", required=True, type=Path, help="labeled training data (csv/jsonl/parquet/folder)")
-    teach.add_argument("--labels", required=True, help="comma-separated labels this teacher learns")
-    teach.add_argument("--out", required=True, type=Path, help="folder to write the checkpoint to")
-    teach.add_argument("--dev", type=Path, help="labeled dev data to pick the best epoch")
-    teach.add_argument("--text-column", default="text")
-    teach.add_argument("--label-column", default="label")
-    teach.add_argument("--epochs", type=float, default=3.0)
-    teach.add_argument("--learning-rate", type=float, default=5e-5)
-    teach.add_argument("--batch-size", type=int, default=32)
-    teach.add_argument("--max-length", type=int, default=128)
-    teach.add_argument("--seed", type=int, default=0)
-    teach.add_argument("--device", default="auto")
-    teach.add_argument("--force", action="store_true", help="replace an existing --out folder")
+    TeachSpec.add_arguments(teach)
 
     ui = commands.add_parser("ui", help="open the workbench on a project (also: kiwb, kiwb DIR)")
     _project_arg(ui)

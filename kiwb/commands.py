@@ -68,33 +68,38 @@ def open_project(project, *, scoring: bool = False):
     return config, Store(paths.store)
 
 
-def run_or_launch(args: argparse.Namespace, kind: str, run: str, settings: dict) -> int:
+def run_or_launch(args: argparse.Namespace, spec) -> int:
     """Start a job as a detached worker and follow it here (or just start it: --detach), so
     a closed terminal or a lost SSH connection does not stop it; --foreground runs it in
     this process instead. Either way it is recorded, so `kiwb jobs` shows it."""
+    return start_job(args, spec)[1]
+
+
+def start_job(args: argparse.Namespace, spec) -> tuple[int, int]:
+    """`run_or_launch`, returning the job's id and its exit status."""
     from kiwb.console import stdout
     from kiwb.project.paths import ProjectPaths
     from kiwb.project.store import Store
 
     root = args.project.resolve()
     if args.foreground:
-        from kiwb.workers.job import run_job
+        from kiwb.workers.runner import run_in_foreground
 
         with Store(ProjectPaths(root).store) as store:
-            job_id = store.jobs.create(kind, run, settings)
-            return run_job(store, job_id, project_label=str(args.project))
+            return run_in_foreground(store, spec, str(args.project))
     from kiwb.launch import launch_job
+    from kiwb.project.job_specs import job_label
 
-    job_id = launch_job(root, kind, settings)
-    label = kind if kind == "score" else f"{kind} {run}"
+    job_id = launch_job(root, spec)
+    label = job_label(spec.kind, spec.job_run())
     if args.detach:
         stdout.print(f"Started job {job_id} ({label}) in the background; it keeps running if "
                      f"this terminal closes.\n  follow it: kiwb logs {job_id} {args.project} -f\n"
                      f"  status:    kiwb jobs {args.project}\n"
                      f"  stop it:   kiwb cancel {job_id} {args.project}",
                      highlight=False, markup=False, soft_wrap=True)
-        return 0
-    return follow_job(root, job_id, label, str(args.project))
+        return job_id, 0
+    return job_id, follow_job(root, job_id, label, str(args.project))
 
 
 def follow_job(root, job_id: int, label: str, project_label: str) -> int:
@@ -127,70 +132,64 @@ def follow_job(root, job_id: int, label: str, project_label: str) -> int:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from kiwb.project.jobs import SCORE_RUN
+    from kiwb.project.job_specs import ScoreSpec
 
+    spec = ScoreSpec.from_args(args)
     open_project(args.project, scoring=True)[1].close()  # refuse a bad kiwb.toml before any job
-    return run_or_launch(args, "score", SCORE_RUN,
-                         {"device": args.device, "batch_size": args.batch_size})
+    return run_or_launch(args, spec)
 
 
 def cmd_integrate(args: argparse.Namespace) -> int:
-    config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before heavy imports
-    quiet_libraries()
+    """Integration runs as a job like the others; the summary is then read from the store."""
+    from kiwb.project.job_specs import IntegrateSpec
+
+    spec = IntegrateSpec.from_args(args)
+    config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
+    store.close()
+    if spec.routing:
+        from kiwb.project.config import check_routing
+
+        check_routing(config, spec.routing)
+    if args.json and not (args.foreground or args.detach):
+        args.foreground = True  # the job's log goes to stderr, the JSON alone to stdout
+    job_id, code = start_job(args, spec)
+    if code != 0 or args.detach:
+        return code
     from kiwb.console import stdout
     from kiwb.report import integration_tables
-    from kiwb.workers.integrate import IntegrationSettings, run_integration
 
-    settings = IntegrationSettings.from_config(
-        config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc,
-        conflict_threshold=args.conflict_threshold, routing=args.routing,
-    )
-    with store:
-        summary = run_integration(config, store, settings)
+    with _open_store(args.project) as store:
+        key = store.jobs.get(job_id).ending["integration"]
+        record = store.integration(key)
+    summary = {**record["summary"], "key": key}
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        for table in integration_tables(summary, settings):
+        from types import SimpleNamespace
+
+        for table in integration_tables(summary, SimpleNamespace(**record["settings"])):
             stdout.print(table)
     return 0
 
 
 def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.config import check_routing
+    from kiwb.project.job_specs import TrainSpec
 
-    if args.min_steps is not None and args.min_steps < 0:
-        raise KiwbError(f"--min-steps {args.min_steps}: give 0 (train exactly --epochs) or more steps")
+    spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
     config, store = open_project(args.project)
     store.close()
-    if args.routing:  # refused here, before a job is started for it
-        check_routing(config, args.routing)
-    run = args.run
-    if run is None:
-        quiet_libraries()
-        from kiwb.workers.integrate import IntegrationSettings
-        from kiwb.workers.train import default_run_name
-
-        run = default_run_name(IntegrationSettings.from_config(
-            config, method=args.method, tau=args.tau, reweight=args.reweight, use_mc=args.use_mc,
-            routing=args.routing))
-    settings = {
-        "run": run, "method": args.method, "tau": args.tau, "reweight": args.reweight,
-        "use_mc": args.use_mc, "routing": args.routing,
-        "student": args.student and _from_cwd(args.student),
-        "epochs": args.epochs, "min_steps": args.min_steps, "device": args.device,
-        "resume": args.resume,
-    }
-    return run_or_launch(args, "train", run, settings)
+    if spec.routing:  # refused here, before a job is started for it
+        check_routing(config, spec.routing)
+    return run_or_launch(args, spec.named(config.integration))
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from kiwb.project.config import load_config
+    from kiwb.project.job_specs import ExportSpec
 
     load_config(args.project)
-    destination = args.destination and str(args.destination.resolve())
-    settings = {"run": args.run, "checkpoint": args.checkpoint, "destination": destination,
-                "force": args.force}
-    return run_or_launch(args, "export", args.run, settings)
+    return run_or_launch(args, ExportSpec.from_args(args))
 
 
 def _open_store(project):
@@ -209,8 +208,6 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from kiwb.console import stdout
-    from kiwb.project.jobs import resume_command
-
     with _open_store(args.project) as store:
         jobs = store.jobs.all()
     if not args.all:  # live jobs and the most recent others
@@ -236,7 +233,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                          + ("; last lines of its log:" if job.log_tail else ""), soft_wrap=True)
             for line in (job.log_tail or [])[-LOG_LINES_SHOWN:]:
                 stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
-            hint = resume_command(job.kind, str(args.project), job.settings)
+            hint = job.resume_command(str(args.project))
             stdout.print(f"  resume with: {hint}", highlight=False, markup=False, soft_wrap=True)
     return 0
 
@@ -325,31 +322,35 @@ def cmd_predict(args: argparse.Namespace) -> int:
 def cmd_teach(args: argparse.Namespace) -> int:
     quiet_libraries()
     import math
+    from pathlib import Path
 
     from kiwb.console import console, progress_bar
     from kiwb.core.learning_check import check_of
+    from kiwb.project.job_specs import TeachSpec
     from kiwb.workers.data import load_table
     from kiwb.workers.runtime import prepare_device, resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
 
-    _check_teacher_destination(args.out, args.force)
-    labels = [label.strip() for label in args.labels.split(",") if label.strip()]
-    columns = {"text_column": args.text_column, "label_column": args.label_column}
-    train = load_table(str(args.data), role="teach", **columns)
-    dev = load_table(str(args.dev), role="teach", **columns) if args.dev else None
-    settings = TeachSettings(epochs=args.epochs, learning_rate=args.learning_rate,
-                             batch_size=args.batch_size, max_length=args.max_length, seed=args.seed)
+    spec = TeachSpec.from_args(args)
+    out = Path(spec.out)
+    _check_teacher_destination(out, spec.force)
+    columns = {"text_column": spec.text_column, "label_column": spec.label_column}
+    train = load_table(spec.data, role="teach", **columns)
+    dev = load_table(spec.dev, role="teach", **columns) if spec.dev else None
+    settings = TeachSettings(epochs=spec.epochs, learning_rate=spec.learning_rate,
+                             batch_size=spec.batch_size, max_length=spec.max_length, seed=spec.seed)
+    labels = spec.label_list
     rows = len(subset_rows(train, labels)[0])
     total = max(1, math.ceil(settings.epochs * math.ceil(rows / settings.batch_size)))
-    device = resolve_device(args.device)
+    device = resolve_device(spec.device)
     prepare_device(device)
     console.print(f"Teaching {', '.join(labels)} from {rows:,} texts on {device}")
     with progress_bar("teach", total=total, unit="steps") as advance:
-        best = teach(args.base, labels, train, dev, args.out, settings, device,
+        best = teach(spec.base, labels, train, dev, out, settings, device,
                      progress=lambda n, loss: advance(f"teach · loss {loss:.4f}", n))
     if best.get("accuracy") is not None:
         console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
-    console.print(f"Wrote {args.out}")
+    console.print(f"Wrote {out}")
     check = check_of(best)
     if check is not None and check.flagged:
         refused = " kiwb will refuse it as a teacher." if not check.learned else ""

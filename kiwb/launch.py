@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.errors import KiwbError
-from kiwb.project.jobs import KINDS, SCORE_RUN, Jobs, resume_command
+from kiwb.project.job_specs import JobSpec
+from kiwb.project.jobs import Jobs
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive
 from kiwb.project.store import Store
@@ -29,30 +30,25 @@ WORKER_ENV = {"PYTHONUNBUFFERED": "1", "COLUMNS": "160"}
 FOLLOW_POLL_S = 0.25
 
 
-def launch_job(project_root: str | Path, kind: str, settings: dict[str, Any]) -> int:
+def launch_job(project_root: str | Path, spec: JobSpec) -> int:
     """Record a job and start its worker detached from this terminal; returns the job id.
 
-    `settings` are the command's options (train and export need "run"). The worker gets its
-    own session, so a hangup of this terminal, a closed UI or a lost SSH connection does not
-    reach it; its output goes to logs/job-ID.log in the project.
+    The worker gets its own session, so a hangup of this terminal, a closed UI or a lost SSH
+    connection does not reach it; its output goes to logs/job-ID.log in the project.
     """
     root = Path(project_root).resolve()
     paths = ProjectPaths(root)
     if not paths.config.is_file():
         raise KiwbError(f"{root}: no kiwb.toml here; create a project with: kiwb init {root}")
-    if kind not in KINDS:
-        raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
-    run = SCORE_RUN if kind == "score" else settings.get("run")
-    if not run:
-        raise KiwbError(f"a {kind} job needs a run name in its settings")
+    kind = spec.kind
     paths.make_layout()
     with Store(paths.store) as store:
-        job_id = store.jobs.create(kind, run, settings)
+        job_id = store.jobs.create(kind, spec.job_run(), spec.settings())
         log_path = paths.logs / f"job-{job_id}.log"
         try:
             with open(log_path, "wb") as log:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "kiwb.workers.job", str(root), str(job_id)],
+                    [sys.executable, "-m", "kiwb.workers", str(root), str(job_id)],
                     cwd=root, env={**os.environ, **WORKER_ENV},
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, close_fds=True,
@@ -88,7 +84,7 @@ def cancel_job(store: Store, job_id: int) -> str:
         os.kill(job.pid, signal.SIGKILL)
         _wait_for_exit(job.pid, KILL_WAIT_S)
     store.jobs.end(job_id, "cancelled", {"killed": True})
-    hint = resume_command(job.kind, str(store.path.parent), job.settings)
+    hint = job.resume_command(str(store.path.parent))
     return f"killed job {job_id} ({job.label}); resume it with: {hint}"
 
 

@@ -8,8 +8,8 @@ import pytest
 import torch
 from torch.testing import assert_close
 
+from kiwb.core.choices import INTEGRATION_METHODS
 from kiwb.core.integration import (
-    METHODS,
     concatenated_logit_probs,
     integrate,
     muki_hard_targets,
@@ -326,7 +326,7 @@ def test_integrate(method, options, targets, weights, routed, margin):
     close(result.targets.sum(dim=-1), torch.ones(result.targets.shape[:-1]))
 
 
-@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("method", INTEGRATION_METHODS)
 def test_integrate_targets_sum_to_one_with_overlap(method):
     result = integrate(
         method,

@@ -112,7 +112,7 @@ def test_demo_end_to_end_then_reused(tmp_path):
     started = time.perf_counter()
     again = run_kiwb("demo", root, "--no-ui", "--quick", cwd=tmp_path)
     assert time.perf_counter() - started < first_seconds
-    assert "Scores are cached" in again.stderr
+    assert "All scores are up to date (cached)" in again.stderr
     assert again.stderr.count("is finished from an earlier run") == len(STUDENTS)
     assert base_weights.stat().st_mtime_ns == built_at
     assert "MUKI-Hard" in again.stdout

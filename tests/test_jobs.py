@@ -17,6 +17,7 @@ from cli_helpers import kiwb_env, run_kiwb, write_project
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl
 
 from kiwb.launch import launch_job
+from kiwb.project.job_specs import ScoreSpec, TrainSpec
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive
@@ -105,7 +106,7 @@ def assert_one_score_per_text(root: Path) -> None:
 
 def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     root = make_project(tmp_path / "killed", models, texts=32)
-    first = launch_job(root, "score", {})
+    first = launch_job(root, ScoreSpec())
     wait_for(lambda: ProjectPaths(root).store.exists() and done_shards(root) >= 1, "a finished shard")
     os.kill(job(root, first).pid, signal.SIGKILL)
     assert done_shards(root) < 16, "the kill must land mid-way"
@@ -116,7 +117,7 @@ def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     assert any("Scoring" in line for line in lost["log_tail"])
     assert "lost" in run_kiwb("jobs", root, cwd=tmp_path).stdout
 
-    second = launch_job(root, "score", {})  # the dead worker's lock and shard claim block nothing
+    second = launch_job(root, ScoreSpec())  # the dead worker's lock and shard claim block nothing
     wait_for(lambda: not job(root, second).live, "the relaunched job to end")
     assert job(root, second).status == "finished"
     assert job(root, first).status == "lost"
@@ -192,14 +193,14 @@ def freeze_outside_a_write(pid: int, root: Path) -> None:
 
 def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
     root = make_project(tmp_path / "twice", models, texts=600)  # ends killed, long before done
-    first = launch_job(root, "score", {})
+    first = launch_job(root, ScoreSpec())
     running = wait_for(lambda: job(root, first).status == "running" and job(root, first), "job start")
     message = (f"job {first} (score, pid {running.pid}) is already running this run; "
                f"cancel it with: kiwb cancel {first}")
 
     refused = run_kiwb("score", root, "--detach", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and refused.stderr.strip() == f"kiwb: error: {message}"
-    second_worker = subprocess.run([sys.executable, "-m", "kiwb.workers.job", str(root), str(first)],
+    second_worker = subprocess.run([sys.executable, "-m", "kiwb.workers", str(root), str(first)],
                                    env=kiwb_env(), capture_output=True, text=True, timeout=60)
     assert second_worker.returncode == 2 and message in second_worker.stderr
     assert job(root, first).status == "running"
@@ -217,7 +218,7 @@ def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, mode
     training = (f'[training]\nstudent = "{models / "a"}"\nepochs = 3.0\nmin_steps = 0\nbatch_size = 4\n'
                 "eval_every = 1000\nmax_length = 32\nlearning_rate = 0.003\n")
     root = make_project(tmp_path / "train", models, texts=40, extra=training)  # 30 steps
-    job_id = launch_job(root, "train", {"run": "sup", "method": "supervised"})
+    job_id = launch_job(root, TrainSpec(run="sup", method="supervised"))
     with Store(ProjectPaths(root).store) as store:
         wait_for(lambda: store.events_after(0, job_id=job_id, kind="train.step"), "step 10")
     # Frozen while the cancel arrives, so it lands mid-run however fast this machine trains.

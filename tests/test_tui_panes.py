@@ -23,7 +23,9 @@ from tui_support import (
 )
 
 from kiwb.core.choices import DEFAULT_ROUTING
+from kiwb.launch import cancel_job
 from kiwb.project.config import load_config
+from kiwb.project.job_specs import IntegrateSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.tui.screens.detail import ConflictDetailScreen
@@ -304,21 +306,7 @@ async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(p
 
 
 @run_async
-async def test_the_integrate_form_runs_the_integration_with_its_method_and_routing(project,
-                                                                                  monkeypatch):
-    # The synthetic scores lack the logits `kiwb integrate` reads, so the child process is
-    # replaced here; the command it would run is checked in test_tui_units.
-    from kiwb.tui import launcher
-
-    asked = []
-
-    def integrate(root, **settings):
-        asked.append(settings)
-        summary = integration_summary([0.1, 0.5])
-        summary["routing"] = routing_block(settings["routing"])
-        return summary
-
-    monkeypatch.setattr(launcher, "integrate", integrate)
+async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_routing(project):
     app = workbench(project)
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
@@ -328,12 +316,30 @@ async def test_the_integrate_form_runs_the_integration_with_its_method_and_routi
         assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING
         choose(form, method="uhc", routing="rank")
         await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
+                       what="the integration job")
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+        cancel_job(store, job.id)  # its worker need not run on the synthetic scores
+    assert job.kind == "integrate" and job.label == "integrate"
+    assert job.spec == IntegrateSpec(method="uhc", routing="rank")
+
+
+@run_async
+async def test_a_finished_integration_job_says_what_the_integration_did(project):
+    with Store(ProjectPaths(project).store) as store:
+        job_id = store.jobs.create("integrate", "integration", IntegrateSpec().settings())
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await wait_for(pilot, lambda: table(app, "#jobs-table").row_count == 1, what="the job")
+        with Store(ProjectPaths(project).store) as store:
+            store.jobs.end(job_id, "finished", {"integration": INTEGRATION_KEY})
         await wait_for(pilot, lambda: any("Integration done" in n for n in notifications),
-                       what="the integration")
-    assert [{k: v for k, v in a.items() if k != "should_stop"} for a in asked] == [
-        {"method": "uhc", "routing": "rank"}]
+                       what="the integration note")
     done = next(n for n in notifications if "Integration done" in n)
-    assert "with rank routing (a won 5, b won 5)" in done
+    assert "integrated 10 texts with mixture routing (a won 5, b won 5)" in done
 
 
 @run_async

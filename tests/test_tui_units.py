@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from tui_support import LABELS_A, run_async, write_config, write_teacher
 
@@ -12,7 +10,6 @@ from kiwb.project.config import load_config
 from kiwb.tui import config_edit, plots, themes
 from kiwb.tui.history import RunHistory, Runs, ScoreHistograms
 from kiwb.tui.inspect import human_size, inspect_dataset, inspect_teacher, union_with_overlaps
-from kiwb.tui.launcher import error_line, integrate_command
 from kiwb.tui.panes.accuracy import _routing
 from kiwb.tui.panes.jobs import integration_note
 from kiwb.tui.panes.uncertainty import accuracy_line, split_line
@@ -101,14 +98,6 @@ def test_integration_note_names_the_routing_and_the_texts_each_teacher_won():
     assert integration_note(summary) == (
         "integrated 1,700 texts with mixture routing (a won 270, b won 1,430): 12 conflicts "
         "under margin 0.1; see Uncertainty (4) and Conflicts (6)")
-
-
-def test_the_integrate_command_overrides_only_what_is_given(tmp_path):
-    base = integrate_command(tmp_path)
-    assert base[1:] == ["-m", "kiwb", "integrate", str(tmp_path), "--json"]
-    assert integrate_command(tmp_path, routing="rank") == [*base, "--routing", "rank"]
-    assert integrate_command(tmp_path, method="uhc", routing="trust")[len(base):] == [
-        "--method", "uhc", "--routing", "trust"]
 
 
 def test_hbar_and_sparkline():
@@ -273,29 +262,6 @@ def test_new_project_writes_defaults(tmp_path):
 # -- small helpers ------------------------------------------------------------------------------
 
 
-def test_default_run_name_names_what_differs_from_the_defaults():
-    from kiwb.project.jobs import default_run_name
-    from kiwb.workers.integrate import IntegrationSettings
-    from kiwb.workers.train import default_run_name as cli_name
-
-    cases = {IntegrationSettings(): "muki-hard",
-             IntegrationSettings("muki-soft", tau=0.5, routing="confidence"):
-                 "muki-soft-tau0.5-confidence",
-             IntegrationSettings("muki-soft", routing="mixture"): "muki-soft-mixture",
-             IntegrationSettings(use_mc=False, reweight=False): "muki-hard-no-mc-no-reweight",
-             IntegrationSettings("uhc", routing="trust"): "uhc-trust"}
-    for settings, expected in cases.items():
-        assert cli_name(settings) == expected
-        assert default_run_name(settings.method, settings.tau, settings.reweight,
-                                settings.use_mc, settings.routing) == expected
-
-
-def test_error_line_picks_kiwbs_message():
-    assert error_line("Traceback\nkiwb: error: no scores yet; run kiwb score\n") == \
-        "no scores yet; run kiwb score"
-    assert error_line("something else\n") == "something else"
-
-
 def test_packaged_themes_load_and_a_broken_one_is_named(tmp_path):
     loaded = themes.load_themes([themes.package_themes_folder()])
     names = {theme.name for theme in loaded.themes}
@@ -337,17 +303,6 @@ def test_theme_files_in_the_repository_are_the_packaged_ones():
     assert sorted(path.name for path in top.glob("*.toml")) == names
     for name in names:  # links into the package as checked in; a copy must match as well
         assert (top / name).read_text() == (packaged / name).read_text(), name
-
-
-def test_stopping_an_integration_ends_its_process(tmp_path):
-    from kiwb.tui.launcher import integrate
-
-    # Teachers and texts, so `kiwb integrate` passes its early checks and gets going.
-    write_config(tmp_path)
-    started = time.monotonic()
-    with pytest.raises(InterruptedError):
-        integrate(tmp_path, should_stop=lambda: True)
-    assert time.monotonic() - started < 5
 
 
 def test_kiwb_dir_opens_the_workbench(monkeypatch, tmp_path, capsys):

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from kiwb.project.config import DatasetConfig, TeacherConfig, write_new_project
 from kiwb.project.instances import replace_instances
-from kiwb.project.jobs import SCORE_RUN
+from kiwb.project.job_specs import SCORE_RUN
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 

@@ -1,4 +1,5 @@
-"""Names of the routing methods, importable without torch (the config and the UI list them)."""
+"""Names of the integration methods and routings, importable without torch (the config, the
+CLI and the UI list them)."""
 
 from __future__ import annotations
 
@@ -16,3 +17,8 @@ ROUTINGS = {
 }
 FEW_LABEL_ROUTINGS = ("trust", "temperature")
 DEFAULT_ROUTING = "rank"  # beat MUKI's confidence on debian-8 dev (77.7% vs 74.8%; BENCHMARKS.md)
+
+# The ways of making training targets from the teachers' scores (METHOD.md), and the
+# training methods: those plus `supervised` (the eval labels as targets: an upper bound).
+INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
+TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
+from kiwb.core.choices import INTEGRATION_METHODS
 
 
 @dataclass(frozen=True)
@@ -154,9 +154,9 @@ def integrate(
     P(label in Y_i | x) (`probabilistic=True`: Soft normalises them). They decide the Hard
     choice, the Soft weights and the re-weighting margin alike.
     """
-    if method not in METHODS:
+    if method not in INTEGRATION_METHODS:
         raise ValueError(
-            f"unknown integration method {method!r}; choose one of {', '.join(METHODS)}"
+            f"unknown integration method {method!r}; choose one of {', '.join(INTEGRATION_METHODS)}"
         )
     confidences = routing_scores
     margin = routing_margin(confidences)

@@ -1,29 +1,31 @@
 """`kiwb demo --no-ui`: the whole workflow on the demo project, then the results table.
 
-It calls what `kiwb score / integrate / train / evaluate / export` call, in order; each
-step reuses what an earlier run finished (cached scores, finished runs).
+Scoring, integration, training and export run as recorded jobs in this process, exactly as
+`kiwb score / integrate / train / export --foreground` run them (so they show in `kiwb jobs`);
+each step reuses what an earlier run finished (cached scores, finished runs).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 from rich.table import Table
 
-from kiwb.console import console, progress_bar
+from kiwb.console import console
 from kiwb.demo.recipe import EXPORTED, STUDENTS, TEACHERS
-from kiwb.project.config import ProjectConfig, load_config
+from kiwb.errors import KiwbError
+from kiwb.project.config import load_config
+from kiwb.project.job_specs import ExportSpec, IntegrateSpec, JobSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.evaluate import evaluate_checkpoint
-from kiwb.workers.export import choose_checkpoint, export_student
-from kiwb.workers.integrate import IntegrationSettings, run_integration
+from kiwb.workers.export import choose_checkpoint
 from kiwb.workers.project_inputs import load_dataset_role
-from kiwb.workers.runtime import prepare_device, resolve_device
-from kiwb.workers.score import pending_texts, plan_scoring, register_tasks, run_scoring
-from kiwb.workers.train import Trainer, TrainRequest, default_run_name, prepare
+from kiwb.workers.runner import run_in_foreground
+from kiwb.workers.runtime import resolve_device
 
 
 def run_headless(root: Path) -> dict:
@@ -32,9 +34,13 @@ def run_headless(root: Path) -> dict:
     paths = ProjectPaths(config.root)
     paths.make_layout()
     with Store(paths.store) as store:
-        score(config, store)
-        summary = run_integration(config, store, IntegrationSettings.from_config(config))["eval"]
-        runs = {name: train(config, store, settings) for name, settings in STUDENTS.items()}
+        run_step(store, ScoreSpec())
+        integration = run_step(store, IntegrateSpec())["integration"]
+        summary = store.integration(integration)["summary"]["eval"]
+        runs = {name: train(store, TrainSpec(**overrides).named(config.integration))
+                for name, overrides in STUDENTS.items()}
+        exported = paths.exports / runs[EXPORTED]
+        run_step(store, ExportSpec(run=runs[EXPORTED], destination=str(exported), force=True))
     evaluation = load_dataset_role(config, "eval")
     device = resolve_device(config.training.device)
     students = {}
@@ -43,44 +49,29 @@ def run_headless(root: Path) -> dict:
         students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
                                              config.training.batch_size, config.training.max_length)
         students[name]["check"] = learning_check(config.root, run)
-    exported = export_student(config.root, runs[EXPORTED], paths.exports / runs[EXPORTED], force=True)
     return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
             "routing": summary["routing_accuracy"], "students": students,
             "eval_texts": summary["num_texts"], "exported": str(exported)}
 
 
-def score(config: ProjectConfig, store: Store) -> None:
-    """Every teacher's MC-dropout scores of the pool and the eval texts (cached)."""
-    device = resolve_device(config.scoring.device)
-    prepare_device(device)
-    tasks = plan_scoring(config, store, device)
-    register_tasks(store, tasks)
-    todo = pending_texts(store, tasks)
-    if todo == 0:
-        console.print("Scores are cached from an earlier run.")
-        return
-    console.print(f"Scoring {todo:,} text×teacher pairs (K = {config.scoring.mc_passes} "
-                  "MC-dropout passes each)")
-    with progress_bar("scoring", total=todo) as advance:
-        run_scoring(config, store, tasks, device=device, progress=advance)
+def run_step(store: Store, spec: JobSpec) -> dict:
+    """Run one job of the demo here; what its ending recorded (KiwbError if it did not finish)."""
+    job_id, exit_code = run_in_foreground(store, spec, str(store.path.parent))
+    job = store.jobs.get(job_id)
+    if exit_code != 0 or job.status != "finished":
+        raise KiwbError(f"the demo's job {job_id} ({job.label}) ended {job.status}: "
+                        f"{job.error or 'see kiwb jobs'}")
+    return job.ending or {}
 
 
-def train(config: ProjectConfig, store: Store, overrides: dict) -> str:
+def train(store: Store, spec: TrainSpec) -> str:
     """Train (or finish, or reuse) one student; returns its run name."""
-    settings = IntegrationSettings.from_config(config, **overrides)
-    run = default_run_name(settings)
-    existing = ckpt.list_checkpoints(ProjectPaths(config.root).run_dir(run))
+    existing = ckpt.list_checkpoints(ProjectPaths(store.path.parent).run_dir(spec.run))
     if existing and _finished(existing[-1]):
-        console.print(f"Run {run} is finished from an earlier run.")
-        return run
-    request = TrainRequest(run=run, settings=settings, resume=bool(existing))
-    device = resolve_device(config.training.device)
-    prepare_device(device)  # each student's peak memory is its own
-    trainer = Trainer(config, store, request, prepare(config, store, request), device)
-    trainer.setup()
-    with progress_bar(f"train {run}", total=trainer.total_steps - trainer.step, unit="steps") as advance:
-        trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n))
-    return run
+        console.print(f"Run {spec.run} is finished from an earlier run.")
+        return spec.run
+    run_step(store, dataclasses.replace(spec, resume=bool(existing)))
+    return spec.run
 
 
 def learning_check(root: Path, run: str) -> dict | None:

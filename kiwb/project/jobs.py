@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import socket
 import sqlite3
 import time
@@ -18,18 +17,16 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.errors import KiwbError
 from kiwb.project.database import Database
 from kiwb.project.events import events_after, insert_event
+from kiwb.project.job_specs import KINDS, JobSpec, job_label, spec_of
 from kiwb.project.processes import process_running, process_start
 
 HEARTBEAT_EVERY_S = 2.0
 # Longer than a few missed beats of a busy machine, short enough that a dead job on another
 # host (whose pid cannot be checked) is seen as lost quickly.
 HEARTBEAT_STALE_S = 10.0
-KINDS = ("score", "train", "export")
-SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 ENDINGS = {"job.finished": "finished", "job.failed": "failed", "job.cancelled": "cancelled"}
 LIVE_STATUSES = frozenset({"queued", "running", "cancelling", "stalled"})
 LOG_TAIL_LINES = 20
@@ -94,7 +91,16 @@ class JobState:
     @property
     def label(self) -> str:
         """`score`, or `train RUN` / `export RUN`."""
-        return self.kind if self.run == SCORE_RUN else f"{self.kind} {self.run}"
+        return job_label(self.kind, self.run)
+
+    @property
+    def spec(self) -> JobSpec:
+        """What the job was asked to do, typed."""
+        return spec_of(self.kind, self.settings, self.run)
+
+    def resume_command(self, project: str) -> str:
+        """The command that continues (or repeats) this job from where it stopped."""
+        return self.spec.resume_command(project)
 
     @property
     def error(self) -> str | None:
@@ -280,52 +286,6 @@ def read_log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
     except OSError:
         return []
     return [line.rstrip() for line in text.replace("\r", "\n").splitlines() if line.strip()][-lines:]
-
-
-def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
-                     routing: str = DEFAULT_ROUTING) -> str:
-    """The run name `kiwb train` picks for these settings: the method, then what differs
-    from the defaults (the workbench and the CLI both name runs with this)."""
-    name = method
-    if method == "muki-soft" and routing == "confidence":
-        name += f"-tau{tau:g}"  # tau only acts on raw confidences
-    if method != "supervised" and routing != DEFAULT_ROUTING:
-        name += f"-{routing}"
-    if method.startswith("muki"):
-        name += "" if use_mc else "-no-mc"
-        name += "" if reweight else "-no-reweight"
-    return name
-
-
-def resume_command(kind: str, project: str, settings: dict[str, Any]) -> str:
-    """The command that continues (or repeats) a job from where it stopped."""
-    options: list[str] = []
-
-    def option(flag: str, key: str) -> None:
-        if settings.get(key) is not None:
-            options.extend([flag, str(settings[key])])
-
-    if kind == "score":
-        option("--device", "device")
-        option("--batch-size", "batch_size")
-    elif kind == "train":
-        option("--run", "run")
-        option("--method", "method")
-        option("--tau", "tau")
-        option("--routing", "routing")
-        options += ["--no-reweight"] if settings.get("reweight") is False else []
-        options += ["--no-mc"] if settings.get("use_mc") is False else []
-        option("--student", "student")
-        option("--epochs", "epochs")
-        option("--min-steps", "min_steps")
-        option("--device", "device")
-        options.append("--resume")
-    else:
-        option("--run", "run")
-        option("--checkpoint", "checkpoint")
-        option("--to", "destination")
-        options += ["--force"] if settings.get("force") else []
-    return shlex.join(["kiwb", kind, project, *options])
 
 
 # The plain progress line a worker writes to its log now and then (a log is no terminal for

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from kiwb.errors import KiwbError
 from kiwb.project.instances import Instance, InstanceFilter, count, page
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
@@ -233,3 +234,12 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+
+
+def recorded_integration(root: Path, key: str) -> dict[str, Any]:
+    """The summary of the integration recorded under `key` (an integrate job's ending names it)."""
+    with Store(ProjectPaths(Path(root)).store) as store:
+        record = store.integration(key)
+    if record is None:
+        raise KiwbError(f"no integration {key!r} in {root}; run kiwb integrate {root}")
+    return {**record["summary"], "key": key}

@@ -1,14 +1,11 @@
-"""Running one recorded job in this process, from its first heartbeat to its recorded ending.
+"""The running side of a recorded job: heartbeat, cancellation, progress and its ending.
 
-`python -m kiwb.workers.job PROJECT JOB_ID` is the detached worker that `launch_job` starts;
-`kiwb score/train/export` without --detach run the same `run_job` in the foreground.
 Torch and transformers are imported only once the heartbeat beats, so a slow start still
 shows as alive.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import socket
@@ -16,25 +13,17 @@ import sqlite3
 import sys
 import threading
 import time
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from kiwb.console import console, progress_bar
-from kiwb.errors import KiwbError
 from kiwb.project.jobs import (
     HEARTBEAT_EVERY_S,
-    LOG_TAIL_LINES,
-    JobConflict,
     JobState,
     progress_line,
-    read_log_tail,
-    resume_command,
 )
-from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 
 PROGRESS_EVENT_EVERY_S = 1.0
@@ -192,80 +181,3 @@ class _ProgressReport:
     def record(self) -> None:
         self.last_event = time.monotonic()
         self.store.jobs.record_progress(self.job_id, self.figures())
-
-
-def run_job(store: Store, job_id: int, *, project_label: str | None = None) -> int:
-    """Run a recorded job here until it ends, record how, and return the exit code."""
-    from kiwb.workers.job_kinds import WORK
-
-    job = store.jobs.get(job_id)
-    if job.ending is not None:
-        print(f"kiwb: error: job {job_id} already ended ({job.status})", file=sys.stderr)
-        return 2
-    session = JobSession(store, job, project_label or str(store.path.parent))
-    try:
-        session.begin()
-    except JobConflict as error:
-        if error.holder != job_id:  # refused for another job: this one never runs
-            store.jobs.end(job_id, "failed", {"error": str(error)})
-        print(f"kiwb: error: {error}", file=sys.stderr)
-        return 2
-    try:
-        outcome = (Outcome("cancelled", {"before_start": True}, EXIT_CANCELLED)
-                   if session.should_stop() else WORK[job.kind](session))
-    except (Exception, KeyboardInterrupt) as error:  # every ending is recorded, then reported
-        outcome = _outcome_of(error, session)
-    session.finish(outcome)
-    if outcome.status == "cancelled" or outcome.exit_code == 1:
-        hint = resume_command(job.kind, session.project_label, job.settings)
-        console.print(f"Resume with: [bold]{hint}[/bold]", highlight=False, soft_wrap=True)
-    return outcome.exit_code
-
-
-def _outcome_of(error: BaseException, session: JobSession) -> Outcome:
-    if isinstance(error, KeyboardInterrupt):
-        print("kiwb: interrupted", file=sys.stderr)
-        return Outcome("cancelled", {"at_once": True}, EXIT_CANCELLED)
-    if isinstance(error, InterruptedError) and session.should_stop():
-        console.print(f"Stopped at a batch boundary: {error}")
-        return Outcome("cancelled", {}, EXIT_CANCELLED)
-    if isinstance(error, KiwbError):
-        print(f"kiwb: error: {error}", file=sys.stderr)
-        message, exit_code, lines = str(error), 2, [f"kiwb: error: {error}"]
-    else:
-        traceback.print_exc()
-        message = f"{type(error).__name__}: {error}".splitlines()[0]
-        exit_code, lines = 1, traceback.format_exc().splitlines()
-    sys.stderr.flush()
-    log_path = session.job.log_path or session.store.jobs.get(session.job.id).log_path
-    tail = read_log_tail(Path(log_path)) if log_path else lines[-LOG_TAIL_LINES:]
-    return Outcome("failed", {"error": message, "log_tail": tail}, exit_code)
-
-
-def with_overrides(section, options: dict[str, Any], names: tuple[str, ...]):
-    """A config section with the options that were given (not None) put in."""
-    values = {name: options[name] for name in names if options.get(name) is not None}
-    return dataclasses.replace(section, **values) if values else section
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or not args[1].isdigit():
-        print("usage: python -m kiwb.workers.job PROJECT JOB_ID", file=sys.stderr)
-        return 2
-    root = Path(args[0]).resolve()
-    print(f"kiwb job {args[1]} · pid {os.getpid()} on {socket.gethostname()} · "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
-    try:
-        with Store(ProjectPaths(root).store) as store:
-            return run_job(store, int(args[1]), project_label=str(root))
-    except KiwbError as error:
-        print(f"kiwb: error: {error}", file=sys.stderr)
-        return 2
-
-
-if __name__ == "__main__":
-    # Run the imported module's main, so job_kinds and this entry point share one module.
-    from kiwb.workers.job import main as imported_main
-
-    sys.exit(imported_main())

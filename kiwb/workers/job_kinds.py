@@ -1,6 +1,6 @@
 """The work of each job kind, calling the same functions whichever way the job was started.
 
-Each takes a running `JobSession` (its settings snapshot holds the command's options) and
+Each takes a running `JobSession` (its job's typed spec holds the command's options) and
 returns an `Outcome`; the session records the lifecycle around it.
 """
 
@@ -10,8 +10,9 @@ import dataclasses
 from pathlib import Path
 
 from kiwb.console import console
+from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
-from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome, with_overrides
+from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 from kiwb.workers.quiet import quiet_libraries
 
 
@@ -26,9 +27,10 @@ def score(session: JobSession) -> Outcome:
         scoring_record,
     )
 
+    spec: ScoreSpec = session.job.spec
     config, store = session.config(), session.store
-    config = dataclasses.replace(config, scoring=with_overrides(
-        config.scoring, session.job.settings, ("device", "batch_size")))
+    config = dataclasses.replace(config, scoring=dataclasses.replace(
+        config.scoring, **spec.overrides("device", "batch_size")))
     device = resolve_device(config.scoring.device)
     session.started(device)
     tasks = plan_scoring(config, store, device)
@@ -51,6 +53,26 @@ def score(session: JobSession) -> Outcome:
     return Outcome(data={"texts": todo, **scoring_record(config.scoring, device)})
 
 
+def integrate(session: JobSession) -> Outcome:
+    quiet_libraries()
+    import torch
+
+    from kiwb.workers.integrate import IntegrationSettings, run_integration
+
+    spec: IntegrateSpec = session.job.spec
+    config = session.config()
+    config.require_scoring_inputs()
+    settings = IntegrationSettings.from_config(config, **spec.overrides(
+        "method", "tau", "reweight", "use_mc", "conflict_threshold", "routing"))
+    session.started(torch.device("cpu"))  # tensor math over stored scores: no GPU needed
+    summary = run_integration(config, session.store, settings)
+    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary["wins"].items())
+    console.print(f"Integrated {summary['num_texts']:,} texts ({settings.method}, "
+                  f"{settings.routing} routing): {wins}; {summary['conflicts']:,} conflicts under "
+                  f"margin {summary['conflict_threshold']}", highlight=False, soft_wrap=True)
+    return Outcome(data={"integration": summary["key"]})
+
+
 def train(session: JobSession) -> Outcome:
     quiet_libraries()
     from kiwb.core.learning_check import check_of
@@ -58,13 +80,14 @@ def train(session: JobSession) -> Outcome:
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.train import Trainer, TrainRequest, prepare
 
-    options, store, run = session.job.settings, session.store, session.job.run
+    spec: TrainSpec = session.job.spec
+    store, run = session.store, session.job.run
     config = session.config()
-    config = dataclasses.replace(config, training=with_overrides(
-        config.training, options, ("student", "epochs", "min_steps", "device")))
+    config = dataclasses.replace(config, training=dataclasses.replace(
+        config.training, **spec.overrides("student", "epochs", "min_steps", "device")))
     settings = IntegrationSettings.from_config(
-        config, **{key: options.get(key) for key in ("method", "tau", "reweight", "use_mc", "routing")})
-    request = TrainRequest(run=run, settings=settings, resume=bool(options.get("resume")))
+        config, **spec.overrides("method", "tau", "reweight", "use_mc", "routing"))
+    request = TrainRequest(run=run, settings=settings, resume=spec.resume)
     device = resolve_device(config.training.device)
     session.started(device)
     trainer = Trainer(config, store, request, prepare(config, store, request), device,
@@ -102,15 +125,15 @@ def export(session: JobSession) -> Outcome:
 
     from kiwb.workers.export import export_student
 
-    options, run = session.job.settings, session.job.run
-    destination = Path(options.get("destination") or ProjectPaths(session.root).exports / run)
+    spec: ExportSpec = session.job.spec
+    run = session.job.run
+    destination = Path(spec.destination or ProjectPaths(session.root).exports / run)
     session.started(torch.device("cpu"))
-    export_student(session.root, run, destination, checkpoint=options.get("checkpoint") or "best",
-                   force=bool(options.get("force")))
+    export_student(session.root, run, destination, checkpoint=spec.checkpoint, force=spec.force)
     console.print(f"Exported run {run} to {destination}")
     console.print("Load it with:\n  from transformers import pipeline\n"
                   f"  classify = pipeline(\"text-classification\", model=\"{destination}\")")
     return Outcome(data={"destination": str(destination)})
 
 
-WORK = {"score": score, "train": train, "export": export}
+WORK = {"score": score, "integrate": integrate, "train": train, "export": export}

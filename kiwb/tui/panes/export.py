@@ -12,6 +12,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
 
+from kiwb.project.job_specs import ExportSpec
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import RunFolder, StoreChanges, run_folders
@@ -147,12 +148,12 @@ class ExportPane(Pane):
         if run is None:
             self.notify("no trained run to export yet", severity="warning")
             return
-        settings = {"run": run.run, "checkpoint": str(self.query_one("#export-checkpoint", Select).value),
-                    "destination": self._destination(run.run),
-                    "force": self.query_one("#export-force", Checkbox).value}
+        spec = ExportSpec(run=run.run, checkpoint=str(self.query_one("#export-checkpoint", Select).value),
+                          destination=self._destination(run.run),
+                          force=self.query_one("#export-force", Checkbox).value)
         root = self.root
         run_in_thread(self, lambda: ActionDone(
-            f"started export job {launcher.launch(root, 'export', settings)} for run {run.run}"),
+            f"started export job {launcher.launch(root, spec)} for run {run.run}"),
             action="exporting")
 
 

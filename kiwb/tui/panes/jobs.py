@@ -10,22 +10,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from kiwb.core.choices import ROUTINGS
+from kiwb.core.choices import INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
 from kiwb.errors import ConfigError
 from kiwb.project.config import ProjectConfig, check_routing
-from kiwb.project.jobs import JobState, default_run_name, format_duration, read_log_tail
-from kiwb.project.queries import ScoreSetProgress, StoreChanges
+from kiwb.project.job_specs import IntegrateSpec, ScoreSpec, TrainSpec, default_run_name
+from kiwb.project.jobs import JobState, format_duration, read_log_tail
+from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.tui import config_edit, launcher
-from kiwb.tui.background import cancelled, run_in_thread
+from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.plots import hbar
 from kiwb.tui.screens.forms import Field, FormScreen
 from kiwb.tui.widgets import Table, show, sync_rows
 
-INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
-METHODS = (*INTEGRATION_METHODS, "supervised")
 NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Conflicts (6)",
+             "integrate": "see Uncertainty (4) and Conflicts (6)",
              "train": "see Accuracy (5); export it from Export (7)",
              "export": "see Export (7) for how to load it"}
 STATUS_STYLE = {"running": "bold", "queued": "dim", "cancelling": "yellow", "finished": "green",
@@ -79,7 +79,9 @@ class JobsPane(Pane):
             before = seen.get(job.id)
             if first or before == job.status or job.live:
                 continue
-            if job.status == "finished":
+            if job.status == "finished" and job.kind == "integrate":
+                self._announce_integration(job)
+            elif job.status == "finished":
                 self.notify(f"job {job.id} ({job.label}) finished; {NEXT_STEP[job.kind]}",
                             title="Job finished")
             elif job.status in ("failed", "lost"):
@@ -88,6 +90,15 @@ class JobsPane(Pane):
                             "(3); fix the cause and launch it again: it resumes where it stopped.",
                             title="Job failed", severity="error", timeout=12, markup=False)
         self.seen_status = {job.id: job.status for job in jobs}
+
+    def _announce_integration(self, job: JobState) -> None:
+        """What a finished integration did, read from the integration it recorded."""
+        root, key = self.root, (job.ending or {}).get("integration")
+        run_in_thread(self, lambda: IntegrationDone(recorded_integration(root, key)),
+                      action="reading the integration")
+
+    def on_integration_done(self, message: IntegrationDone) -> None:
+        self.notify(integration_note(message.summary), title="Integration done")
 
     @on(DataTable.RowHighlighted, "#jobs-table")
     def _read_log(self) -> None:
@@ -141,9 +152,9 @@ class JobsPane(Pane):
             passes = _whole(values["mc_passes"], "K")
             batch = _whole(values["batch_size"], "batch size")
             updated = config_edit.set_scoring(config, mc_passes=passes)
-            return launcher.launch(root, "score", {
-                "device": values["device"] if values["device"] != updated.scoring.device else None,
-                "batch_size": batch if batch != updated.scoring.batch_size else None})
+            return launcher.launch(root, ScoreSpec(
+                device=values["device"] if values["device"] != updated.scoring.device else None,
+                batch_size=batch if batch != updated.scoring.batch_size else None))
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
@@ -156,7 +167,7 @@ class JobsPane(Pane):
             return
         integration, training = config.integration, config.training
         fields = [
-            Field("method", "method", integration.method, choices=METHODS),
+            Field("method", "method", integration.method, choices=TRAINING_METHODS),
             Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
             Field("tau", "tau", str(integration.tau)),
             Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
@@ -182,14 +193,13 @@ class JobsPane(Pane):
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
                                   "google-bert/bert-base-uncased")
-            return launcher.launch(root, "train", {
-                "run": run, "method": method, "tau": tau,
-                "routing": routing if routing != integration.routing else None,
-                "reweight": values["reweight"], "use_mc": values["use_mc"],
-                "student": student or None, "epochs": epochs,
-                "min_steps": min_steps if min_steps != training.min_steps else None,
-                "device": values["device"] or None,
-                "resume": values["resume"]})
+            return launcher.launch(root, TrainSpec(
+                run=run, method=method, tau=tau,
+                routing=routing if routing != integration.routing else None,
+                reweight=values["reweight"], use_mc=values["use_mc"],
+                student=student or None, epochs=epochs,
+                min_steps=min_steps if min_steps != training.min_steps else None,
+                device=values["device"] or None, resume=values["resume"]))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
@@ -201,28 +211,17 @@ class JobsPane(Pane):
         fields = [Field("method", "method", integration.method, choices=INTEGRATION_METHODS),
                   Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS))]
 
-        def check(values: dict) -> dict:
+        root = self.root
+
+        def start(values: dict) -> int:
             check_routing(config, values["routing"])
-            return values
+            return launcher.launch(root, IntegrateSpec(method=values["method"],
+                                                       routing=values["routing"]))
 
         self.app.push_screen(FormScreen(
-            "Integrate the teachers' scores", fields, check,
-            note="Runs kiwb integrate with these settings; kiwb.toml is left as it is."),
-            self._integrate)
-
-    def _integrate(self, values: dict | None) -> None:
-        if values is None:
-            return
-        self.notify(f"integrating the scores ({values['method']}, {values['routing']} routing)…",
-                    timeout=3)
-        root, method, routing = self.root, values["method"], values["routing"]
-        run_in_thread(self, lambda: IntegrationDone(launcher.integrate(
-            root, method=method, routing=routing, should_stop=cancelled)),
-            action="integrating", group="integrate", exclusive=True)
-
-    def on_integration_done(self, message: IntegrationDone) -> None:
-        self.notify(integration_note(message.summary), title="Integration done")
-        self.request_refresh()
+            "Integrate the teachers' scores", fields, start,
+            note="Runs an integration job with these settings; kiwb.toml is left as it is."),
+            self._launched)
 
     def action_cancel(self) -> None:
         job = self._selected()

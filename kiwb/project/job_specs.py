@@ -1,0 +1,278 @@
+"""What each kind of job is asked to do: one typed spec per kind, the single source for its
+command-line flags, the workbench's form values, the settings stored with the job, the
+worker's reading of them and the command that resumes it.
+
+A field left None means "as kiwb.toml says"; the worker puts the given ones over the
+project's config. Torch-free: the CLI parser and the workbench import this module.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar
+
+from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
+from kiwb.errors import KiwbError
+
+SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
+INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
+
+
+@dataclass(frozen=True)
+class Flag:
+    """How a spec field is written on the command line."""
+
+    name: str  # "--device"
+    help: str
+    type: Any = str  # argparse's converter; bool fields are switches
+    metavar: str | None = None
+    choices: tuple[str, ...] | None = None
+    negative: bool = False  # a switch that sets the field to False (--no-reweight)
+    required: bool = False
+    default: Any = None  # the CLI's default when the flag is not given
+
+
+def flag(name: str, help: str, *, default: Any = None, **how) -> Any:
+    """A spec field (default `default`) written on the command line as `name`."""
+    return field(default=default, metadata={"flag": Flag(name, help, default=default, **how)})
+
+
+def _either(names: tuple[str, ...]) -> str:
+    """`a, b or c`."""
+    return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _routing_help() -> str:
+    return ("how teachers are compared per text: "
+            + "; ".join(f"{name}: {text}" for name, text in ROUTINGS.items())
+            + " (default: [integration] routing)")
+
+
+class JobSpec:
+    """Shared behaviour of the specs; each subclass is a frozen dataclass of its options."""
+
+    kind: ClassVar[str]
+
+    shared_run: ClassVar[str] = ""  # the run of kinds that write project-wide data
+
+    def job_run(self) -> str:
+        """The run the job writes (its lock): a training run's name, or the kind's shared run."""
+        return getattr(self, "run", None) or self.shared_run
+
+    def settings(self) -> dict[str, Any]:
+        """The settings stored with the job (JSON)."""
+        return {name: _jsonable(value) for name, value in dataclasses.asdict(self).items()}
+
+    @classmethod
+    def from_settings(cls, settings: dict[str, Any], *, run: str | None = None):
+        """The spec of stored settings; a key no field has is refused, not ignored."""
+        names = {spec_field.name for spec_field in dataclasses.fields(cls)}
+        unknown = sorted(set(settings) - names)
+        if unknown:
+            raise KiwbError(f"{cls.kind} job settings: unknown key {unknown[0]!r}; "
+                            f"known: {', '.join(sorted(names))}")
+        values = dict(settings)
+        if "run" in names and not values.get("run") and run:
+            values["run"] = run
+        return cls(**values)
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """The spec's flags on a subcommand's parser."""
+        for spec_field in dataclasses.fields(cls):
+            how: Flag | None = spec_field.metadata.get("flag")
+            if how is None:
+                continue
+            if how.type is bool:
+                action = ({"action": "store_const", "const": False} if how.negative
+                          else {"action": "store_true"})
+                parser.add_argument(how.name, dest=spec_field.name, help=how.help, **action)
+                continue
+            parser.add_argument(how.name, dest=spec_field.name, type=how.type, help=how.help,
+                                metavar=how.metavar, choices=how.choices, required=how.required,
+                                default=how.default)
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace, **given):
+        """The spec of parsed command-line arguments (`given` overrides: resolved paths)."""
+        values = {spec_field.name: getattr(args, spec_field.name)
+                  for spec_field in dataclasses.fields(cls) if hasattr(args, spec_field.name)}
+        return cls(**{**values, **given})
+
+    def command(self, project: str) -> str:
+        """The `kiwb KIND PROJECT --flags` line that starts this job again."""
+        options: list[str] = []
+        # The run first: it is what a reader looks for in a resume hint.
+        for spec_field in sorted(dataclasses.fields(self), key=lambda each: each.name != "run"):
+            how: Flag | None = spec_field.metadata.get("flag")
+            value = getattr(self, spec_field.name)
+            if how is None or value is None or value == how.default:
+                continue
+            if how.type is bool:
+                options += [how.name] if value is (not how.negative) else []
+            else:
+                options += [how.name, str(value)]
+        return shlex.join(["kiwb", self.kind, project, *options])
+
+    def resume_command(self, project: str) -> str:
+        """The command that continues (or repeats) this job from where it stopped."""
+        return self.command(project)
+
+    def overrides(self, *names: str) -> dict[str, Any]:
+        """The given (not None) values among `names`, to put over a config section."""
+        return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
+
+
+@dataclass(frozen=True)
+class ScoreSpec(JobSpec):
+    """MC-dropout scoring of every text by every teacher."""
+
+    kind: ClassVar[str] = "score"
+    shared_run: ClassVar[str] = SCORE_RUN
+    device: str | None = flag("--device", "override [scoring] device (auto, cpu, cuda, cuda:N)")
+    batch_size: int | None = flag("--batch-size", "override [scoring] batch_size", type=int)
+
+
+@dataclass(frozen=True)
+class _MethodOptions(JobSpec):
+    """The integration choices shared by `integrate` and `train` (None: [integration]'s)."""
+
+    method: str | None = flag("--method", _either(INTEGRATION_METHODS))
+    tau: float | None = flag("--tau", "MUKI-Soft temperature", type=float)
+    reweight: bool | None = flag("--no-reweight", "ablation: every text counts the same (no "
+                                 "margin weights)", type=bool, negative=True)
+    use_mc: bool | None = flag("--no-mc", "ablation: route by plain (deterministic) entropy",
+                               type=bool, negative=True)
+    routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
+
+
+@dataclass(frozen=True)
+class IntegrateSpec(_MethodOptions):
+    """Integration of the scores into training targets, conflicts and routing figures."""
+
+    kind: ClassVar[str] = "integrate"
+    shared_run: ClassVar[str] = INTEGRATION_RUN
+    conflict_threshold: float | None = flag("--threshold", "margin under which a text counts as "
+                                            "conflicting", type=float)
+
+
+@dataclass(frozen=True)
+class TrainSpec(_MethodOptions):
+    """Training of the student on the integrated targets (run None: named by its method)."""
+
+    kind: ClassVar[str] = "train"
+    run: str | None = flag("--run", "run name (default: from the method, e.g. muki-hard)")
+    method: str | None = flag("--method", _either(TRAINING_METHODS))
+    student: str | None = flag("--student", "override [training] student (base checkpoint)")
+    epochs: float | None = flag("--epochs", "override [training] epochs (a run still takes "
+                                "min_steps steps or more)", type=float)
+    min_steps: int | None = flag("--min-steps", "override [training] min_steps (0: exactly "
+                                 "--epochs)", type=int, metavar="N")
+    device: str | None = flag("--device", "override [training] device (auto, cpu, cuda, cuda:N)")
+    resume: bool = flag("--resume", "continue the run from its last checkpoint", type=bool,
+                        default=False)
+
+    def __post_init__(self):
+        if self.min_steps is not None and self.min_steps < 0:
+            raise KiwbError(f"--min-steps {self.min_steps}: give 0 (train exactly --epochs) or "
+                            "more steps")
+
+    def resume_command(self, project: str) -> str:
+        return dataclasses.replace(self, resume=True).command(project)
+
+    def named(self, integration) -> TrainSpec:
+        """This spec with its run named (when not named) from the settings it resolves to over
+        the project's `[integration]` section."""
+        if self.run:
+            return self
+
+        def given(name: str):
+            value = getattr(self, name)
+            return getattr(integration, name) if value is None else value
+
+        return dataclasses.replace(self, run=default_run_name(
+            given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing")))
+
+
+@dataclass(frozen=True)
+class ExportSpec(JobSpec):
+    """Writing a trained student as a Hugging Face model."""
+
+    kind: ClassVar[str] = "export"
+    run: str = flag("--run", "the run to export", required=True, default="")
+    checkpoint: str = flag("--checkpoint", "best (default), last, or a step number",
+                           default="best")
+    destination: str | None = flag("--to", "destination folder (default: PROJECT/exports/RUN)",
+                                   type=lambda text: str(Path(text).resolve()))
+    force: bool = flag("--force", "replace an existing destination", type=bool, default=False)
+
+
+@dataclass(frozen=True)
+class TeachSpec(JobSpec):
+    """Fine-tuning a teacher on a subset of labels (`kiwb teach`; runs in the foreground)."""
+
+    kind: ClassVar[str] = "teach"
+    base: str = flag("--base", "base checkpoint folder or hub id", required=True, default="")
+    data: str = flag("--data", "labeled training data (csv/jsonl/parquet/folder)", required=True,
+                     default="")
+    labels: str = flag("--labels", "comma-separated labels this teacher learns", required=True,
+                       default="")
+    out: str = flag("--out", "folder to write the checkpoint to", required=True, default="")
+    dev: str | None = flag("--dev", "labeled dev data to pick the best epoch")
+    text_column: str = flag("--text-column", "text column of the data (default: text)",
+                            default="text")
+    label_column: str = flag("--label-column", "label column of the data (default: label)",
+                             default="label")
+    epochs: float = flag("--epochs", "passes over the data (default 3)", type=float, default=3.0)
+    learning_rate: float = flag("--learning-rate", "peak learning rate (default 5e-5)",
+                                type=float, default=5e-5)
+    batch_size: int = flag("--batch-size", "texts per step (default 32)", type=int, default=32)
+    max_length: int = flag("--max-length", "tokens per text (default 128)", type=int, default=128)
+    seed: int = flag("--seed", "random seed (default 0)", type=int, default=0)
+    device: str = flag("--device", "auto (default), cpu, cuda, cuda:N or mps", default="auto")
+    force: bool = flag("--force", "replace an existing --out folder", type=bool, default=False)
+
+    @property
+    def label_list(self) -> list[str]:
+        return [label.strip() for label in self.labels.split(",") if label.strip()]
+
+
+JOB_SPECS: dict[str, type[JobSpec]] = {spec.kind: spec for spec in
+                                       (ScoreSpec, IntegrateSpec, TrainSpec, ExportSpec)}
+KINDS = tuple(JOB_SPECS)  # the kinds that run as recorded jobs (teach runs in the foreground)
+
+
+def spec_of(kind: str, settings: dict[str, Any], run: str | None = None) -> JobSpec:
+    """The typed spec of a stored job's settings."""
+    if kind not in JOB_SPECS:
+        raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
+    return JOB_SPECS[kind].from_settings(settings, run=run)
+
+
+def job_label(kind: str, run: str) -> str:
+    """`score`, `integrate`, or `train RUN` / `export RUN`: how a job is named to the user."""
+    spec = JOB_SPECS.get(kind)
+    return kind if spec is not None and run == spec.shared_run else f"{kind} {run}"
+
+
+def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
+                     routing: str = DEFAULT_ROUTING) -> str:
+    """The run name `kiwb train` picks for these settings: the method, then what differs
+    from the defaults (the workbench and the CLI both name runs with this)."""
+    name = method
+    if method == "muki-soft" and routing == "confidence":
+        name += f"-tau{tau:g}"  # tau only acts on raw confidences
+    if method != "supervised" and routing != DEFAULT_ROUTING:
+        name += f"-{routing}"
+    if method.startswith("muki"):
+        name += "" if use_mc else "-no-mc"
+        name += "" if reweight else "-no-reweight"
+    return name
+
+
+def _jsonable(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value

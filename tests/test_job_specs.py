@@ -1,0 +1,121 @@
+"""Job specs: one definition of each job's options for the CLI, the store, the worker and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+import shlex
+
+import pytest
+
+from kiwb.cli import build_parser
+from kiwb.errors import KiwbError
+from kiwb.project.config import IntegrationConfig
+from kiwb.project.job_specs import (
+    JOB_SPECS,
+    ExportSpec,
+    IntegrateSpec,
+    ScoreSpec,
+    TrainSpec,
+    default_run_name,
+    job_label,
+    spec_of,
+)
+from kiwb.project.jobs import JobState
+
+# One fully given spec of each kind: every option set away from its default.
+GIVEN = [
+    ScoreSpec(device="cpu", batch_size=8),
+    IntegrateSpec(method="uhc", tau=0.5, reweight=False, use_mc=False, routing="trust",
+                  conflict_threshold=0.25),
+    TrainSpec(run="r1", method="muki-soft", tau=2.0, reweight=False, use_mc=False,
+              routing="confidence", student="/models/base", epochs=1.5, min_steps=0,
+              device="cuda:1", resume=True),
+    ExportSpec(run="r1", checkpoint="last", destination="/tmp/out", force=True),
+]
+
+
+def _parsed(command: str):
+    """The spec `kiwb ...` would start, parsed by kiwb's own parser."""
+    words = shlex.split(command)[1:]
+    args = build_parser().parse_args(words)
+    return JOB_SPECS[args.command].from_args(args)
+
+
+@pytest.mark.parametrize("spec", GIVEN, ids=lambda spec: spec.kind)
+def test_a_spec_survives_the_store_and_the_command_line(spec):
+    assert spec_of(spec.kind, spec.settings()) == spec
+    command = spec.command("proj")
+    assert _parsed(command) == spec, command
+
+
+@pytest.mark.parametrize("kind", JOB_SPECS)
+def test_every_spec_field_is_a_flag_of_its_command(kind):
+    """The parser is built from the specs, so no option can exist on one side only."""
+    spec_class = JOB_SPECS[kind]
+    subcommand = next(action for action in build_parser()._actions
+                      if action.dest == "command").choices[kind]
+    dests = {action.dest for action in subcommand._actions}
+    assert {field.name for field in dataclasses.fields(spec_class)} <= dests
+
+
+def test_defaults_are_left_off_the_command():
+    assert ScoreSpec().command("proj") == "kiwb score proj"
+    assert ExportSpec(run="r").command("my proj") == "kiwb export 'my proj' --run r"
+    assert IntegrateSpec(routing="rank").command("p") == "kiwb integrate p --routing rank"
+
+
+def test_the_train_resume_command_names_the_run_first_and_resumes():
+    spec = TrainSpec(run="muki-hard", method="muki-hard", epochs=2.0, reweight=False)
+    assert spec.resume_command("p") == ("kiwb train p --run muki-hard --method muki-hard "
+                                        "--no-reweight --epochs 2.0 --resume")
+    assert _parsed(spec.resume_command("p")) == dataclasses.replace(spec, resume=True)
+
+
+def test_stored_settings_with_an_unknown_key_are_refused_in_one_line():
+    with pytest.raises(KiwbError) as refused:
+        spec_of("train", {"run": "r", "epochz": 3})
+    assert str(refused.value).startswith("train job settings: unknown key 'epochz'")
+    assert "\n" not in str(refused.value)
+    with pytest.raises(KiwbError, match="unknown job kind 'teach'"):
+        spec_of("teach", {})
+
+
+def test_older_settings_without_a_run_take_the_jobs_run():
+    assert spec_of("train", {"epochs": 1}, run="r7") == TrainSpec(run="r7", epochs=1)
+    assert spec_of("export", {}, run="r7").run == "r7"
+
+
+def test_a_negative_min_steps_is_refused_wherever_the_spec_is_made():
+    with pytest.raises(KiwbError, match="--min-steps -1: give 0"):
+        TrainSpec(run="r", min_steps=-1)
+
+
+def test_job_labels_name_the_run_only_where_there_are_several():
+    assert [job_label(spec.kind, spec.job_run()) for spec in GIVEN] == [
+        "score", "integrate", "train r1", "export r1"]
+
+
+def test_a_job_state_resumes_from_its_typed_spec():
+    spec = GIVEN[2]
+    job = JobState(id=1, kind="train", run="r1", settings=spec.settings(), pid=None, host=None,
+                   device=None, log_path=None, created_at=0.0, started_at=None, ended_at=None,
+                   heartbeat_at=None, status="cancelled")
+    assert job.spec == spec and job.label == "train r1"
+    assert job.resume_command("p") == spec.resume_command("p")
+
+
+@pytest.mark.parametrize(("settings", "expected"), [
+    (("muki-hard", 1.0, True, True, "rank"), "muki-hard"),
+    (("muki-soft", 0.5, True, True, "confidence"), "muki-soft-tau0.5-confidence"),
+    (("muki-soft", 0.5, True, True, "rank"), "muki-soft"),  # tau acts on raw confidences only
+    (("muki-hard", 1.0, False, False, "rank"), "muki-hard-no-mc-no-reweight"),
+    (("uhc", 1.0, True, True, "trust"), "uhc-trust"),
+    (("supervised", 1.0, True, True, "trust"), "supervised"),
+])
+def test_default_run_name_names_what_differs_from_the_defaults(settings, expected):
+    assert default_run_name(*settings) == expected
+    method, tau, reweight, use_mc, routing = settings
+    project = IntegrationConfig(method="muki-hard" if method != "muki-hard" else "uhc",
+                                tau=tau, reweight=reweight, use_mc=use_mc, routing=routing)
+    assert TrainSpec(method=method).named(project).run == expected
+    assert TrainSpec(run="mine").named(project).run == "mine"
