@@ -254,7 +254,7 @@ def jobs_table(jobs):
         check = learning_check(job)
         status = job.status + (check.mark if check is not None else "")
         table.add_row(
-            str(job.id), job.kind, "" if job.kind == "score" else job.run, status, shown,
+            str(job.id), job.kind, "" if job.label == job.kind else job.run, status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
             format_duration(job.duration()), device_text(job),
         )
