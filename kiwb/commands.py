@@ -156,18 +156,16 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     if code != 0 or args.detach:
         return code
     from kiwb.console import stdout
+    from kiwb.project.queries import recorded_integration
     from kiwb.report import integration_tables
 
     with _open_store(args.project) as store:
         key = store.jobs.get(job_id).ending["integration"]
-        record = store.integration(key)
-    summary = {**record["summary"], "key": key}
+    record = recorded_integration(args.project, key)
     if args.json:
-        print(json.dumps(summary, indent=2))
+        print(json.dumps({**record.summary.to_dict(), "key": key}, indent=2))
     else:
-        from types import SimpleNamespace
-
-        for table in integration_tables(summary, SimpleNamespace(**record["settings"])):
+        for table in integration_tables(record):
             stdout.print(table)
     return 0
 

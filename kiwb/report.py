@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from rich.table import Table
+
+from kiwb.project.records import IntegrationRecord, TeacherRouting
 
 
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
-def integration_tables(summary: dict, settings) -> list[Table]:
-    """The integration summary: wins per teacher, margins, conflicts, routing accuracy."""
-    routing = summary.get("routing") or {}
-    probabilistic = routing.get("name", "confidence") != "confidence"
-    head = Table(title=f"Integration · {settings.method} · routing {routing.get('name', '?')}"
+def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> list[Table]:
+    """A recorded integration (typed, or as the store returns it): wins per teacher, margins,
+    conflicts, routing accuracy."""
+    if not isinstance(integration, IntegrationRecord):
+        integration = IntegrationRecord.from_dict(integration)
+    summary, settings = integration.summary, integration.settings
+    routing = summary.routing
+    routing_name = routing.name if routing is not None else "?"
+    probabilistic = routing is not None and routing.name != "confidence"
+    head = Table(title=f"Integration · {settings.method} · routing {routing_name}"
                  + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
                  + ("" if settings.use_mc else " · no MC dropout")
                  + ("" if settings.reweight else " · no re-weighting"))
@@ -22,54 +32,55 @@ def integration_tables(summary: dict, settings) -> list[Table]:
     head.add_column("share", justify="right")
     head.add_column("est. in its labels", justify="right")
     head.add_column("routed above confidence", justify="right")
-    labeled = routing.get("labeled_texts")
+    labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
         head.add_column(f"calibration error ({labeled} labels)", justify="right")
-    total = max(summary["num_texts"], 1)
-    for teacher, wins in summary["wins"].items():
-        facts = (routing.get("teachers") or {}).get(teacher, {})
-        split = facts.get("split")
-        row = [teacher, f"{wins:,}", _percent(wins / total), _percent(facts.get("share")),
+    total = max(summary.num_texts, 1)
+    for teacher, wins in summary.wins.items():
+        facts = routing.teachers.get(teacher) if routing is not None else None
+        split = facts.split if facts is not None else None
+        row = [teacher, f"{wins:,}", _percent(wins / total),
+               _percent(facts.share if facts is not None else None),
                "–" if split is None else f"{split:.3f}"]
         if labeled:
             row.append(_calibration(facts))
         head.add_row(*row)
 
     margins = Table(title="Routing margin (top score − second)")
-    for quantile in summary["margin_quantiles"]:
+    for quantile in summary.margin_quantiles:
         margins.add_column(_quantile_name(quantile), justify="right")
-    margins.add_row(*(f"{v:.3f}" for v in summary["margin_quantiles"].values()))
+    margins.add_row(*(f"{v:.3f}" for v in summary.margin_quantiles.values()))
 
     facts = Table(show_header=False, title="Summary")
     facts.add_column()
     facts.add_column(justify="right")
-    facts.add_row("texts", f"{summary['num_texts']:,}")
-    facts.add_row("union labels", ", ".join(summary["labels"]))
-    if summary["overlapping_labels"]:
-        facts.add_row("shared by several teachers", ", ".join(summary["overlapping_labels"]))
-    facts.add_row(f"conflicting (margin < {summary['conflict_threshold']})",
-                  f"{summary['conflicts']:,} ({_percent(summary['conflicts'] / total)})")
-    for scope, block in (("unlabeled", summary), ("eval", summary.get("eval") or {})):
-        accuracy = block.get("routing_accuracy")
-        if accuracy:
-            if "chosen" in accuracy:
-                facts.add_row(f"routing accuracy on {scope}: {accuracy['routing']} (used)",
-                              _percent(accuracy["chosen"]))
-            facts.add_row(f"routing accuracy on {scope}: MC confidence", _percent(accuracy["mc_dropout"]))
-            facts.add_row(f"routing accuracy on {scope}: plain confidence", _percent(accuracy["plain_entropy"]))
-    if (summary.get("eval") or {}).get("ensemble_accuracy") is not None:
-        facts.add_row("Ensemble accuracy on eval", _percent(summary["eval"]["ensemble_accuracy"]))
+    facts.add_row("texts", f"{summary.num_texts:,}")
+    facts.add_row("union labels", ", ".join(summary.labels))
+    if summary.overlapping_labels:
+        facts.add_row("shared by several teachers", ", ".join(summary.overlapping_labels))
+    facts.add_row(f"conflicting (margin < {summary.conflict_threshold})",
+                  f"{summary.conflicts:,} ({_percent(summary.conflicts / total)})")
+    evaluation = summary.eval
+    for scope, accuracy in (("unlabeled", summary.routing_accuracy),
+                            ("eval", evaluation.routing_accuracy if evaluation else None)):
+        if accuracy is not None:
+            if accuracy.chosen is not None:
+                facts.add_row(f"routing accuracy on {scope}: {accuracy.routing} (used)",
+                              _percent(accuracy.chosen))
+            facts.add_row(f"routing accuracy on {scope}: MC confidence", _percent(accuracy.mc_dropout))
+            facts.add_row(f"routing accuracy on {scope}: plain confidence", _percent(accuracy.plain_entropy))
+    if evaluation is not None and evaluation.ensemble_accuracy is not None:
+        facts.add_row("Ensemble accuracy on eval", _percent(evaluation.ensemble_accuracy))
     return [head, margins, facts]
 
 
-def _calibration(facts: dict) -> str:
+def _calibration(facts: TeacherRouting | None) -> str:
     """`0.081 → 0.023 (T 0.62)` for a temperature-scaled teacher, else its error as it is."""
-    error = facts.get("calibration_error")
-    if error is None:
+    if facts is None or facts.calibration_error is None:
         return "– (no labeled text of its labels)"
-    text = f"{error:.3f}"
-    if facts.get("calibration_error_scaled") is not None:
-        text += f" → {facts['calibration_error_scaled']:.3f} (T {facts['temperature']:.2f})"
+    text = f"{facts.calibration_error:.3f}"
+    if facts.calibration_error_scaled is not None:
+        text += f" → {facts.calibration_error_scaled:.3f} (T {facts.temperature:.2f})"
     return text
 
 

@@ -76,6 +76,48 @@ def test_init_score_integrate(project):
 
     table = run_kiwb("integrate", project, cwd=project.parent).stdout
     assert "texts won" in table and "routing accuracy on eval" in table
+    _every_reader_takes_what_the_jobs_recorded(project, summary["key"])
+
+
+def _every_reader_takes_what_the_jobs_recorded(project, key):
+    """What the real score and integrate jobs stored, read back through the typed records by
+    every reader: a key spelt differently on either side fails here."""
+    from rich.console import Console
+
+    from kiwb.project.queries import feed_events, teacher_views
+    from kiwb.project.records import IntegrationRecord, ScoreJobSummary
+    from kiwb.report import integration_tables
+    from kiwb.tui.history import ScoreHistograms
+    from kiwb.tui.panes.accuracy import baseline_rows
+    from kiwb.tui.panes.jobs import integration_note
+    from kiwb.tui.panes.uncertainty import accuracy_line, split_line
+
+    with Store(ProjectPaths(project).store) as store:
+        stored = store.integration(key)
+        record = IntegrationRecord.from_dict(stored)
+        assert record.to_dict() == stored  # the exact JSON, both ways
+        summary = record.summary
+        assert set(summary.score_keys) == {"a", "b"}
+        views = teacher_views(project, store, record, 0)
+        histograms = ScoreHistograms()
+        assert all([histograms.add(event) for event in feed_events(store, 0)
+                    if event["data"].get("dataset") == "unlabeled"])
+        score_jobs = [job for job in store.jobs.all() if job.kind == "score"]
+        endings = [ScoreJobSummary.from_dict(job.ending) for job in score_jobs]
+    assert [view.teacher for view in views] == ["a", "b"]
+    assert [h.key for h in histograms.teachers()] == [summary.score_keys["a"], summary.score_keys["b"]]
+    assert [h.texts for h in histograms.teachers()] == [48, 48]
+    assert endings[0].texts == 160 and endings[0].precision == "float32"
+    assert endings[0].to_dict().items() <= score_jobs[0].ending.items()  # beside the job's own
+    console = Console(width=200, record=True, file=None)
+    for table in integration_tables(record):
+        console.print(table)
+    assert "texts won" in console.export_text()
+    for teacher, entry in summary.routing.teachers.items():
+        assert split_line(teacher, entry, summary.num_texts).startswith(f"{teacher}: won {entry.won}")
+    assert "routing accuracy: " in accuracy_line(summary.eval.routing_accuracy)
+    assert set(baseline_rows(summary.eval)) == {":ensemble", ":teacher:a", ":teacher:b"}
+    assert integration_note(summary).startswith(f"integrated 48 texts with {DEFAULT_ROUTING} routing")
 
 
 def test_changed_teacher_is_rescored(project, teachers_dir, tmp_path):

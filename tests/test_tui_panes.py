@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 
 import pytest
 from textual.widgets import DataTable, DirectoryTree, Input, Select, Static, TabbedContent
@@ -11,6 +12,7 @@ from tui_support import (
     UNION,
     cells,
     integration_summary,
+    record_integration,
     record_notifications,
     routing_block,
     run_async,
@@ -378,16 +380,14 @@ async def test_uncertainty_pane_is_live(tmp_path):
 @run_async
 async def test_uncertainty_pane_shows_each_teachers_calibration_under_temperature_routing(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
-    summary = integration_summary([0.1] * 4 + [0.5] * 6)
-    summary["routing"] = routing_block(
+    summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6), routing=routing_block(
         "temperature",
         a={"calibration_error": 0.08, "labeled_own": 30, "calibration_error_scaled": 0.02,
            "temperature": 0.7},
         b={"share": None, "calibration_error": 0.21, "labeled_own": 12,
-           "calibration_error_scaled": 0.05, "temperature": 1.9})
+           "calibration_error_scaled": 0.05, "temperature": 1.9}))
     with Store(ProjectPaths(project).store) as store:
-        store.record_integration("temperature", dataset="unlabeled",
-                                 settings={"method": "muki-hard"}, summary=summary)
+        record_integration(store, "temperature", summary)
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")

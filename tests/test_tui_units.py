@@ -2,11 +2,30 @@
 
 from __future__ import annotations
 
-import pytest
-from tui_support import LABELS_A, run_async, write_config, write_teacher
+import dataclasses
 
-from kiwb.errors import ConfigError
+import pytest
+from tui_support import (
+    LABELS_A,
+    integration_summary,
+    record_integration,
+    run_async,
+    write_config,
+    write_teacher,
+)
+
+from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import load_config
+from kiwb.project.records import (
+    RoutingAccuracy,
+    RoutingDetails,
+    ScoreShard,
+    TeacherRouting,
+    TrainDone,
+    TrainEval,
+    TrainStart,
+    TrainStep,
+)
 from kiwb.tui import config_edit, plots, themes
 from kiwb.tui.history import RunHistory, Runs, ScoreHistograms
 from kiwb.tui.inspect import human_size, inspect_dataset, inspect_teacher, union_with_overlaps
@@ -76,6 +95,7 @@ def test_mirrored_histogram_marks_a_split_above_and_below_the_axis():
      "(T 0.70)"),
 ])
 def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
+    entry = TeacherRouting.from_dict({"histogram_here": [], "histogram_elsewhere": [], **entry})
     assert split_line("A", entry, 1700) == expected
 
 
@@ -87,14 +107,17 @@ def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
      "routing accuracy: MC dropout 70.3% · plain entropy 69.2%", "70.3% / 69.2%"),
 ])
 def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, line, cell):
+    routing = RoutingAccuracy.from_dict(routing)
     assert accuracy_line(routing) == line
     assert _routing(routing) == cell
     assert _routing(None) == "–"
 
 
 def test_integration_note_names_the_routing_and_the_texts_each_teacher_won():
-    summary = {"num_texts": 1700, "wins": {"a": 270, "b": 1430}, "conflicts": 12,
-               "conflict_threshold": 0.1, "routing": {"name": "mixture", "teachers": {}}}
+    summary = dataclasses.replace(
+        integration_summary([0.5] * 1700), wins={"a": 270, "b": 1430}, conflicts=12,
+        conflict_threshold=0.1, routing=RoutingDetails(name="mixture", use_mc=True,
+                                                       labeled_texts=0, teachers={}))
     assert integration_note(summary) == (
         "integrated 1,700 texts with mixture routing (a won 270, b won 1,430): 12 conflicts "
         "under margin 0.1; see Uncertainty (4) and Conflicts (6)")
@@ -126,9 +149,18 @@ def test_side_by_side_pads_each_block():
 
 
 def _shard(teacher, key, shard, mc, det=None, dataset="unlabeled"):
-    return {"kind": "score.shard", "data": {"teacher": teacher, "key": key, "shard": shard,
-                                            "dataset": dataset, "mc_confidence_hist": mc,
-                                            "det_confidence_hist": det or mc}}
+    event = ScoreShard(teacher=teacher, dataset=dataset, key=key, shard=shard, rows=sum(mc),
+                       seconds=1.0, mc_confidence_hist=mc, det_confidence_hist=det or mc)
+    return {"kind": event.kind, "data": event.to_dict()}
+
+
+def _eval(step, accuracy):
+    return TrainEval(step=step, accuracy=accuracy, macro_f1=accuracy, per_class_accuracy={},
+                     confusion=[], num_texts=10, routing_accuracy=None)
+
+
+def _step(step, loss):
+    return TrainStep(step=step, loss=loss, lr=1e-4, texts_per_s=10.0, total_steps=30)
 
 
 def test_score_histograms_sum_shards_once_and_restart_on_a_new_key():
@@ -147,26 +179,32 @@ def test_score_histograms_sum_shards_once_and_restart_on_a_new_key():
 
 def test_run_history_follows_resume_and_restart():
     run = RunHistory("r")
-    run.add("train.start", {"step": 0, "total_steps": 30, "method": "muki-hard"})
+    run.add(TrainStart(step=0, total_steps=30, method="muki-hard"))
     for step in (10, 20):
-        run.add("train.step", {"step": step, "loss": 1.0 / step})
-        run.add("train.eval", {"step": step, "accuracy": step / 100})
-    run.add("train.start", {"step": 10, "total_steps": 30})      # resumed from step 10
-    assert run.steps == [10] and [e["step"] for e in run.evals] == [10]
-    run.add("train.step", {"step": 20, "loss": 0.04})
-    run.add("train.eval", {"step": 20, "accuracy": 0.5})
-    run.add("train.done", {"step": 30})
-    assert run.state == "done" and run.best_eval["accuracy"] == 0.5
-    run.add("train.start", {"step": 0, "total_steps": 30})       # started afresh
+        run.add(_step(step, 1.0 / step))
+        run.add(_eval(step, step / 100))
+    run.add(TrainStart(step=10, total_steps=30, method="muki-hard"))   # resumed from step 10
+    assert run.steps == [10] and [e.step for e in run.evals] == [10]
+    run.add(_step(20, 0.04))
+    run.add(_eval(20, 0.5))
+    run.add(TrainDone(step=30, best=None))
+    assert run.state == "done" and run.best_eval.accuracy == 0.5
+    run.add(TrainStart(step=0, total_steps=30, method="muki-hard"))    # started afresh
     assert run.steps == [] and run.latest_eval is None
 
 
 def test_runs_keep_each_run_apart():
     runs = Runs()
-    runs.add({"kind": "train.start", "run": "a", "data": {"step": 0, "method": "uhc"}})
-    runs.add({"kind": "train.start", "run": "b", "data": {"step": 0, "method": "muki-soft"}})
+    for run, method in (("a", "uhc"), ("b", "muki-soft")):
+        start = TrainStart(step=0, total_steps=10, method=method)
+        assert runs.add({"kind": start.kind, "run": run, "data": start.to_dict()})
     assert not runs.add({"kind": "score.shard", "run": None, "data": {}})
     assert [r.method for r in runs] == ["uhc", "muki-soft"]
+
+
+def test_runs_refuse_an_event_that_lacks_a_key_in_one_line():
+    with pytest.raises(KiwbError, match=r"^train\.step event has no 'loss' \(it has: step\)$"):
+        Runs().add({"kind": "train.step", "run": "a", "data": {"step": 1}})
 
 
 # -- reading files without transformers --------------------------------------------------------
@@ -325,16 +363,17 @@ def test_read_changes_follows_events_by_id_and_reports_a_new_integration(tmp_pat
 
     with Store(ProjectPaths(tmp_path).store) as store:
         for step in range(5):
-            store.append_event("train.step", {"step": step, "loss": 1.0}, run="r")
+            store.append_event("train.step", _step(step, 1.0).to_dict(), run="r")
         store.append_event("job.progress", {"done": 1}, job_id=None)     # read through store.jobs
         first = read_changes(store, 0, None, max_events=3)
         assert [e["data"]["step"] for e in first.events] == [0, 1, 2] and first.more_events
         rest = read_changes(store, first.last_event_id, None, max_events=3)
         assert [e["data"]["step"] for e in rest.events] == [3, 4] and not rest.more_events
         assert rest.integration is None and rest.integration_stamp is None
-        store.record_integration("k", dataset="unlabeled", settings={}, summary={"num_texts": 1})
+        record_integration(store, "k", integration_summary([0.5]))
         changed = read_changes(store, rest.last_event_id, None)
-        assert changed.integration["key"] == "k" and changed.events == []
+        assert changed.integration.key == "k" and changed.events == []
+        assert changed.integration.summary == integration_summary([0.5])
         assert read_changes(store, 0, changed.integration_stamp).integration is None
 
 

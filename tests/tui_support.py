@@ -1,9 +1,10 @@
-"""Workbench test support: a small project written with the store's own API (no models),
-and helpers to wait for the UI and read what it shows."""
+"""Workbench test support: a small project written with the store's own API (no models) and
+the typed records the real jobs write, and helpers to wait for the UI and read what it shows."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import io
 import json
@@ -19,6 +20,20 @@ from kiwb.project.config import DatasetConfig, TeacherConfig, write_new_project
 from kiwb.project.instances import replace_instances
 from kiwb.project.job_specs import SCORE_RUN
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import (
+    BestCheckpoint,
+    EvalSummary,
+    IntegrationSettings,
+    IntegrationSummary,
+    RoutingAccuracy,
+    RoutingDetails,
+    ScoreShard,
+    TeacherRouting,
+    TrainDone,
+    TrainEval,
+    TrainStart,
+    TrainStep,
+)
 from kiwb.project.store import Store
 
 LABELS_A = ("sports", "politics")
@@ -104,7 +119,7 @@ def write_scores(root: Path, store: Store) -> list[dict[str, np.ndarray]]:
     paths = ProjectPaths(root)
     arrays = []
     for index, (teacher, labels) in enumerate((("a", LABELS_A), ("b", LABELS_B))):
-        key = f"score-{teacher}"
+        key = SCORE_KEYS[teacher]
         store.register_score_set(key, teacher=teacher, dataset="unlabeled", num_texts=len(TEXTS),
                                  num_shards=1, meta={"labels": list(labels), "shard_size": 16})
         store.claim_shard(key, 0, "test")
@@ -114,52 +129,66 @@ def write_scores(root: Path, store: Store) -> list[dict[str, np.ndarray]]:
         paths.score_dir(key).mkdir(parents=True, exist_ok=True)
         paths.shard_file(key, 0).write_bytes(buffer.getvalue())
         store.finish_shard(key, 0, rows=len(TEXTS), seconds=1.0)
-        store.append_event("score.shard", {
-            "teacher": teacher, "dataset": "unlabeled", "key": key, "shard": 0, "rows": len(TEXTS),
-            "seconds": 1.0, "mc_confidence_hist": _histogram(data["mc_confidence"]),
-            "det_confidence_hist": _histogram(data["det_confidence"])})
+        shard = ScoreShard(teacher=teacher, dataset="unlabeled", key=key, shard=0, rows=len(TEXTS),
+                           seconds=1.0, mc_confidence_hist=_histogram(data["mc_confidence"]),
+                           det_confidence_hist=_histogram(data["det_confidence"]))
+        store.append_event(shard.kind, shard.to_dict())
         arrays.append(data)
     return arrays
 
 
 ROUTING = "mixture"
+SCORE_KEYS = {"a": "score-a", "b": "score-b"}  # the score sets write_scores records
 
 
-def routing_block(name: str = ROUTING, **extra: dict) -> dict:
+def routing_block(name: str = ROUTING, **extra: dict) -> RoutingDetails:
     """The summary's routing details: teacher a sharp (its texts high, the others low), b
-    vaguer; `extra` adds entries per teacher (calibration, with a labeled set)."""
+    vaguer; `extra` replaces entries per teacher (calibration, with a labeled set)."""
     teachers = {
-        "a": {"won": 5, "share": 0.5, "split": 0.62,
-              "histogram_here": [0] * 13 + [1, 1, 0, 1, 1, 0, 1],
-              "histogram_elsewhere": [1, 2, 1, 1] + [0] * 16},
-        "b": {"won": 5, "share": 0.45, "split": 0.41,
-              "histogram_here": [0] * 7 + [1, 0, 1, 1, 0, 1, 0, 1] + [0] * 5,
-              "histogram_elsewhere": [0] * 3 + [1, 1, 0, 1, 1, 0, 1] + [0] * 10},
+        "a": TeacherRouting(won=5, share=0.5, split=0.62,
+                            histogram_here=[0] * 13 + [1, 1, 0, 1, 1, 0, 1],
+                            histogram_elsewhere=[1, 2, 1, 1] + [0] * 16),
+        "b": TeacherRouting(won=5, share=0.45, split=0.41,
+                            histogram_here=[0] * 7 + [1, 0, 1, 1, 0, 1, 0, 1] + [0] * 5,
+                            histogram_elsewhere=[0] * 3 + [1, 1, 0, 1, 1, 0, 1] + [0] * 10),
     }
     for teacher, entries in extra.items():
-        teachers[teacher].update(entries)
-    return {"name": name, "use_mc": True, "labeled_texts": 0, "teachers": teachers}
+        teachers[teacher] = dataclasses.replace(teachers[teacher], **entries)
+    return RoutingDetails(name=name, use_mc=True, labeled_texts=0, teachers=teachers)
 
 
-def integration_summary(margins) -> dict:
-    return {
-        "num_texts": len(margins), "labels": UNION, "overlapping_labels": [],
-        "wins": {"a": 5, "b": 5},
-        "margin_quantiles": {"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
-        "margin_histogram": _histogram(margins), "conflict_threshold": 0.3,
-        "conflicts": int((np.asarray(margins) < 0.3).sum()),
-        "routing": routing_block(),
-        "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7, "chosen": 0.95,
-                             "routing": ROUTING},
-        "eval": {"num_texts": 10, "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.6,
-                                                       "chosen": 0.8, "routing": ROUTING},
-                 "ensemble_accuracy": 0.55, "teacher_accuracy": {"a": 0.4, "b": 0.5},
-                 "confidence_histograms": {
-                     "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
-                                    "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
-                     "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
-                                       "wrong_teacher": [0] * 10 + [1, 2, 3, 3, 2, 1, 0, 0, 0, 0]}}},
-    }
+def integration_summary(margins) -> IntegrationSummary:
+    """An integration summary of these margins, built from the type the integration writes."""
+    return IntegrationSummary(
+        num_texts=len(margins), teachers=["a", "b"], score_keys=SCORE_KEYS, labels=UNION,
+        overlapping_labels=[], wins={"a": 5, "b": 5},
+        margin_quantiles={"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
+        margin_histogram=_histogram(margins), conflict_threshold=0.3,
+        conflicts=int((np.asarray(margins) < 0.3).sum()),
+        routing=routing_block(),
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.7, chosen=0.95,
+                                         routing=ROUTING),
+        eval=EvalSummary(
+            num_texts=10,
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.6, chosen=0.8,
+                                             routing=ROUTING),
+            ensemble_accuracy=0.55, teacher_accuracy={"a": 0.4, "b": 0.5},
+            confidence_histograms={
+                "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
+                               "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
+                "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
+                                  "wrong_teacher": [0] * 10 + [1, 2, 3, 3, 2, 1, 0, 0, 0, 0]}}),
+    )
+
+
+SETTINGS = IntegrationSettings(method="muki-hard", conflict_threshold=0.3, routing=ROUTING)
+
+
+def record_integration(store: Store, key: str, summary: IntegrationSummary,
+                       settings: IntegrationSettings = SETTINGS) -> None:
+    """Record an integration as `kiwb integrate` does: the typed settings and summary."""
+    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
+                             summary=summary.to_dict())
 
 
 def write_integration(store: Store, arrays) -> None:
@@ -170,10 +199,7 @@ def write_integration(store: Store, arrays) -> None:
     gold = [0, 1, 2, 3, 0, 2, 1, 3, 2, 3]
     rows = [(row, margins[row], routed[row], 2 * routed[row] + int(arrays[routed[row]]["det_probs"][row].argmax()),
              gold[row], mc[row].tolist(), TEXTS[row]) for row in range(len(TEXTS))]
-    store.record_integration(INTEGRATION_KEY, dataset="unlabeled",
-                             settings={"method": "muki-hard", "tau": 0.2, "reweight": True,
-                                       "use_mc": True, "conflict_threshold": 0.3},
-                             summary=integration_summary(margins))
+    record_integration(store, INTEGRATION_KEY, integration_summary(margins))
     replace_instances(store.connection, INTEGRATION_KEY, rows)
 
 
@@ -188,25 +214,26 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
     learning check comes from kiwb's own check of `confusion`."""
     from kiwb.core.learning_check import check_on_eval
 
-    check = check_on_eval(UNION, confusion).to_dict()
-    routing_accuracy = {"mc_dropout": 0.9, "plain_entropy": 0.6}
+    def event(record) -> None:
+        store.append_event(record.kind, record.to_dict(), run=run)
+
+    check = check_on_eval(UNION, confusion)
+    routing_accuracy = RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.6)
     if routing is not None:
-        routing_accuracy.update(chosen=0.85, routing=routing)
+        routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85, routing=routing)
     total = 20
-    store.append_event("train.start", {"step": 0, "total_steps": total, "method": method}, run=run)
+    event(TrainStart(step=0, total_steps=total, method=method))
     for step in range(2, total + 1, 2):
-        store.append_event("train.step", {"step": step, "loss": 1.5 / step, "lr": 1e-4,
-                                          "texts_per_s": 100.0, "total_steps": total}, run=run)
+        event(TrainStep(step=step, loss=1.5 / step, lr=1e-4, texts_per_s=100.0, total_steps=total))
         if step % 10 == 0:
             accuracy = accuracies[step // 10 - 1]
-            store.append_event("train.eval", {
-                "step": step, "accuracy": accuracy, "macro_f1": accuracy - 0.05,
-                "per_class_accuracy": {"sports": 1.0, "politics": 0.5, "music": accuracy,
-                                       "cooking": None},
-                "confusion": confusion, "num_texts": 10, "routing_accuracy": routing_accuracy,
-                "check": check}, run=run)
-    store.append_event("train.done", {"step": total, "best": {"step": 20, "accuracy": accuracies[-1],
-                                                              "check": check}}, run=run)
+            event(TrainEval(
+                step=step, accuracy=accuracy, macro_f1=accuracy - 0.05,
+                per_class_accuracy={"sports": 1.0, "politics": 0.5, "music": accuracy,
+                                    "cooking": None},
+                confusion=confusion, num_texts=10, routing_accuracy=routing_accuracy,
+                check=check))
+    event(TrainDone(step=total, best=BestCheckpoint(step=20, accuracy=accuracies[-1], check=check)))
     run_dir = ProjectPaths(root).run_dir(run)
     for step in (10, 20):
         (run_dir / "checkpoints" / f"step-{step:07d}").mkdir(parents=True, exist_ok=True)
@@ -269,10 +296,9 @@ def many_instances(store: Store, count: int, key: str = "big", seed: int = 0) ->
                    " ".join(rng.choices(words, k=8)) + f" #{row}")
 
     replace_instances(store.connection, key, rows())
-    summary = integration_summary([0.5])
-    summary.update(num_texts=count, conflicts=count // 10, conflict_threshold=0.1)
-    store.record_integration(key, dataset="unlabeled", settings={"method": "muki-hard"},
-                             summary=summary)
+    summary = dataclasses.replace(integration_summary([0.5]), num_texts=count,
+                                  conflicts=count // 10, conflict_threshold=0.1)
+    record_integration(store, key, summary, IntegrationSettings(method="muki-hard"))
 
 
 # -- reading and waiting for the UI --------------------------------------------------------

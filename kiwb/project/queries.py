@@ -19,6 +19,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.instances import Instance, InstanceFilter, count, page
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import IntegrationRecord, IntegrationSummary
 from kiwb.project.store import Store
 
 # Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
@@ -69,7 +70,7 @@ class StoreChanges:
     more_events: bool
     jobs: list[JobState]
     score_sets: list[ScoreSetProgress]
-    integration: dict[str, Any] | None  # the newest one, only when it changed
+    integration: IntegrationRecord | None  # the newest one, only when it changed
     integration_stamp: float | None
 
 
@@ -85,7 +86,7 @@ def read_changes(store: Store, after_id: int, integration_stamp: float | None,
         if len(batch) < EVENT_BATCH:
             break
     latest = latest_integration(store)
-    stamp = latest["created_at"] if latest else None
+    stamp = latest.created_at if latest is not None else None
     return StoreChanges(
         last_event_id=events[-1]["id"] if events else after_id,
         events=events, more_events=len(events) >= max_events, jobs=store.jobs.all(),
@@ -114,11 +115,11 @@ def score_progress(store: Store) -> list[ScoreSetProgress]:
                              r["done"], r["done_rows"], r["created_at"]) for r in rows]
 
 
-def latest_integration(store: Store) -> dict[str, Any] | None:
-    """The most recently recorded integration (key, dataset, settings, summary, created_at)."""
+def latest_integration(store: Store) -> IntegrationRecord | None:
+    """The most recently recorded integration."""
     row = store.connection.execute(
         "SELECT key FROM integrations ORDER BY created_at DESC LIMIT 1").fetchone()
-    return store.integration(row["key"]) if row else None
+    return IntegrationRecord.from_dict(store.integration(row["key"])) if row else None
 
 
 # -- conflicting texts ---------------------------------------------------------------------
@@ -153,18 +154,20 @@ class TeacherView:
     mutual_information: float | None
 
 
-def teacher_views(root: Path, store: Store, integration: dict[str, Any], row: int) -> list[TeacherView]:
-    """Each teacher's stored scores of text `row` of an integration's unlabeled data.
+def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
+                  row: int) -> list[TeacherView]:
+    """Each teacher's stored scores of text `row` of an integration's unlabeled data, read from
+    the score sets the integration recorded it read.
 
     Reads only the one shard file per teacher that holds the row.
     """
     import numpy as np
 
     paths = ProjectPaths(Path(root))
-    summary = integration["summary"]
+    summary = integration.summary
     views = []
-    for teacher in summary["wins"]:
-        record = _score_set_of(store, teacher, summary["num_texts"], integration["created_at"])
+    for teacher in summary.teacher_names:
+        record = _score_set_of(store, summary, teacher, integration.created_at)
         if record is None:
             continue
         meta = json.loads(record["meta_json"])
@@ -185,8 +188,20 @@ def teacher_views(root: Path, store: Store, integration: dict[str, Any], row: in
     return views
 
 
-def _score_set_of(store: Store, teacher: str, num_texts: int, before: float) -> sqlite3.Row | None:
-    """The complete unlabeled score set of a teacher that an integration most likely read."""
+def _score_set_of(store: Store, summary: IntegrationSummary, teacher: str,
+                  integrated_at: float) -> sqlite3.Row | None:
+    """The score set of `teacher` that an integration read, as its summary records it."""
+    if summary.score_keys is not None:
+        key = summary.score_keys.get(teacher)
+        return None if key is None else store.connection.execute(
+            "SELECT key, meta_json FROM score_sets WHERE key = ?", (key,)).fetchone()
+    return _score_set_before_keys(store, teacher, summary.num_texts, integrated_at)
+
+
+def _score_set_before_keys(store: Store, teacher: str, num_texts: int,
+                           before: float) -> sqlite3.Row | None:
+    """For integrations recorded before kiwb recorded their score keys (the first release):
+    the teacher's newest complete unlabeled score set of that size made before it."""
     rows = store.connection.execute(
         "SELECT s.key, s.meta_json, s.created_at FROM score_sets s WHERE s.teacher = ? "
         "AND s.dataset = 'unlabeled' AND s.num_texts = ? AND s.num_shards = (SELECT COUNT(*) "
@@ -236,10 +251,10 @@ def _read_json(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def recorded_integration(root: Path, key: str) -> dict[str, Any]:
-    """The summary of the integration recorded under `key` (an integrate job's ending names it)."""
+def recorded_integration(root: Path, key: str) -> IntegrationRecord:
+    """The integration recorded under `key` (an integrate job's ending names it)."""
     with Store(ProjectPaths(Path(root)).store) as store:
         record = store.integration(key)
     if record is None:
         raise KiwbError(f"no integration {key!r} in {root}; run kiwb integrate {root}")
-    return {**record["summary"], "key": key}
+    return IntegrationRecord.from_dict(record)

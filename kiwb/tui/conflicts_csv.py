@@ -6,24 +6,23 @@ import csv
 import io
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from kiwb.project.atomic import atomic_open
 from kiwb.project.instances import InstanceFilter
 from kiwb.project.queries import conflict_page, open_store
+from kiwb.project.records import IntegrationRecord
 
 PAGE = 5000
 
 
-def export_conflicts(root: Path, integration: dict[str, Any], filters: InstanceFilter, path: Path,
+def export_conflicts(root: Path, integration: IntegrationRecord, filters: InstanceFilter, path: Path,
                      should_stop: Callable[[], bool] = lambda: False) -> int:
     """Write every text matching `filters`, lowest margin first; returns the rows written.
 
     The file appears whole or not at all; rows are read a page at a time, so a million
     texts never sit in memory together.
     """
-    summary = integration["summary"]
-    teachers, labels = list(summary["wins"]), list(summary["labels"])
+    teachers, labels = integration.summary.teacher_names, list(integration.summary.labels)
     written = 0
     with open_store(root) as store, atomic_open(path, "wb") as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
@@ -34,7 +33,7 @@ def export_conflicts(root: Path, integration: dict[str, Any], filters: InstanceF
         while store is not None:
             if should_stop():
                 raise InterruptedError("the export was stopped")  # leaves no partial file
-            page = conflict_page(store, integration["key"], filters, after, PAGE)
+            page = conflict_page(store, integration.key, filters, after, PAGE)
             for item in page:
                 writer.writerow([item.row, f"{item.margin:.6f}", _name(teachers, item.routed),
                                  _name(labels, item.target), _name(labels, item.gold),

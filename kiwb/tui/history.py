@@ -9,7 +9,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from kiwb.core.learning_check import LearningCheck, check_of
+from kiwb.core.learning_check import LearningCheck
+from kiwb.project.records import (
+    TRAIN_EVENTS,
+    ScoreShard,
+    TrainCheck,
+    TrainDone,
+    TrainEval,
+    TrainEvent,
+    TrainStart,
+    TrainStep,
+    TrainStopped,
+    train_event,
+)
 
 BINS = 20
 
@@ -47,19 +59,20 @@ class ScoreHistograms:
 
     def add(self, event: dict[str, Any]) -> bool:
         """Fold in one event; True when it changed a histogram."""
-        data = event["data"]
-        if event["kind"] != "score.shard" or data.get("dataset") != self.dataset:
+        if event["kind"] != ScoreShard.kind:
             return False
-        teacher, key = data["teacher"], data["key"]
-        current = self._teachers.get(teacher)
-        if current is None or current.key != key:
-            current = self._teachers[teacher] = TeacherHistograms(teacher, key)
-        mc, det = list(data.get("mc_confidence_hist") or []), list(data.get("det_confidence_hist") or [])
-        previous = current.shards.get(data["shard"])
+        shard = ScoreShard.from_dict(event["data"])
+        if shard.dataset != self.dataset:
+            return False
+        current = self._teachers.get(shard.teacher)
+        if current is None or current.key != shard.key:
+            current = self._teachers[shard.teacher] = TeacherHistograms(shard.teacher, shard.key)
+        mc, det = list(shard.mc_confidence_hist), list(shard.det_confidence_hist)
+        previous = current.shards.get(shard.shard)
         if previous is not None:  # a shard recorded twice counts once
             _add(current.mc, previous[0], -1)
             _add(current.det, previous[1], -1)
-        current.shards[data["shard"]] = (mc, det)
+        current.shards[shard.shard] = (mc, det)
         _add(current.mc, mc)
         _add(current.det, det)
         return True
@@ -82,41 +95,39 @@ class RunHistory:
     state: str = "running"
     steps: list[int] = field(default_factory=list)
     losses: list[float] = field(default_factory=list)
-    evals: list[dict[str, Any]] = field(default_factory=list)
+    evals: list[TrainEval] = field(default_factory=list)
     checks: list[tuple[int, LearningCheck]] = field(default_factory=list)  # (step, check)
     final_check: LearningCheck | None = None  # of the checkpoint the finished run keeps
 
-    def add(self, kind: str, data: dict[str, Any]) -> None:
-        if kind == "train.start":
-            if data.get("step", 0) == 0 and self.steps:  # the run was started afresh
+    def add(self, event: TrainEvent) -> None:
+        if isinstance(event, TrainStart):
+            if event.step == 0 and self.steps:  # the run was started afresh
                 self.steps, self.losses, self.evals, self.checks = [], [], [], []
-            self.method = data.get("method", self.method)
-            self.total_steps = data.get("total_steps", self.total_steps)
-            self.step, self.state = data.get("step", self.step), "running"
+            self.method, self.total_steps = event.method, event.total_steps
+            self.step, self.state = event.step, "running"
             self._drop_after(self.step)
-        elif kind == "train.step":
-            self.steps.append(data["step"])
-            self.losses.append(float(data["loss"]))
-            self.step = data["step"]
-            self.total_steps = data.get("total_steps", self.total_steps)
-        elif kind in ("train.eval", "train.check"):  # train.check: no eval set, the pool's
-            if kind == "train.eval":
-                self.evals.append(data)
-            self.step = max(self.step, data["step"])
-            if data.get("check"):
-                self.checks.append((data["step"], check_of(data)))
-        elif kind == "train.done":
-            self.state, self.step = "done", data.get("step", self.step)
-            self.final_check = check_of(data.get("best"))
-        elif kind == "train.stopped":
-            self.state, self.step = "stopped", data.get("step", self.step)
+        elif isinstance(event, TrainStep):
+            self.steps.append(event.step)
+            self.losses.append(float(event.loss))
+            self.step, self.total_steps = event.step, event.total_steps
+        elif isinstance(event, TrainEval | TrainCheck):  # train.check: no eval set, the pool's
+            if isinstance(event, TrainEval):
+                self.evals.append(event)
+            self.step = max(self.step, event.step)
+            if event.check is not None:
+                self.checks.append((event.step, event.check))
+        elif isinstance(event, TrainDone):
+            self.state, self.step = "done", event.step
+            self.final_check = event.best.check if event.best is not None else None
+        elif isinstance(event, TrainStopped):
+            self.state, self.step = "stopped", event.step
 
     def _drop_after(self, step: int) -> None:
         """A resumed run repeats the steps after its last checkpoint: keep one copy of each."""
         keep = [i for i, s in enumerate(self.steps) if s <= step]
         self.steps = [self.steps[i] for i in keep]
         self.losses = [self.losses[i] for i in keep]
-        self.evals = [e for e in self.evals if e["step"] <= step]
+        self.evals = [e for e in self.evals if e.step <= step]
         self.checks = [(at, check) for at, check in self.checks if at <= step]
         self.final_check = None
 
@@ -128,13 +139,12 @@ class RunHistory:
         return self.checks[-1][1] if self.checks else None
 
     @property
-    def latest_eval(self) -> dict[str, Any] | None:
+    def latest_eval(self) -> TrainEval | None:
         return self.evals[-1] if self.evals else None
 
     @property
-    def best_eval(self) -> dict[str, Any] | None:
-        scored = [e for e in self.evals if e.get("accuracy") is not None]
-        return max(scored, key=lambda e: e["accuracy"]) if scored else None
+    def best_eval(self) -> TrainEval | None:
+        return max(self.evals, key=lambda e: e.accuracy) if self.evals else None
 
 
 class Runs:
@@ -146,8 +156,10 @@ class Runs:
     def add(self, event: dict[str, Any]) -> bool:
         if not event["kind"].startswith("train.") or not event.get("run"):
             return False
+        if event["kind"] not in TRAIN_EVENTS:
+            return False
         run = self.by_name.setdefault(event["run"], RunHistory(event["run"]))
-        run.add(event["kind"], event["data"])
+        run.add(train_event(event["kind"], event["data"]))
         return True
 
     def __iter__(self):

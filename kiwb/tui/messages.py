@@ -14,6 +14,7 @@ from textual.message import Message
 from kiwb.project.config import ProjectConfig
 from kiwb.project.instances import Instance, InstanceFilter
 from kiwb.project.queries import RunFolder, StoreChanges, TeacherView
+from kiwb.project.records import IntegrationSummary
 from kiwb.tui.inspect import DatasetSummary, TeacherSummary
 
 
@@ -93,7 +94,7 @@ class RunsFound(Message):
 
 @dataclass
 class IntegrationDone(Message):
-    summary: dict[str, Any]
+    summary: IntegrationSummary
 
 
 @dataclass

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -10,53 +10,25 @@ import torch
 from kiwb.core import integration as integ
 from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
-from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.core.metrics import classification_report
 from kiwb.errors import ConfigError, DataError
-from kiwb.project.config import ProjectConfig, check_routing
+from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
+from kiwb.project.records import (
+    EvalSummary,
+    IntegrationRecord,
+    IntegrationSettings,
+    IntegrationSummary,
+    RoutingAccuracy,
+    RoutingDetails,
+    TeacherRouting,
+)
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 HISTOGRAM_BINS = 20
-
-
-@dataclass(frozen=True)
-class IntegrationSettings:
-    """The choices that turn scores into targets; changing them never rescores."""
-
-    method: str = "muki-hard"
-    tau: float = 0.2
-    reweight: bool = True
-    use_mc: bool = True
-    conflict_threshold: float = 0.1
-    routing: str = DEFAULT_ROUTING
-
-    @classmethod
-    def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
-        section = config.integration
-        values = {
-            "method": section.method, "tau": section.tau, "reweight": section.reweight,
-            "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
-            "routing": section.routing,
-        }
-        values.update({k: v for k, v in overrides.items() if v is not None})
-        settings = cls(**values)
-        settings.check(config)
-        return settings
-
-    @property
-    def uses_labels(self) -> bool:
-        """Few-label routing: [data.labeled] calibrates routing and trains as one-hot targets."""
-        return self.routing in FEW_LABEL_ROUTINGS
-
-    def check(self, config: ProjectConfig) -> None:
-        """Refuse a routing that does not exist, or one that needs labels the project lacks."""
-        if self.routing not in ROUTINGS:
-            raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
-        check_routing(config, self.routing)
 
 
 @dataclass
@@ -158,37 +130,49 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
 
 
 def summarize(scores: TeacherScores, result: integ.Integration, settings: IntegrationSettings,
-              fitted: routes.FittedRouting, labeled: TeacherScores | None = None) -> dict:
+              fitted: routes.FittedRouting, labeled: TeacherScores | None = None) -> IntegrationSummary:
     """Counts per winning teacher, the margin distribution, the conflicting texts and what the
     routing estimated per teacher."""
     threshold = settings.conflict_threshold
     margin = result.margin.numpy()
     wins = torch.bincount(result.routed, minlength=len(scores.teachers)).tolist()
     counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
-    summary = {
-        "num_texts": int(margin.shape[0]),
-        "teachers": scores.teachers,
-        "score_keys": dict(zip(scores.teachers, scores.score_keys, strict=True)),
-        "labels": scores.labels,
-        "overlapping_labels": overlapping_labels(scores.teacher_labels),
-        "wins": dict(zip(scores.teachers, wins, strict=True)),
-        "margin_quantiles": {str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
-        "margin_histogram": counts.tolist(),
-        "conflict_threshold": threshold,
-        "conflicts": int((margin < threshold).sum()),
-        "routing": routing_diagnostics(scores, result, settings, fitted, labeled),
-    }
     true_ids = scores.true_label_ids()
-    if true_ids is not None:
-        summary["routing_accuracy"] = routing_accuracies(scores, true_ids, fitted)
-        summary["teacher_accuracy"] = teacher_accuracies(scores, true_ids)
-        summary["ensemble_accuracy"] = ensemble_accuracy(scores)
-    return summary
+    labeled_pool = true_ids is not None
+    return IntegrationSummary(
+        num_texts=int(margin.shape[0]),
+        teachers=scores.teachers,
+        score_keys=dict(zip(scores.teachers, scores.score_keys, strict=True)),
+        labels=scores.labels,
+        overlapping_labels=overlapping_labels(scores.teacher_labels),
+        wins=dict(zip(scores.teachers, wins, strict=True)),
+        margin_quantiles={str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
+        margin_histogram=counts.tolist(),
+        conflict_threshold=threshold,
+        conflicts=int((margin < threshold).sum()),
+        routing=routing_diagnostics(scores, result, settings, fitted, labeled),
+        routing_accuracy=(RoutingAccuracy(**routing_accuracies(scores, true_ids, fitted))
+                          if labeled_pool else None),
+        teacher_accuracy=teacher_accuracies(scores, true_ids) if labeled_pool else None,
+        ensemble_accuracy=ensemble_accuracy(scores) if labeled_pool else None,
+    )
+
+
+def eval_summary(eval_scores: TeacherScores, fitted: routes.FittedRouting) -> EvalSummary:
+    """The untrained references on the eval set: routing, the Ensemble, each teacher alone."""
+    true_ids = eval_scores.true_label_ids()
+    return EvalSummary(
+        num_texts=len(eval_scores.true_labels or []),
+        routing_accuracy=RoutingAccuracy(**routing_accuracies(eval_scores, true_ids, fitted)),
+        ensemble_accuracy=ensemble_accuracy(eval_scores),
+        teacher_accuracy=teacher_accuracies(eval_scores, true_ids),
+        confidence_histograms=confidence_histograms(eval_scores),
+    )
 
 
 def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
                         settings: IntegrationSettings, fitted: routes.FittedRouting,
-                        labeled: TeacherScores | None) -> dict:
+                        labeled: TeacherScores | None) -> RoutingDetails:
     """Per teacher: texts won, the estimated share of texts in its labels, its confidence
     over the pool split into texts routed to it and elsewhere with the threshold between them,
     and, with a labeled set, its calibration error on its own labels."""
@@ -197,19 +181,19 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
     for number, (name, router) in enumerate(zip(scores.teachers, fitted.routers, strict=True)):
         values = (scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]
         here = result.routed == number
-        teachers[name] = {
-            "won": int(here.sum()),
-            "share": router.share,
-            "split": diagnostics.routing_split(values, here),
-            "histogram_here": _histogram(values[here]),
-            "histogram_elsewhere": _histogram(values[~here]),
+        teachers[name] = TeacherRouting(
+            won=int(here.sum()),
+            share=router.share,
+            split=diagnostics.routing_split(values, here),
+            histogram_here=_histogram(values[here]),
+            histogram_elsewhere=_histogram(values[~here]),
             **calibration.get(name, {}),
-        }
-        if isinstance(router, routes.TemperatureRouter):
-            teachers[name]["temperature"] = router.temperature
-    return {"name": settings.routing, "use_mc": settings.use_mc,
-            "labeled_texts": len(labeled.true_labels) if labeled is not None else 0,
-            "teachers": teachers}
+            temperature=(router.temperature if isinstance(router, routes.TemperatureRouter)
+                         else None),
+        )
+    return RoutingDetails(name=settings.routing, use_mc=settings.use_mc,
+                          labeled_texts=len(labeled.true_labels) if labeled is not None else 0,
+                          teachers=teachers)
 
 
 def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> dict[str, dict]:
@@ -314,8 +298,9 @@ def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.
     replace_instances(store.connection, key, rows)
 
 
-def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings) -> dict:
-    """Integrate the unlabeled scores with `settings`, record and return the summary."""
+def run_integration(config: ProjectConfig, store: Store,
+                    settings: IntegrationSettings) -> IntegrationRecord:
+    """Integrate the unlabeled scores with `settings`; returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
     scores = scores_from_tasks(config, store, by_role["unlabeled"])
@@ -325,20 +310,14 @@ def run_integration(config: ProjectConfig, store: Store, settings: IntegrationSe
     result = scores.integrate(settings, fitted)
     summary = summarize(scores, result, settings, fitted, labeled)
     if by_role["eval"]:
-        eval_scores = scores_from_tasks(config, store, by_role["eval"])
-        summary["eval"] = {
-            "num_texts": len(eval_scores.true_labels or []),
-            "routing_accuracy": routing_accuracies(eval_scores, eval_scores.true_label_ids(), fitted),
-            "ensemble_accuracy": ensemble_accuracy(eval_scores),
-            "teacher_accuracy": teacher_accuracies(eval_scores, eval_scores.true_label_ids()),
-            "confidence_histograms": confidence_histograms(eval_scores),
-        }
+        summary = replace(summary, eval=eval_summary(
+            scores_from_tasks(config, store, by_role["eval"]), fitted))
     used = {"scores": scores.score_keys, **asdict(settings)}
     if settings.uses_labels:  # the labels decide the routing as much as the settings do
         used["labeled_scores"] = labeled.score_keys
     key = settings_key(used)
     texts = by_role["unlabeled"][0].table.texts
-    store.record_integration(key, dataset="unlabeled", settings=asdict(settings), summary=summary)
+    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
+                             summary=summary.to_dict())
     save_instances(store, key, scores, result, texts)
-    summary["key"] = key
-    return summary
+    return IntegrationRecord.from_dict(store.integration(key))

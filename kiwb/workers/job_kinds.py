@@ -24,7 +24,7 @@ def score(session: JobSession) -> Outcome:
         plan_scoring,
         register_tasks,
         run_scoring,
-        scoring_record,
+        score_job_summary,
     )
 
     spec: ScoreSpec = session.job.spec
@@ -38,7 +38,7 @@ def score(session: JobSession) -> Outcome:
     todo = pending_texts(store, tasks)
     if todo == 0:
         console.print("All scores are up to date (cached); nothing to do.")
-        return Outcome(data={"texts": 0, **scoring_record(config.scoring, device)})
+        return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
     console.print(f"Scoring {todo:,} text×teacher pairs on {device} "
                   f"(K = {config.scoring.mc_passes} MC-dropout passes each)")
     with session.progress("scoring", total=todo) as advance:
@@ -47,10 +47,10 @@ def score(session: JobSession) -> Outcome:
     left = pending_texts(store, tasks)
     if left:
         console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
-        return Outcome(data={"texts": todo - left, "left": left,
-                             **scoring_record(config.scoring, device)}, exit_code=1)
+        return Outcome(data=score_job_summary(todo - left, config.scoring, device, left).to_dict(),
+                       exit_code=1)
     console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
-    return Outcome(data={"texts": todo, **scoring_record(config.scoring, device)})
+    return Outcome(data=score_job_summary(todo, config.scoring, device).to_dict())
 
 
 def integrate(session: JobSession) -> Outcome:
@@ -65,12 +65,13 @@ def integrate(session: JobSession) -> Outcome:
     settings = IntegrationSettings.from_config(config, **spec.overrides(
         "method", "tau", "reweight", "use_mc", "conflict_threshold", "routing"))
     session.started(torch.device("cpu"))  # tensor math over stored scores: no GPU needed
-    summary = run_integration(config, session.store, settings)
-    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary["wins"].items())
-    console.print(f"Integrated {summary['num_texts']:,} texts ({settings.method}, "
-                  f"{settings.routing} routing): {wins}; {summary['conflicts']:,} conflicts under "
-                  f"margin {summary['conflict_threshold']}", highlight=False, soft_wrap=True)
-    return Outcome(data={"integration": summary["key"]})
+    record = run_integration(config, session.store, settings)
+    summary = record.summary
+    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
+    console.print(f"Integrated {summary.num_texts:,} texts ({settings.method}, "
+                  f"{settings.routing} routing): {wins}; {summary.conflicts:,} conflicts under "
+                  f"margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
+    return Outcome(data={"integration": record.key})
 
 
 def train(session: JobSession) -> Outcome:

@@ -17,6 +17,7 @@ from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
@@ -99,10 +100,12 @@ def drawing_key(device, dtype: str) -> dict:
     return {"dtype": precision, **({"device_type": device.type} if device.type != "cpu" else {})}
 
 
-def scoring_record(scoring, device) -> dict:
-    """The precision and strategy a score job used, for its job record."""
-    return {"precision": scoring_precision(scoring.dtype, device),
-            "strategy": resolved_strategy(scoring.strategy)}
+def score_job_summary(texts: int, scoring, device, left: int | None = None) -> ScoreJobSummary:
+    """What a score job records when it ends: the texts it scored (and those another process
+    still has), and the precision and strategy it drew with."""
+    return ScoreJobSummary(texts=texts, left=left,
+                           precision=scoring_precision(scoring.dtype, device),
+                           strategy=resolved_strategy(scoring.strategy))
 
 
 def readable_drawings(device_setting: str, dtype: str) -> list[dict]:
@@ -197,12 +200,12 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         _write_shard(shard_file, arrays)
         seconds = time.perf_counter() - started
         store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
-        store.append_event("score.shard", {
-            "teacher": task.teacher.name, "dataset": task.dataset, "key": task.key,
-            "shard": shard, "rows": len(rows), "seconds": round(seconds, 3),
-            "mc_confidence_hist": _histogram(arrays["mc_confidence"]),
-            "det_confidence_hist": _histogram(arrays["det_confidence"]),
-        }, job_id=job_id)
+        event = ScoreShard(
+            teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
+            rows=len(rows), seconds=round(seconds, 3),
+            mc_confidence_hist=_histogram(arrays["mc_confidence"]),
+            det_confidence_hist=_histogram(arrays["det_confidence"]))
+        store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 
 # What to try when a teacher's logits are not finite, by the dtype it was scored in.

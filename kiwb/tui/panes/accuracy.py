@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -13,6 +12,7 @@ from textual.widgets import DataTable, Static
 
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
 from kiwb.project.queries import StoreChanges
+from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
 from kiwb.tui import plots
 from kiwb.tui.history import RunHistory, Runs
 from kiwb.tui.panes.base import Pane
@@ -36,7 +36,7 @@ class AccuracyPane(Pane):
     def __init__(self, root: Path, **kwargs):
         super().__init__(root, **kwargs)
         self.runs = Runs()
-        self.summary: dict[str, Any] | None = None
+        self.summary: IntegrationSummary | None = None
 
     def compose(self) -> ComposeResult:
         table = Table(id="runs-table", cursor_type="row")
@@ -57,13 +57,13 @@ class AccuracyPane(Pane):
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.runs.add(event) for event in changes.events])
         if changes.integration is not None:
-            self.summary, changed = changes.integration["summary"], True
+            self.summary, changed = changes.integration.summary, True
         if changed:
             self.redraw()
 
     def redraw(self) -> None:
         rows = {run.run: run_cells(run) for run in self.runs}
-        rows.update(baseline_rows((self.summary or {}).get("eval") or {}))
+        rows.update(baseline_rows(self.summary.eval if self.summary is not None else None))
         sync_rows(self.main_widget(), rows)
         self._show_run()
 
@@ -90,11 +90,11 @@ class AccuracyPane(Pane):
             per_class.show("No evaluation yet (needs a labeled eval set in Data, 2).", None, 0)
             confusion.update("")
             return
-        classes = list((latest.get("per_class_accuracy") or {}).items())
-        per_class.show(f"Per-class accuracy at step {latest['step']}",
+        classes = list(latest.per_class_accuracy.items())
+        per_class.show(f"Per-class accuracy at step {latest.step}",
                        lambda width, styles: plots.labelled_bars(classes, width, style=styles.bar),
                        len(classes))
-        matrix, labels = latest.get("confusion"), [label for label, _ in classes]
+        matrix, labels = latest.confusion, [label for label, _ in classes]
         confusion.update(plots.confusion_table(labels, matrix, title="Confusion (gold down, predicted across)")
                          if matrix and len(matrix) == len(labels) else "")
 
@@ -107,15 +107,16 @@ class AccuracyPane(Pane):
 
 
 def run_cells(run: RunHistory) -> tuple:
-    latest, best = run.latest_eval or {}, run.best_eval
+    latest, best = run.latest_eval, run.best_eval
     share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
     state: str | Text = run.state + share
     check = shown_check(run)
     if check is not None:  # the mark: see the run's detail for why
         state = Text.assemble(state, (check.mark, "bold yellow"))
-    return (run.run, state, _percent(latest.get("accuracy")),
-            f"{_percent(best['accuracy'])} @{best['step']}" if best else "–",
-            _percent(latest.get("macro_f1")), _routing(latest.get("routing_accuracy")))
+    if latest is None:
+        return (run.run, state, _percent(None), "–", _percent(None), _routing(None))
+    return (run.run, state, _percent(latest.accuracy), f"{_percent(best.accuracy)} @{best.step}",
+            _percent(latest.macro_f1), _routing(latest.routing_accuracy))
 
 
 def shown_check(run: RunHistory | None) -> LearningCheck | None:
@@ -136,32 +137,33 @@ def check_line(run: RunHistory | None) -> str:
     return f"⚠ {check.line('the student')} (at {when})"
 
 
-def baseline_rows(evaluation: dict[str, Any]) -> dict[str, tuple]:
+def baseline_rows(evaluation: EvalSummary | None) -> dict[str, tuple]:
     """Untrained references from the integration: the Ensemble, and each teacher alone."""
     rows = {}
-    if evaluation.get("ensemble_accuracy") is not None:
+    if evaluation is None:
+        return rows
+    if evaluation.ensemble_accuracy is not None:
         rows[ENSEMBLE_ROW] = (Text("ensemble", "italic"), "untrained",
-                              _percent(evaluation["ensemble_accuracy"]), "", "",
-                              _routing(evaluation.get("routing_accuracy")))
-    for teacher, accuracy in (evaluation.get("teacher_accuracy") or {}).items():
+                              _percent(evaluation.ensemble_accuracy), "", "",
+                              _routing(evaluation.routing_accuracy))
+    for teacher, accuracy in (evaluation.teacher_accuracy or {}).items():
         rows[f"{TEACHER_ROW}{teacher}"] = (Text(f"{teacher} alone", "italic"), "teacher",
                                            _percent(accuracy), "", "", "")
     return rows
 
 
-def _routing(routing: dict[str, Any] | None) -> str:
+def _routing(routing: RoutingAccuracy | None) -> str:
     """The chosen routing's accuracy with MC dropout's beside it (runs recorded by older
     versions of kiwb have only MC dropout and plain entropy)."""
-    if not routing:
+    if routing is None:
         return "–"
-    if routing.get("chosen") is not None and routing.get("routing"):
-        return (f"{routing['routing']} {_percent(routing['chosen'])} "
-                f"(MC {_percent(routing.get('mc_dropout'))})")
-    return f"{_percent(routing.get('mc_dropout'))} / {_percent(routing.get('plain_entropy'))}"
+    if routing.chosen is not None and routing.routing:
+        return f"{routing.routing} {_percent(routing.chosen)} (MC {_percent(routing.mc_dropout)})"
+    return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_entropy)}"
 
 
 def _curves(run: RunHistory):
-    accuracy = [e["accuracy"] for e in run.evals if e.get("accuracy") is not None]
+    accuracy = [evaluation.accuracy for evaluation in run.evals]
 
     def draw(width: int, styles: PlotStyles) -> Text:
         label_width = 26

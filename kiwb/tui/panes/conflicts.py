@@ -7,7 +7,6 @@ nears the end, so a million scored texts never load at once; counting runs besid
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual import on
@@ -26,6 +25,7 @@ from kiwb.project.queries import (
     open_store,
     teacher_views,
 )
+from kiwb.project.records import IntegrationRecord
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
 from kiwb.tui.messages import (
@@ -66,7 +66,7 @@ class ConflictsPane(Pane):
 
     def __init__(self, root: Path, **kwargs):
         super().__init__(root, **kwargs)
-        self.integration: dict[str, Any] | None = None
+        self.integration: IntegrationRecord | None = None
         self.filters = InstanceFilter()
         self.request = 0
         self.loaded: list[Instance] = []
@@ -96,17 +96,17 @@ class ConflictsPane(Pane):
 
     @property
     def teachers(self) -> list[str]:
-        return list((self.integration or {}).get("summary", {}).get("wins", {}))
+        return self.integration.summary.teacher_names if self.integration is not None else []
 
     @property
     def labels(self) -> list[str]:
-        return list((self.integration or {}).get("summary", {}).get("labels", []))
+        return list(self.integration.summary.labels) if self.integration is not None else []
 
     def apply_changes(self, changes: StoreChanges) -> None:
         if changes.integration is None:
             return
         self.integration = changes.integration
-        threshold = self.integration["summary"]["conflict_threshold"]
+        threshold = self.integration.summary.conflict_threshold
         with self.prevent(Select.Changed, Input.Changed):
             self.query_one("#conflict-teacher", Select).set_options(
                 (name, index) for index, name in enumerate(self.teachers))
@@ -126,7 +126,7 @@ class ConflictsPane(Pane):
         self.main_widget().clear()
         self._status()
         self._fetch(after=None)
-        request, key, filters, root = self.request, self.integration["key"], self.filters, self.root
+        request, key, filters, root = self.request, self.integration.key, self.filters, self.root
 
         def count_rows() -> ConflictsCounted:
             with open_store(root) as store:
@@ -137,7 +137,7 @@ class ConflictsPane(Pane):
 
     def _fetch(self, after: tuple[float, int] | None) -> None:
         self.loading = True
-        request, key, filters, root = self.request, self.integration["key"], self.filters, self.root
+        request, key, filters, root = self.request, self.integration.key, self.filters, self.root
 
         def read_page() -> ConflictsPage:
             with open_store(root) as store:
@@ -174,7 +174,7 @@ class ConflictsPane(Pane):
         total = "counting…" if self.total is None else f"{self.total:,}"
         margin = self.filters.max_margin
         scope = f"under margin {margin:g}" if margin is not None else "in all"
-        method = (self.integration or {}).get("settings", {}).get("method", "")
+        method = self.integration.settings.method if self.integration is not None else ""
         status.update(Text(f"{total} texts {scope} · lowest first · {len(self.loaded):,} shown · "
                            f"{method}"))
 
@@ -244,7 +244,7 @@ class ConflictsPane(Pane):
             self.notify("nothing to export yet: integrate first (Jobs, i)", severity="warning")
             return
         integration, filters, root = self.integration, self.filters, self.root
-        path = ProjectPaths(root).exports / f"conflicts-{integration['key'][:8]}.csv"
+        path = ProjectPaths(root).exports / f"conflicts-{integration.key[:8]}.csv"
         self.notify(f"writing {path.name}…", timeout=2)
         run_in_thread(self, lambda: ConflictsExported(
             str(path), export_conflicts(root, integration, filters, path, should_stop=cancelled),

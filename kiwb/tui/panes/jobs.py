@@ -16,6 +16,7 @@ from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.job_specs import IntegrateSpec, ScoreSpec, TrainSpec, default_run_name
 from kiwb.project.jobs import JobState, format_duration, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
+from kiwb.project.records import IntegrationSummary
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
@@ -94,7 +95,7 @@ class JobsPane(Pane):
     def _announce_integration(self, job: JobState) -> None:
         """What a finished integration did, read from the integration it recorded."""
         root, key = self.root, (job.ending or {}).get("integration")
-        run_in_thread(self, lambda: IntegrationDone(recorded_integration(root, key)),
+        run_in_thread(self, lambda: IntegrationDone(recorded_integration(root, key).summary),
                       action="reading the integration")
 
     def on_integration_done(self, message: IntegrationDone) -> None:
@@ -237,14 +238,14 @@ class JobsPane(Pane):
             self.request_refresh()
 
 
-def integration_note(summary: dict) -> str:
+def integration_note(summary: IntegrationSummary) -> str:
     """What an integration did: its routing, the texts each teacher won, and the conflicts."""
-    routing = (summary.get("routing") or {}).get("name")
-    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary["wins"].items())
-    return (f"integrated {summary['num_texts']:,} texts"
+    routing = summary.routing.name if summary.routing is not None else None
+    wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
+    return (f"integrated {summary.num_texts:,} texts"
             + (f" with {routing} routing" if routing else "")
-            + f" ({wins}): {summary['conflicts']:,} conflicts under margin "
-            f"{summary['conflict_threshold']}; see Uncertainty (4) and Conflicts (6)")
+            + f" ({wins}): {summary.conflicts:,} conflicts under margin "
+            f"{summary.conflict_threshold}; see Uncertainty (4) and Conflicts (6)")
 
 
 def job_cells(job: JobState) -> tuple:

@@ -4,13 +4,13 @@ entropy, and the margins."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 
 from kiwb.project.queries import StoreChanges
+from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
 from kiwb.tui import plots
 from kiwb.tui.history import ScoreHistograms
 from kiwb.tui.panes.base import Pane
@@ -30,7 +30,7 @@ class UncertaintyPane(Pane):
     def __init__(self, root: Path, **kwargs):
         super().__init__(root, **kwargs)
         self.histograms = ScoreHistograms("unlabeled")
-        self.summary: dict[str, Any] | None = None
+        self.summary: IntegrationSummary | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="uncertainty-scroll"):
@@ -52,7 +52,7 @@ class UncertaintyPane(Pane):
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.histograms.add(event) for event in changes.events])
         if changes.integration is not None:
-            self.summary, changed = changes.integration["summary"], True
+            self.summary, changed = changes.integration.summary, True
         if changed:
             self.redraw()
 
@@ -94,20 +94,20 @@ class UncertaintyPane(Pane):
 
     def _draw_split(self) -> None:
         plot = self.query_one("#routing-split", Plot)
-        summary = self.summary or {}
-        routing = summary.get("routing") or {}
-        name = routing.get("name")
-        kind = {True: "MC ", False: "plain "}.get(routing.get("use_mc"), "")
+        summary = self.summary
+        routing = summary.routing if summary is not None else None
+        name = routing.name if routing is not None else None
+        kind = "" if routing is None else "MC " if routing.use_mc else "plain "
         title = (f"Routing{f' · {name}' if name else ''}: each teacher's {kind}confidence, routed "
                  "to it vs elsewhere")
-        teachers = routing.get("teachers") or {}
+        teachers = routing.teachers if routing is not None else {}
         if not teachers:
             note = ("This integration has no routing details: integrate again (Jobs, i) to see "
                     "them." if summary else "After integrating (Jobs, i): which texts the routing "
                     "gave each teacher, by its confidence.")
             plot.show(title, lambda width, styles: Text(note, "dim"), 1)
             return
-        num_texts = summary.get("num_texts") or 0
+        num_texts = summary.num_texts
 
         def draw(width: int, styles: PlotStyles) -> Text:
             gap = 2
@@ -117,8 +117,8 @@ class UncertaintyPane(Pane):
                 block = Text(teacher, "bold")
                 block.append("\n")
                 block.append_text(plots.mirrored_histogram(
-                    entry["histogram_here"], entry["histogram_elsewhere"], column, SPLIT_ROWS,
-                    upper_style=styles.bar, lower_style=styles.alt, marker=entry.get("split"),
+                    entry.histogram_here, entry.histogram_elsewhere, column, SPLIT_ROWS,
+                    upper_style=styles.bar, lower_style=styles.alt, marker=entry.split,
                     marker_style=styles.marker))
                 blocks.append(block)
             text = plots.side_by_side(blocks, [column] * len(blocks), gap=gap)
@@ -141,15 +141,15 @@ class UncertaintyPane(Pane):
     def _draw_routing(self) -> None:
         plot = self.query_one("#routing", Plot)
         title = "Right vs wrong teacher on the eval set: MC dropout | plain entropy"
-        evaluation = (self.summary or {}).get("eval") or {}
-        histograms = evaluation.get("confidence_histograms")
+        evaluation = self.summary.eval if self.summary is not None else None
+        histograms = evaluation.confidence_histograms if evaluation is not None else None
         if not histograms:
             note = ("No labeled evaluation set: add one in Data (2) to compare MC dropout with plain "
                     "entropy." if self.summary else "After integrating (Jobs, i): how confident the "
                     "teacher that knows the label is, against the others.")
             plot.show(title, lambda width, styles: Text(note, "dim"), 2)
             return
-        routing = evaluation.get("routing_accuracy") or {}
+        routing = evaluation.routing_accuracy
 
         def draw(width: int, styles: PlotStyles) -> Text:
             half = max((width - 2) // 2, 10)
@@ -166,7 +166,7 @@ class UncertaintyPane(Pane):
                 text.append(f"\n{accuracy_line(routing)}")
             return text
 
-        plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing else 0))
+        plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing is not None else 0))
 
     def _draw_margins(self) -> None:
         plot = self.query_one("#margins", Plot)
@@ -176,16 +176,16 @@ class UncertaintyPane(Pane):
             plot.show(title, lambda width, styles: Text(
                 "No integration yet: in Jobs (3) press i once the scores are done.", "dim"), 1)
             return
-        threshold = summary["conflict_threshold"]
-        share = summary["conflicts"] / max(summary["num_texts"], 1)
-        median = (summary.get("margin_quantiles") or {}).get("0.5")
+        threshold = summary.conflict_threshold
+        share = summary.conflicts / max(summary.num_texts, 1)
+        median = summary.margin_quantiles.get("0.5")
 
         def draw(width: int, styles: PlotStyles) -> Text:
-            text = plots.histogram(summary["margin_histogram"], width, MARGIN_ROWS, style=styles.bar,
+            text = plots.histogram(summary.margin_histogram, width, MARGIN_ROWS, style=styles.bar,
                                    marker=threshold, marker_style=styles.marker)
             text.append("\n")
             text.append(f"┊ {threshold:g}", styles.marker)
-            text.append(f": {summary['conflicts']:,} of {summary['num_texts']:,} texts "
+            text.append(f": {summary.conflicts:,} of {summary.num_texts:,} texts "
                         f"({100 * share:.1f}%) are conflicts")
             if median is not None:
                 text.append(f" · median margin {median:.3f}")
@@ -194,31 +194,30 @@ class UncertaintyPane(Pane):
         plot.show(title, draw, MARGIN_ROWS + 1)
 
 
-def split_line(teacher: str, entry: dict[str, Any], num_texts: int) -> str:
+def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
     """One teacher's routing in a line: texts won, the routing's estimate of the share of texts
     in its labels, the confidence that splits its texts from the others', its calibration."""
-    won = entry["won"]
-    line = f"{teacher}: won {won:,}"
+    line = f"{teacher}: won {entry.won:,}"
     if num_texts:
-        line += f" ({100 * won / num_texts:.0f}%)"
-    if entry.get("share") is not None:
-        line += f" · est. in its labels {100 * entry['share']:.0f}%"
-    line += f" · split {entry['split']:.2f}" if entry.get("split") is not None else " · split –"
-    if entry.get("calibration_error") is not None:
-        line += f" · calibration error {entry['calibration_error']:.2f}"
-        if entry.get("calibration_error_scaled") is not None:
-            line += f" → {entry['calibration_error_scaled']:.2f}"
-            if entry.get("temperature") is not None:
-                line += f" (T {entry['temperature']:.2f})"
+        line += f" ({100 * entry.won / num_texts:.0f}%)"
+    if entry.share is not None:
+        line += f" · est. in its labels {100 * entry.share:.0f}%"
+    line += f" · split {entry.split:.2f}" if entry.split is not None else " · split –"
+    if entry.calibration_error is not None:
+        line += f" · calibration error {entry.calibration_error:.2f}"
+        if entry.calibration_error_scaled is not None:
+            line += f" → {entry.calibration_error_scaled:.2f}"
+            if entry.temperature is not None:
+                line += f" (T {entry.temperature:.2f})"
     return line
 
 
-def accuracy_line(routing: dict[str, Any]) -> str:
+def accuracy_line(routing: RoutingAccuracy) -> str:
     """How often each way of routing picked a teacher that knows the gold label."""
-    chosen = (f"{routing['routing']} {_percent(routing['chosen'])} · "
-              if routing.get("chosen") is not None and routing.get("routing") else "")
-    return (f"routing accuracy: {chosen}MC dropout {_percent(routing.get('mc_dropout'))} · "
-            f"plain entropy {_percent(routing.get('plain_entropy'))}")
+    chosen = (f"{routing.routing} {_percent(routing.chosen)} · "
+              if routing.chosen is not None and routing.routing else "")
+    return (f"routing accuracy: {chosen}MC dropout {_percent(routing.mc_dropout)} · "
+            f"plain entropy {_percent(routing.plain_entropy)}")
 
 
 def _percent(value: float | None) -> str:

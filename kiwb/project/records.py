@@ -1,0 +1,360 @@
+"""Typed records of what jobs write to the store and what the CLI and the workbench read back:
+integration summaries and settings, score-job summaries, and the events of scoring and training.
+
+Producers build these and store `to_dict()`; readers parse with `from_dict()`, so each key is
+spelt once. `to_dict()` gives the JSON kiwb has always written, and `from_dict()` reads what
+older versions wrote: a key added later is marked with `since(...)`, the value a record written
+before it reads as. Any other missing key is refused with one line naming the record and the key.
+Pure Python: no torch, no textual.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, ClassVar
+
+from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.learning_check import LearningCheck
+from kiwb.errors import ConfigError, KiwbError
+from kiwb.project.config import ProjectConfig, check_routing
+
+_ABSENT = "absent"      # metadata: the value of a key that records written before it lack
+_OMIT_NONE = "omit"     # metadata: None is written by leaving the key out
+_RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
+_EACH = "each"          # metadata: the value maps names to records of this class
+
+
+def since(absent: Any = None, *, record: type | None = None, each: type | None = None,
+          omit_none: bool = True, default: Any = None) -> Any:
+    """A key added after the first version: older records read as `absent`; None is left out
+    of the JSON (unless `omit_none` is False)."""
+    return field(default=default, metadata={_ABSENT: absent, _OMIT_NONE: omit_none,
+                                            _RECORD: record, _EACH: each})
+
+
+def nested(record: type | None = None, *, each: type | None = None) -> Any:
+    """A required key holding a record, or (`each`) a mapping of names to records."""
+    return field(metadata={_RECORD: record, _EACH: each})
+
+
+class Record:
+    """Shared conversion of the records below to and from their stored JSON."""
+
+    what: ClassVar[str] = "record"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object this record is stored as."""
+        found = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if value is None and spec.metadata.get(_OMIT_NONE):
+                continue
+            found[spec.name] = _dump(value)
+        return found
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]):
+        """The record of stored JSON; a required key that is missing raises KiwbError."""
+        if not isinstance(data, Mapping):
+            raise KiwbError(f"{cls.what}: expected a JSON object, found {type(data).__name__}")
+        values = {}
+        for spec in fields(cls):
+            if spec.name in data:
+                values[spec.name] = _load(spec, data[spec.name])
+            elif _ABSENT in spec.metadata:
+                values[spec.name] = spec.metadata[_ABSENT]
+            else:
+                raise KiwbError(f"{cls.what} has no {spec.name!r} (it has: "
+                                f"{', '.join(map(str, data)) or 'nothing'})")
+        return cls(**values)
+
+
+def _dump(value: Any) -> Any:
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    if isinstance(value, Mapping):
+        return {key: _dump(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_dump(item) for item in value]
+    return value
+
+
+def _load(spec: dataclasses.Field, value: Any) -> Any:
+    if value is None:
+        return None
+    if spec.metadata.get(_RECORD) is not None:
+        return spec.metadata[_RECORD].from_dict(value)
+    if spec.metadata.get(_EACH) is not None:
+        return {name: spec.metadata[_EACH].from_dict(item) for name, item in value.items()}
+    return value
+
+
+# -- integration ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class IntegrationSettings(Record):
+    """The choices that turn scores into targets; changing them never rescores."""
+
+    what: ClassVar[str] = "integration settings"
+
+    method: str = "muki-hard"
+    tau: float = 0.2
+    reweight: bool = True
+    use_mc: bool = True
+    conflict_threshold: float = 0.1
+    # Integrations recorded before routing was a choice compared raw confidences (MUKI).
+    routing: str = since("confidence", omit_none=False, default=DEFAULT_ROUTING)
+
+    @classmethod
+    def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
+        """The project's [integration] settings with the given (not None) overrides, checked."""
+        section = config.integration
+        values = {
+            "method": section.method, "tau": section.tau, "reweight": section.reweight,
+            "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
+            "routing": section.routing,
+        }
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        settings = cls(**values)
+        settings.check(config)
+        return settings
+
+    @property
+    def uses_labels(self) -> bool:
+        """Few-label routing: [data.labeled] calibrates routing and trains as one-hot targets."""
+        return self.routing in FEW_LABEL_ROUTINGS
+
+    def check(self, config: ProjectConfig) -> None:
+        """Refuse a routing that does not exist, or one that needs labels the project lacks."""
+        if self.routing not in ROUTINGS:
+            raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
+        check_routing(config, self.routing)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoutingAccuracy(Record):
+    """How often the top-scored teacher knows the true label: MC confidence, plain confidence,
+    and (since routing is a choice) the routing used, named."""
+
+    what: ClassVar[str] = "routing accuracy"
+
+    mc_dropout: float
+    plain_entropy: float
+    chosen: float | None = since()
+    routing: str | None = since()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TeacherRouting(Record):
+    """What the routing estimated of one teacher over the pool."""
+
+    what: ClassVar[str] = "teacher routing details"
+
+    won: int
+    share: float | None
+    split: float | None
+    histogram_here: list[int]
+    histogram_elsewhere: list[int]
+    calibration_error: float | None = since()   # with a labeled set of its labels
+    labeled_own: int | None = since()
+    calibration_error_scaled: float | None = since()  # temperature routing only
+    temperature: float | None = since()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoutingDetails(Record):
+    """The routing an integration used and what it found per teacher."""
+
+    what: ClassVar[str] = "routing details"
+
+    name: str
+    use_mc: bool
+    labeled_texts: int
+    teachers: dict[str, TeacherRouting] = nested(each=TeacherRouting)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvalSummary(Record):
+    """Untrained references on the eval set: routing, the Ensemble and each teacher alone."""
+
+    what: ClassVar[str] = "integration eval summary"
+
+    num_texts: int
+    routing_accuracy: RoutingAccuracy | None = nested(RoutingAccuracy)
+    ensemble_accuracy: float | None
+    teacher_accuracy: dict[str, float] | None = since()
+    # method -> right_teacher / wrong_teacher -> counts (the paper's figure 2)
+    confidence_histograms: dict[str, dict[str, list[int]]] | None = since()
+
+
+@dataclass(frozen=True, kw_only=True)
+class IntegrationSummary(Record):
+    """What one integration found: wins per teacher, margins, conflicts, the routing's
+    diagnostics and the score sets it read (`score_keys`: teacher -> score-set key)."""
+
+    what: ClassVar[str] = "integration summary"
+
+    num_texts: int
+    teachers: list[str] | None = since()
+    score_keys: dict[str, str] | None = since()  # recorded since the workbench came
+    labels: list[str]
+    overlapping_labels: list[str]
+    wins: dict[str, int]
+    margin_quantiles: dict[str, float]  # "0.5" -> the median margin
+    margin_histogram: list[int]
+    conflict_threshold: float
+    conflicts: int
+    routing: RoutingDetails | None = since(record=RoutingDetails)
+    routing_accuracy: RoutingAccuracy | None = since(record=RoutingAccuracy)  # labeled pools
+    teacher_accuracy: dict[str, float] | None = since()
+    ensemble_accuracy: float | None = since()
+    eval: EvalSummary | None = since(record=EvalSummary)
+
+    @property
+    def teacher_names(self) -> list[str]:
+        """The teachers in the project's order."""
+        return list(self.teachers) if self.teachers is not None else list(self.wins)
+
+
+@dataclass(frozen=True, kw_only=True)
+class IntegrationRecord(Record):
+    """An integration as the store keeps it: its key, settings and summary."""
+
+    what: ClassVar[str] = "stored integration"
+
+    key: str
+    dataset: str
+    settings: IntegrationSettings = nested(IntegrationSettings)
+    summary: IntegrationSummary = nested(IntegrationSummary)
+    created_at: float
+
+
+# -- scoring -------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreShard(Record):
+    """A `score.shard` event: one finished shard with its confidence histograms."""
+
+    kind: ClassVar[str] = "score.shard"
+    what: ClassVar[str] = "score.shard event"
+
+    teacher: str
+    dataset: str
+    key: str
+    shard: int
+    rows: int
+    seconds: float
+    mc_confidence_hist: list[int]
+    det_confidence_hist: list[int]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoreJobSummary(Record):
+    """What a score job records when it ends: texts scored (and left to another process), and
+    the precision and strategy it drew with."""
+
+    what: ClassVar[str] = "score job summary"
+
+    texts: int
+    left: int | None = since()
+    precision: str | None = since()
+    strategy: str | None = since()
+
+
+# -- training ------------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class TrainStart(Record):
+    kind: ClassVar[str] = "train.start"
+    what: ClassVar[str] = "train.start event"
+
+    step: int  # 0 for a fresh run, the checkpoint's step for a resumed one
+    total_steps: int
+    method: str
+    learning_rate: float | None = since()
+    precision: str | None = since()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainStep(Record):
+    """Every LOG_EVERY steps: the mean loss since the last one."""
+
+    kind: ClassVar[str] = "train.step"
+    what: ClassVar[str] = "train.step event"
+
+    step: int
+    loss: float
+    lr: float
+    texts_per_s: float
+    total_steps: int
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainEval(Record):
+    """An evaluation on the eval set, with the learning check against the Ensemble."""
+
+    kind: ClassVar[str] = "train.eval"
+    what: ClassVar[str] = "train.eval event"
+
+    step: int
+    accuracy: float
+    macro_f1: float
+    per_class_accuracy: dict[str, float | None]
+    confusion: list[list[int]]
+    num_texts: int
+    routing_accuracy: RoutingAccuracy | None = nested(RoutingAccuracy)
+    check: LearningCheck | None = since(record=LearningCheck)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainCheck(Record):
+    """Without an eval set: the learning check on the pool's predictions."""
+
+    kind: ClassVar[str] = "train.check"
+    what: ClassVar[str] = "train.check event"
+
+    step: int
+    check: LearningCheck = nested(LearningCheck)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BestCheckpoint(Record):
+    """The checkpoint a run keeps: its step, eval accuracy (None without an eval set), check."""
+
+    what: ClassVar[str] = "best checkpoint"
+
+    step: int
+    accuracy: float | None
+    check: LearningCheck | None = since(record=LearningCheck)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainDone(Record):
+    kind: ClassVar[str] = "train.done"
+    what: ClassVar[str] = "train.done event"
+
+    step: int
+    best: BestCheckpoint | None = nested(BestCheckpoint)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainStopped(Record):
+    kind: ClassVar[str] = "train.stopped"
+    what: ClassVar[str] = "train.stopped event"
+
+    step: int
+
+
+TrainEvent = TrainStart | TrainStep | TrainEval | TrainCheck | TrainDone | TrainStopped
+TRAIN_EVENTS: dict[str, type[Record]] = {
+    event.kind: event for event in (TrainStart, TrainStep, TrainEval, TrainCheck, TrainDone,
+                                    TrainStopped)}
+
+
+def train_event(kind: str, data: Mapping[str, Any]) -> TrainEvent:
+    """The typed training event of a stored (kind, data)."""
+    if kind not in TRAIN_EVENTS:
+        raise KiwbError(f"unknown training event {kind!r}; known: {', '.join(TRAIN_EVENTS)}")
+    return TRAIN_EVENTS[kind].from_dict(data)

@@ -1,0 +1,123 @@
+"""The typed store records: exact JSON both ways, older records still read, a missing key
+refused in one line, and lineage read from what an integration recorded."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from tui_support import (
+    INTEGRATION_KEY,
+    LABELS_A,
+    SCORE_KEYS,
+    TEXTS,
+    integration_summary,
+    scores,
+    synthetic_project,
+)
+
+from kiwb.errors import KiwbError
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.queries import latest_integration, teacher_views
+from kiwb.project.records import (
+    IntegrationRecord,
+    IntegrationSettings,
+    IntegrationSummary,
+    ScoreJobSummary,
+    train_event,
+)
+from kiwb.project.store import Store
+
+# An integration summary as the first kiwb release wrote it: no teachers, score keys, routing
+# details or per-teacher accuracies.
+FIRST_RELEASE_SUMMARY = {
+    "num_texts": 10, "labels": ["sports", "politics", "music", "cooking"],
+    "overlapping_labels": [], "wins": {"a": 6, "b": 4},
+    "margin_quantiles": {"0.0": 0.0, "0.5": 0.2, "1.0": 0.9}, "margin_histogram": [1] * 20,
+    "conflict_threshold": 0.1, "conflicts": 2,
+    "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7},
+    "eval": {"num_texts": 10, "routing_accuracy": {"mc_dropout": 0.8, "plain_entropy": 0.6},
+             "ensemble_accuracy": 0.5},
+}
+
+
+def test_a_summary_written_today_reads_back_to_the_same_json():
+    stored = json.loads(json.dumps(integration_summary([0.1, 0.5, 0.9]).to_dict()))
+    assert IntegrationSummary.from_dict(stored).to_dict() == stored
+    assert json.dumps(IntegrationSummary.from_dict(stored).to_dict()) == json.dumps(stored)
+
+
+def test_a_first_release_summary_still_reads_and_writes_back_unchanged():
+    summary = IntegrationSummary.from_dict(FIRST_RELEASE_SUMMARY)
+    assert summary.score_keys is None and summary.routing is None and summary.teacher_names == ["a", "b"]
+    assert summary.routing_accuracy.chosen is None and summary.eval.teacher_accuracy is None
+    assert summary.to_dict() == FIRST_RELEASE_SUMMARY
+    # Its settings predate routing as a choice: they compared raw confidences.
+    settings = IntegrationSettings.from_dict({"method": "muki-hard", "tau": 0.2, "reweight": True,
+                                              "use_mc": True, "conflict_threshold": 0.1})
+    assert settings.routing == "confidence"
+
+
+@pytest.mark.parametrize(("record", "data", "message"), [
+    (IntegrationSummary, {k: v for k, v in FIRST_RELEASE_SUMMARY.items() if k != "wins"},
+     "integration summary has no 'wins' (it has: num_texts, labels, "),
+    (ScoreJobSummary, {"precision": "float32"}, "score job summary has no 'texts' (it has: precision)"),
+    (IntegrationSettings, {"method": "uhc"}, "integration settings has no 'tau' (it has: method)"),
+])
+def test_a_record_missing_a_required_key_is_refused_in_one_line(record, data, message):
+    with pytest.raises(KiwbError) as raised:
+        record.from_dict(data)
+    assert str(raised.value).startswith(message) and "\n" not in str(raised.value)
+
+
+def test_nested_records_name_what_is_missing():
+    broken = {**integration_summary([0.5]).to_dict()}
+    broken["eval"] = {k: v for k, v in broken["eval"].items() if k != "num_texts"}
+    with pytest.raises(KiwbError, match=r"^integration eval summary has no 'num_texts'"):
+        IntegrationSummary.from_dict(broken)
+    with pytest.raises(KiwbError, match=r"^unknown training event 'train\.bogus'"):
+        train_event("train.bogus", {})
+
+
+def _write_decoy_scores(root, store, teacher: str, key: str, created_at: float) -> None:
+    """A complete score set of `teacher` on the same texts that the integration did not read."""
+    store.register_score_set(key, teacher=teacher, dataset="unlabeled", num_texts=len(TEXTS),
+                             num_shards=1, meta={"labels": list(LABELS_A), "shard_size": 16})
+    store.claim_shard(key, 0, "test")
+    buffer = io.BytesIO()
+    np.savez(buffer, **scores(0, len(TEXTS), seed=7))
+    paths = ProjectPaths(root)
+    paths.score_dir(key).mkdir(parents=True, exist_ok=True)
+    paths.shard_file(key, 0).write_bytes(buffer.getvalue())
+    store.finish_shard(key, 0, rows=len(TEXTS), seconds=1.0)
+    store.connection.execute("UPDATE score_sets SET created_at = ? WHERE key = ?", (created_at, key))
+
+
+def test_teacher_views_read_the_score_sets_the_integration_recorded(tmp_path):
+    """A newer score set of teacher a, made before the integration and of the same size, is the
+    one a guess by teacher, size and date would take; the recorded score key wins."""
+    root = synthetic_project(tmp_path / "proj", trained=False)
+    with Store(ProjectPaths(root).store) as store:
+        integration = latest_integration(store)
+        assert integration.key == INTEGRATION_KEY and integration.summary.score_keys == SCORE_KEYS
+        _write_decoy_scores(root, store, "a", "decoy-a", integration.created_at - 0.001)
+        views = teacher_views(root, store, integration, 1)
+    recorded = scores(0, len(TEXTS), seed=1)
+    assert [view.teacher for view in views] == ["a", "b"]
+    assert views[0].mc_confidence == pytest.approx(float(recorded["mc_confidence"][1]))
+    assert views[0].mc_confidence != pytest.approx(float(scores(0, len(TEXTS), seed=7)["mc_confidence"][1]))
+
+
+def test_an_integration_from_before_score_keys_falls_back_to_the_teachers_score_sets(tmp_path):
+    root = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
+    with Store(ProjectPaths(root).store) as store:
+        store.record_integration("old", dataset="unlabeled", settings={
+            "method": "muki-hard", "tau": 0.2, "reweight": True, "use_mc": True,
+            "conflict_threshold": 0.1}, summary=FIRST_RELEASE_SUMMARY)
+        integration = IntegrationRecord.from_dict(store.integration("old"))
+        views = teacher_views(root, store, integration, 2)
+    assert [view.teacher for view in views] == ["a", "b"]
+    assert views[1].det_confidence == pytest.approx(
+        float(scores(1, len(TEXTS), seed=2)["det_confidence"][2]))
