@@ -114,5 +114,7 @@ def test_scores_drawn_on_another_device_are_read_without_that_device(tmp_path, t
     run_kiwb("score", project, "--device", "cpu", cwd=tmp_path)
     summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
     assert sum(summary["wins"].values()) == len(TEXTS)
-    job = json.loads(run_kiwb("jobs", project, "--json", cwd=tmp_path).stdout)[-1]
+    jobs = json.loads(run_kiwb("jobs", project, "--json", cwd=tmp_path).stdout)
+    assert [job["kind"] for job in jobs] == ["score", "integrate"]
+    job = jobs[0]
     assert (job["device"], job["ending"]["precision"], job["ending"]["strategy"]) == ("cpu", "float32", "loop")

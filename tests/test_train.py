@@ -440,7 +440,8 @@ def test_the_cli_around_a_trained_run(scored_project, tmp_path):
     warned = "Warning: the student of run r" in log
     assert ("Done, with the warning above. Export it anyway with" if warned else "Done. Export it with") in log
     listed = json.loads(run_kiwb("jobs", project, "--all", "--json", cwd=tmp_path).stdout)
-    assert [job["kind"] for job in listed] == ["score", "train"]  # the fixture's scoring, then ours
+    # The fixture's scoring, then ours: the integration above is a job too.
+    assert [job["kind"] for job in listed] == ["score", "integrate", "train"]
     assert (listed[-1]["id"], listed[-1]["status"]) == (job_id, "finished")
 
     held_out = tmp_path / "held_out.csv"
