@@ -19,6 +19,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.config import load_config
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, JobSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import IntegrationRecord
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.evaluate import evaluate_checkpoint
@@ -36,7 +37,7 @@ def run_headless(root: Path) -> dict:
     with Store(paths.store) as store:
         run_step(store, ScoreSpec())
         integration = run_step(store, IntegrateSpec())["integration"]
-        summary = store.integration(integration)["summary"]["eval"]
+        references = IntegrationRecord.from_dict(store.integration(integration)).summary.eval
         runs = {name: train(store, TrainSpec(**overrides).named(config.integration))
                 for name, overrides in STUDENTS.items()}
         exported = paths.exports / runs[EXPORTED]
@@ -49,9 +50,9 @@ def run_headless(root: Path) -> dict:
         students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
                                              config.training.batch_size, config.training.max_length)
         students[name]["check"] = learning_check(config.root, run)
-    return {"teachers": summary["teacher_accuracy"], "ensemble": summary["ensemble_accuracy"],
-            "routing": summary["routing_accuracy"], "students": students,
-            "eval_texts": summary["num_texts"], "exported": str(exported)}
+    return {"teachers": references.teacher_accuracy, "ensemble": references.ensemble_accuracy,
+            "routing": references.routing_accuracy.to_dict(), "students": students,
+            "eval_texts": references.num_texts, "exported": str(exported)}
 
 
 def run_step(store: Store, spec: JobSpec) -> dict:

@@ -10,6 +10,7 @@ from kiwb.core.learning_check import check_of
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import TrainEval
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.runtime import load_classifier
@@ -98,9 +99,12 @@ def _evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
     if not path.is_file():
         return None
     with Store(path) as store:
-        events = [event["data"] for event in store.events_after(run=run, kind="train.eval")
-                  if event["data"].get("step") == progress["step"]]
-    return {key: value for key, value in events[-1].items() if key != "step"} if events else None
+        evaluations = [TrainEval.from_dict(event["data"])
+                       for event in store.events_after(run=run, kind=TrainEval.kind)]
+    at_step = [evaluation for evaluation in evaluations if evaluation.step == progress["step"]]
+    if not at_step:
+        return None
+    return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}
 
 
 def model_card(manifest: dict) -> str:
