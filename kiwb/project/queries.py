@@ -124,21 +124,14 @@ def latest_integration(store: Store) -> IntegrationRecord | None:
 
 # -- conflicting texts ---------------------------------------------------------------------
 
-def has_instances(store: Store) -> bool:
-    return store.connection.execute(
-        "SELECT 1 FROM sqlite_master WHERE type='table' AND name='instances'").fetchone() is not None
-
-
 def conflict_page(store: Store, integration: str, filters: InstanceFilter,
                   after: tuple[float, int] | None = None, limit: int = 100) -> list[Instance]:
     """Up to `limit` texts of an integration, lowest margin first, after the key `after`."""
-    if not has_instances(store):
-        return []
     return page(store.connection, integration, filters, after=after, limit=limit)
 
 
 def conflict_count(store: Store, integration: str, filters: InstanceFilter) -> int:
-    return count(store.connection, integration, filters) if has_instances(store) else 0
+    return count(store.connection, integration, filters)
 
 
 @dataclass(frozen=True)
