@@ -56,7 +56,7 @@ def test_recipes_differ_and_have_their_own_keys():
 
 
 def test_demo_tokenizer_is_reproducible():
-    from kiwb.workers.demo import build_tokenizer
+    from kiwb.demo.build import build_tokenizer
 
     texts = [row["text"] for row in generate(10, seed=0)]
     first, second = build_tokenizer(texts, QUICK), build_tokenizer(texts, QUICK)
@@ -142,7 +142,7 @@ def test_the_full_demo_is_honest():
 def test_the_full_demo_trains_its_students_with_kiwbs_defaults():
     """No hand tuning: the full recipe leaves [training]'s epochs, learning rate and minimum
     steps at kiwb's defaults; only the quick smoke recipe shortens training."""
-    from kiwb.workers.demo import student_overrides
+    from kiwb.demo.build import student_overrides
 
     assert student_overrides(FULL) == {}
     assert set(student_overrides(QUICK)) == {"epochs", "learning_rate", "min_steps"}

@@ -117,7 +117,7 @@ def _final(project: Path, run: str) -> tuple[dict[str, torch.Tensor], dict]:
 def test_training_after_out_of_memory_makes_the_same_updates_in_smaller_pieces(project, still_student, capsys):
     trainer, reported = train(project, "squeezed", still_student, fail_over=4)
 
-    assert trainer.micro_batch == 4 and sum(reported) == trainer.total_steps == 10
+    assert trainer.steps.micro_batch == 4 and sum(reported) == trainer.total_steps == 10
     log = capsys.readouterr().err
     assert "training on 16 texts at a time; going on with 8" in log
     assert "training on 8 texts at a time; going on with 4" in log
@@ -134,7 +134,7 @@ def test_mixed_precision_is_read_and_noted_but_changes_nothing_on_the_cpu(projec
     trainer, _ = train(project, "fp16", still_student, mixed_precision="fp16")
 
     assert "mixed_precision = 'fp16' applies on CUDA only; training in float32 on cpu" in capsys.readouterr().err
-    assert trainer.autocast_dtype == "float32" and not trainer.scaler.is_enabled()
+    assert trainer.autocast_dtype == "float32" and not trainer.steps.scaler.is_enabled()
     assert ckpt.read_manifest(trainer.run_dir)["training"]["mixed_precision"] == "fp16"
     expected, _ = _final(project, "plain")
     weights, _ = _final(project, "fp16")
@@ -189,19 +189,20 @@ def test_the_schedule_does_not_advance_over_a_step_the_scaler_skipped(project, s
     """fp16 loss scaling skips the optimizer step when gradients overflow; the learning-rate
     schedule must skip with it. A CPU GradScaler behaves as CUDA's does."""
     trainer, _ = train(project, "scaled", still_student)
-    trainer.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, enabled=True)
-    for group in trainer.optimizer.param_groups:  # the finished run's schedule is at 0
+    steps = trainer.steps
+    steps.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**16, enabled=True)
+    for group in steps.optimizer.param_groups:  # the finished run's schedule is at 0
         group["lr"] = 1e-3
     weights = {name: p.detach().clone() for name, p in trainer.model.named_parameters()}
-    steps = trainer.scheduler.last_epoch
-    trainer._accumulate(trainer.batch_rows(0), 16)
+    taken = steps.scheduler.last_epoch
+    steps.accumulate(trainer.batch_rows(0), 16, trainer._loss)
     next(trainer.model.parameters()).grad.view(-1)[0] = float("inf")  # an overflowed gradient
-    trainer._update()
-    assert trainer.scheduler.last_epoch == steps and trainer.scaler.get_scale() == 2.0**15
+    steps.update()
+    assert steps.scheduler.last_epoch == taken and steps.scaler.get_scale() == 2.0**15
     assert all(torch.equal(p, weights[name]) for name, p in trainer.model.named_parameters())
-    trainer._accumulate(trainer.batch_rows(1), 16)
-    trainer._update()
-    assert trainer.scheduler.last_epoch == steps + 1  # a step taken advances it
+    steps.accumulate(trainer.batch_rows(1), 16, trainer._loss)
+    steps.update()
+    assert steps.scheduler.last_epoch == taken + 1  # a step taken advances it
     assert not all(torch.equal(p, weights[name]) for name, p in trainer.model.named_parameters())
 
 
@@ -222,16 +223,17 @@ def test_the_training_precision_follows_the_device(monkeypatch, setting, device,
 
 
 def test_losses_are_read_back_once_per_log_line_not_once_per_step(project, still_student, monkeypatch):
-    from kiwb.workers.train import LOG_EVERY, Trainer
+    from kiwb.workers import train as train_module
+    from kiwb.workers.train import LOG_EVERY
 
     reads: list[int] = []
-    original = Trainer._read_losses
+    original = train_module.read_losses
 
-    def counted(self, pending):
+    def counted(pending, autocast_dtype):
         reads.append(len(pending))
-        return original(self, pending)
+        return original(pending, autocast_dtype)
 
-    monkeypatch.setattr(Trainer, "_read_losses", counted)
+    monkeypatch.setattr(train_module, "read_losses", counted)
     trainer, reported = train(project, "synced", still_student, eval_every=1000)
     assert trainer.total_steps == 10 == LOG_EVERY
     assert [n for n in reads if n] == [1, 9]  # the first step (for the progress bar), then step 10

@@ -26,7 +26,7 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
 
     quiet_libraries()
     from kiwb.demo.recipe import EXPORTED, FULL, QUICK
-    from kiwb.workers.demo import build_demo, limit_cpu_threads, say_built
+    from kiwb.demo.build import build_demo, limit_cpu_threads, say_built
     from kiwb.workers.runtime import resolve_device
 
     root = (path or default_demo_root()).expanduser().resolve()

@@ -17,6 +17,7 @@ from kiwb.project.atomic import atomic_directory
 from kiwb.project.teach_report import REPORT_FILE, report_payload
 from kiwb.workers.data import TextTable
 from kiwb.workers.student import collate, evaluate, load_student_base, tokenize
+from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,7 @@ class TeachSettings:
     batch_size: int = 32
     max_length: int = 128
     warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
     seed: int = 0
 
 
@@ -62,10 +64,14 @@ def teach(base: str, labels: list[str], train: TextTable, dev: TextTable | None,
         dev_data = (tokenize(tokenizer, dev_texts, settings.max_length), dev_ids)
     steps_per_epoch = math.ceil(len(texts) / settings.batch_size)
     total = max(1, math.ceil(settings.epochs * steps_per_epoch))
-    optimizer = torch.optim.AdamW(model.parameters(), lr=settings.learning_rate, weight_decay=0.01)
-    warmup = int(settings.warmup_ratio * total)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: (s + 1) / (warmup + 1) if s < warmup else max(0.0, (total - s) / max(1, total - warmup)))
+    steps = OptimizerSteps(model, device, learning_rate=settings.learning_rate,
+                           weight_decay=settings.weight_decay, total_steps=total,
+                           warmup_ratio=settings.warmup_ratio, batch_size=settings.batch_size)
+
+    def loss_of(rows: torch.Tensor) -> torch.Tensor:
+        logits = model(**collate(tokenizer, features, rows, device)).logits
+        return torch.nn.functional.cross_entropy(logits.float(), targets[rows].to(device))
+
     best: dict | None = None
     generator = torch.Generator().manual_seed(settings.seed)
     model.train()
@@ -73,15 +79,9 @@ def teach(base: str, labels: list[str], train: TextTable, dev: TextTable | None,
         if step % steps_per_epoch == 0:
             order = torch.randperm(len(texts), generator=generator)
         rows = order[(step % steps_per_epoch) * settings.batch_size:][:settings.batch_size]
-        logits = model(**collate(tokenizer, features, rows, device)).logits
-        loss = torch.nn.functional.cross_entropy(logits.float(), targets[rows].to(device))
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        scheduler.step()
-        optimizer.zero_grad(set_to_none=True)
+        loss = read_losses([(step + 1, steps.step(rows, loss_of))], "float32", "--learning-rate")
         if progress is not None:
-            progress(1, float(loss.detach()))
+            progress(1, loss[0])
         end_of_epoch = (step + 1) % steps_per_epoch == 0 or step + 1 == total
         if end_of_epoch:
             report = None

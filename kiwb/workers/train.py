@@ -27,16 +27,11 @@ from kiwb.workers.integrate import (
     fit_routing,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import (
-    FittedBatch,
-    autocast_context,
-    halving_on_oom,
-    load_classifier,
-    training_precision,
-)
+from kiwb.workers.runtime import FittedBatch, load_classifier, training_precision
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 SUPERVISED = "supervised"
 LOG_EVERY = 10
@@ -190,7 +185,6 @@ class Trainer:
         self.steps_per_epoch = math.ceil(n / self.training.batch_size)
         self.total_steps = total_steps(n, self.training.batch_size, self.training.epochs,
                                        self.training.min_steps)
-        self.micro_batch = self.training.batch_size
         # Evaluations and pool checks keep the batch size that fitted from one to the next.
         self.eval_batch = FittedBatch(self.training.batch_size)
 
@@ -224,16 +218,14 @@ class Trainer:
                       f"= {self.total_steps / self.steps_per_epoch:.1f} epochs of "
                       f"{len(self.data.texts):,} texts{raised}", highlight=False, markup=False,
                       soft_wrap=True)
-        self.optimizer = self._optimizer()
-        self.scheduler = self._scheduler()
         self.autocast_dtype = AUTOCAST_DTYPES[self._mixed_precision()]
-        # Half-precision gradients underflow without loss scaling; bfloat16's range needs none.
-        self.scaler = torch.amp.GradScaler("cuda", enabled=self.autocast_dtype == "float16")
+        self.steps = OptimizerSteps(
+            self.model, self.device, learning_rate=self.learning_rate,
+            weight_decay=self.training.weight_decay, total_steps=self.total_steps,
+            warmup_ratio=self.training.warmup_ratio, batch_size=self.training.batch_size,
+            autocast_dtype=self.autocast_dtype)
         if existing:
-            self.optimizer.load_state_dict(self._state["optimizer"])
-            self.scheduler.load_state_dict(self._state["scheduler"])
-            if "scaler" in self._state:
-                self.scaler.load_state_dict(self._state["scaler"])
+            self.steps.load_state_dict(self._state)
             torch.set_rng_state(self._state["rng_cpu"])
             if self.device.type == "cuda":
                 # Only the job's own GPU: what other GPUs are visible may change between runs.
@@ -268,26 +260,6 @@ class Trainer:
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
         self.step, self.best = progress["step"], progress.get("best")
 
-    def _optimizer(self) -> torch.optim.Optimizer:
-        no_decay = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
-        groups = [
-            {"params": [p for n, p in self.model.named_parameters() if not n.endswith(no_decay)],
-             "weight_decay": self.training.weight_decay},
-            {"params": [p for n, p in self.model.named_parameters() if n.endswith(no_decay)],
-             "weight_decay": 0.0},
-        ]
-        return torch.optim.AdamW(groups, lr=self.learning_rate)
-
-    def _scheduler(self):
-        warmup = int(self.training.warmup_ratio * self.total_steps)
-
-        def factor(step: int) -> float:
-            if step < warmup:
-                return (step + 1) / (warmup + 1)
-            return max(0.0, (self.total_steps - step) / max(1, self.total_steps - warmup))
-
-        return torch.optim.lr_scheduler.LambdaLR(self.optimizer, factor)
-
     # -- the loop ----------------------------------------------------------------------
     def batch_rows(self, step: int) -> torch.Tensor:
         """Rows of `step`: each epoch is a permutation seeded by (seed, epoch), so a resumed
@@ -309,25 +281,25 @@ class Trainer:
                                     "precision": self.autocast_dtype})
         while self.step < self.total_steps:
             if should_stop is not None and should_stop():
-                self._read_losses(pending)  # a NaN step must not be checkpointed
+                read_losses(pending, self.autocast_dtype)  # a NaN step must not be checkpointed
                 self.checkpoint()
                 self._event("train.stopped", {"step": self.step})
                 return {"stopped": True, "step": self.step, "best": self.best}
-            pending.append((self.step + 1, self._train_step(self.batch_rows(self.step))))
+            pending.append((self.step + 1, self.steps.step(self.batch_rows(self.step), self._loss)))
             self.step += 1
             log_now = self.step % LOG_EVERY == 0 or self.step == self.total_steps
             evaluate_now = self.step % self.training.eval_every == 0 or self.step == self.total_steps
             # Losses stay on the device until a log line, a checkpoint or the first step needs
             # them: one host sync per LOG_EVERY steps, not per step.
             if log_now or evaluate_now or self.step == start_step + 1:
-                recent += self._read_losses(pending)
+                recent += read_losses(pending, self.autocast_dtype)
                 shown = recent[-1]
             if progress is not None:
                 progress(1, shown)
             if log_now:
                 rate = (self.step - start_step) * self.training.batch_size / (time.perf_counter() - started)
                 self._event("train.step", {"step": self.step, "loss": sum(recent) / len(recent),
-                                           "lr": self.scheduler.get_last_lr()[0],
+                                           "lr": self.steps.learning_rate,
                                            "texts_per_s": rate, "total_steps": self.total_steps})
                 recent = []
             if evaluate_now:
@@ -336,50 +308,10 @@ class Trainer:
         return {"stopped": False, "step": self.step, "best": self.best,
                 "learning_rate": self.learning_rate}
 
-    def _train_step(self, rows: torch.Tensor) -> torch.Tensor:
-        # A smaller micro-batch makes the same update: its gradients accumulate to the batch's.
-        loss, self.micro_batch = halving_on_oom(
-            lambda size: self._accumulate(rows, size), self.micro_batch, self.device, "training on")
-        self._update()
-        return loss
-
-    def _read_losses(self, pending: list[tuple[int, torch.Tensor]]) -> list[float]:
-        """The losses of the steps not yet read, in one host sync; a non-finite one stops the
-        run before anything checkpoints the weights it spoiled."""
-        if not pending:
-            return []
-        values = torch.stack([loss for _, loss in pending]).tolist()
-        for (step, _), value in zip(pending, values, strict=True):
-            if not math.isfinite(value):
-                raise KiwbError(non_finite_loss_message(step, value, self.autocast_dtype))
-        pending.clear()
-        return values
-
-    def _accumulate(self, rows: torch.Tensor, micro_batch: int) -> torch.Tensor:
-        self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
-        total = torch.zeros((), device=self.device)
-        for chunk in rows.split(micro_batch):
-            inputs = collate(self.tokenizer, self.features, chunk, self.device)
-            with autocast_context(self.device, self.autocast_dtype):
-                logits = self.model(**inputs).logits
-            loss = self._loss(logits.float(), chunk) * (len(chunk) / len(rows))
-            self.scaler.scale(loss).backward()
-            total += loss.detach()
-        return total
-
-    def _update(self) -> None:
-        self.scaler.unscale_(self.optimizer)  # clip the true gradients, not the scaled ones
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
-        scale = self.scaler.get_scale() if self.scaler.is_enabled() else None
-        self.scaler.step(self.optimizer)
-        self.scaler.update()
-        # With fp16 the scaler skips the optimizer step when gradients overflowed (and lowers
-        # its scale); the learning-rate schedule must not advance over a step not taken.
-        if scale is None or self.scaler.get_scale() >= scale:
-            self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-
-    def _loss(self, logits: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    def _loss(self, rows: torch.Tensor) -> torch.Tensor:
+        """The student's mean loss on some of the texts, against their integrated targets."""
+        inputs = collate(self.tokenizer, self.features, rows, self.device)
+        logits = self.model(**inputs).logits.float()
         data, method = self.data, self.request.settings.method
         if method == SUPERVISED:
             return torch.nn.functional.cross_entropy(logits, data.label_ids[rows].to(self.device))
@@ -438,26 +370,15 @@ class Trainer:
         return check_on_pool(self.data.labels, counts, self.target_shares)
 
     def checkpoint(self, evaluation: dict | None = None) -> None:
-        state = {"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                 "rng_cpu": torch.get_rng_state()}
+        state = {**self.steps.state_dict(), "rng_cpu": torch.get_rng_state()}
         if self.device.type == "cuda":
             state["rng_device"] = torch.cuda.get_rng_state(self.device)
-        if self.scaler.is_enabled():
-            state["scaler"] = self.scaler.state_dict()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
                              {"step": self.step, "best": self.best,
                               "total_steps": self.total_steps, "evaluation": evaluation})
 
     def _event(self, kind: str, data: dict) -> None:
         self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
-
-
-def non_finite_loss_message(step: int, loss: float, autocast_dtype: str) -> str:
-    fix = ('float16 overflows: set [training] mixed_precision = "bf16" (or "no")'
-           if autocast_dtype == "float16" else
-           "lower [training] learning_rate, or check the student base's weights (kiwb predict)")
-    return (f"the training loss became {loss} at step {step}; stopped before any checkpoint "
-            f"took those weights (the last checkpoint is intact). {fix}")
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
@@ -478,14 +399,6 @@ def improves(best: dict | None, metrics: dict | None) -> bool:
         return True
     previous = best.get("accuracy")
     return metrics["accuracy"] > (-math.inf if previous is None else previous)
-
-
-def default_run_name(settings: IntegrationSettings) -> str:
-    """A readable run name from the method and its ablation switches."""
-    from kiwb.project.jobs import default_run_name as run_name
-
-    return run_name(settings.method, settings.tau, settings.reweight, settings.use_mc,
-                    settings.routing)
 
 
 def with_training_overrides(config: ProjectConfig, **overrides) -> ProjectConfig:

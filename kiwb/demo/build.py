@@ -37,6 +37,7 @@ from kiwb.project.config import (
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.workers.data import TextTable
 from kiwb.workers.student import collate, tokenize
+from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 MASK_SHARE = 0.15
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -165,10 +166,9 @@ def pretrain_base(splits: dict[str, list[dict]], recipe: DemoRecipe, out: Path,
     features = tokenize(tokenizer, texts, recipe.max_length)
     steps_per_epoch = math.ceil(len(texts) / recipe.mlm_batch_size)
     total = recipe.mlm_epochs * steps_per_epoch
-    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.mlm_learning_rate, weight_decay=0.01)
-    warmup = max(1, total // 10)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (total - s) / max(1, total - warmup))))
+    steps = OptimizerSteps(model, device, learning_rate=recipe.mlm_learning_rate,
+                           weight_decay=0.01, total_steps=total, warmup_ratio=0.1,
+                           batch_size=recipe.mlm_batch_size)
     generator = torch.Generator().manual_seed(recipe.seed)
     model.train()
     with progress_bar("pre-train base", total=total, unit="steps") as advance:
@@ -178,13 +178,15 @@ def pretrain_base(splits: dict[str, list[dict]], recipe: DemoRecipe, out: Path,
             rows = order[(step % steps_per_epoch) * recipe.mlm_batch_size:][:recipe.mlm_batch_size]
             batch = collate(tokenizer, features, rows, device)
             batch["input_ids"], labels = mask_tokens(batch["input_ids"], tokenizer, generator)
-            loss = model(**batch, labels=labels.to(device)).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            optimizer.zero_grad(set_to_none=True)
-            advance(f"pre-train base · MLM loss {float(loss.detach()):.3f}", 1)
+            batch["labels"] = labels.to(device)  # masked once per step, whatever pieces it takes
+
+            def loss_of(piece: torch.Tensor, batch=batch) -> torch.Tensor:
+                return model(**{name: values[piece] for name, values in batch.items()}).loss
+
+            positions = torch.arange(len(rows), device=device)
+            loss = read_losses([(step + 1, steps.step(positions, loss_of))], "float32",
+                               "the recipe's mlm_learning_rate")[0]
+            advance(f"pre-train base · MLM loss {loss:.3f}", 1)
     with atomic_directory(out) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
