@@ -23,6 +23,7 @@ from kiwb.project.config import (
     write_new_project,
 )
 from kiwb.project.config_render import table_type, toml_fields
+from kiwb.project.config_schema import Rules, rules_of
 
 TWO_TEACHERS = """
 name = "p"
@@ -84,7 +85,7 @@ def test_every_setting_has_help_and_unset_optionals_have_an_example() -> None:
             assert field.metadata["help"].strip(), f"{cls.__name__}.{field.name}"
         for field, hint in toml_fields(cls):
             if field.default is None and table_type(hint)[0] is None:
-                assert "example" in field.metadata, f"{cls.__name__}.{field.name}"
+                assert rules_of(field).example is not None, f"{cls.__name__}.{field.name}"
 
 
 FULL = """
@@ -473,3 +474,65 @@ def test_write_new_project_refuses_to_overwrite_without_force(project: Path) -> 
     write_new_project(project, name="again", force=True)
     assert load_config(project).name == "again"
     assert sorted(path.name for path in project.iterdir()) == ["data", "kiwb.toml", "models"]
+
+
+def test_a_misspelt_rule_fails_when_the_schema_is_made() -> None:
+    """Rules are typed: a rule name no rule has is an error at once, not a check dropped."""
+    from kiwb.project.config_schema import _setting
+
+    with pytest.raises(TypeError, match="minn"):
+        _setting("A count.", 1, minn=1)
+    assert rules_of(dataclasses.fields(ScoringConfig)[0]) == Rules(min=1)
+
+
+def test_the_environment_check_returns_what_is_missing_and_the_cli_raises_the_first(project: Path) -> None:
+    from kiwb.project.environment import environment_problems
+
+    write_toml(project, render_config(name="p", teachers=[TeacherConfig("a", "models/a"),
+                                                          TeacherConfig("b", "./models/gone")],
+                                      unlabeled=DatasetConfig("data/missing.csv")))
+    config = load_config(project, check_environment=False)
+    problems = environment_problems(config)
+    assert [(problem.key, problem.teacher) for problem in problems] == [
+        ("teachers[2].path", 2), ("[data.unlabeled] path", None)]
+    assert "models/gone does not exist; point it at a Hugging Face checkpoint" in problems[0].message
+    with pytest.raises(ConfigError) as raised:
+        load_config(project)
+    assert str(raised.value) == problems[0].message
+
+
+USER_TOML = '''# My project: the notes at the top are mine.
+name = "mine"  # named after the lab
+
+# the two teachers we trust
+[[teachers]]
+name = "a"
+path = "models/a"  # fine-tuned in March
+
+[[teachers]]
+name = "b"
+path = "./models/gone"
+
+[scoring]
+batch_size = 8  # small GPU
+mc_passes = 16
+'''
+
+
+def test_workbench_edits_keep_the_users_comments_and_order(project: Path) -> None:
+    """A workbench edit writes only what changed (tomlkit): comments, key order and the keys
+    left out for their defaults stay as the user wrote them; a teacher whose folder vanished
+    can be removed, while a change that brings in a missing path is refused."""
+    from kiwb.tui import config_edit
+
+    (project / "kiwb.toml").write_text(USER_TOML)
+    config = load_config(project, check_environment=False)
+    config_edit.set_scoring(config, mc_passes=8)
+    config = config_edit.remove_teacher(load_config(project, check_environment=False), "b")
+    text = (project / "kiwb.toml").read_text()
+    assert text == USER_TOML.replace("mc_passes = 16", "mc_passes = 8").replace(
+        '\n[[teachers]]\nname = "b"\npath = "./models/gone"\n', "")
+    assert [t.name for t in config.teachers] == ["a"] and config.scoring.mc_passes == 8
+    with pytest.raises(ConfigError, match="models/nowhere does not exist"):
+        config_edit.add_teacher(config, "c", str(project / "models" / "nowhere"))
+    assert (project / "kiwb.toml").read_text() == text  # refused: nothing written

@@ -614,3 +614,34 @@ async def test_a_broken_kiwb_toml_is_explained_and_read_again_once_fixed(project
         await pilot.press("1")
         teachers = table(app, "#teachers-table")
         await wait_for(pilot, lambda: teachers.row_count == 2 and not text_of(hint), what="the reload")
+
+
+@run_async
+async def test_a_vanished_teacher_folder_is_shown_in_place_and_the_teacher_removed(project):
+    """kiwb.toml naming a folder that is gone still opens: the Teachers pane says what is
+    missing, jobs are refused with that line, and the teacher can be removed there."""
+    import shutil
+
+    text = (project / "kiwb.toml").read_text()
+    (project / "kiwb.toml").write_text(text.replace('path = "teachers/b"',
+                                                    f'path = "{project / "teachers" / "b"}"'))
+    shutil.rmtree(project / "teachers" / "b")
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2, what="both teachers")
+        hint = text_of(app.screen.query_one("#teachers-hint"))
+        assert "teachers[2].path" in hint and "teachers/b does not exist" in hint
+        await pilot.press("3", "s")
+        await wait_for(pilot, lambda: any("teachers/b does not exist" in n for n in notifications),
+                       what="the refused job")
+        await pilot.press("1")
+        teachers.move_cursor(row=1)
+        await pilot.press("d")
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: teachers.row_count == 1, what="the removal")
+        assert text_of(app.screen.query_one("#teachers-hint")) != hint
+    assert [t.name for t in load_config(project).teachers] == ["a"]
+    with Store(ProjectPaths(project).store) as store:
+        assert [job.kind for job in store.jobs.all()] == []

@@ -25,8 +25,8 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
     from kiwb.workers.quiet import quiet_libraries
 
     quiet_libraries()
-    from kiwb.demo.recipe import EXPORTED, FULL, QUICK
     from kiwb.demo.build import build_demo, limit_cpu_threads, say_built
+    from kiwb.demo.recipe import EXPORTED, FULL, QUICK
     from kiwb.workers.runtime import resolve_device
 
     root = (path or default_demo_root()).expanduser().resolve()

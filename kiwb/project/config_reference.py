@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 
-from kiwb.project.config import (
+from kiwb.project.config_render import toml_fields, toml_value
+from kiwb.project.config_schema import (
     DatasetConfig,
     IntegrationConfig,
     ScoringConfig,
     TeacherConfig,
     TrainingConfig,
+    rules_of,
 )
-from kiwb.project.config_render import toml_fields, toml_value
 
 SECTIONS = (
     ("[[teachers]]", TeacherConfig),
@@ -31,7 +32,7 @@ def _default(field: dataclasses.Field) -> str:
 
 
 def _meaning(field: dataclasses.Field) -> str:
-    choices = field.metadata.get("choices")
+    choices = rules_of(field).choices
     return field.metadata["help"] + (f" One of: {', '.join(choices)}." if choices else "")
 
 

@@ -8,6 +8,8 @@ import types
 import typing
 from typing import Any
 
+from kiwb.project.config_schema import rules_of
+
 # Characters a TOML basic string must escape; other control characters become \uXXXX.
 _ESCAPES = {
     '"': '\\"',
@@ -74,7 +76,7 @@ def toml_fields(cls: type) -> list[tuple[dataclasses.Field, Any]]:
     return [
         (field, hints[field.name])
         for field in dataclasses.fields(cls)
-        if not field.metadata.get("internal")
+        if not rules_of(field).internal
     ]
 
 
@@ -99,7 +101,7 @@ def _render_table(
             continue  # an example block shows only the keys it sets
         lines.append(f"# {field.metadata['help']}")
         if value is None:
-            lines.append(f"# {field.name} = {toml_value(field.metadata['example'])}")
+            lines.append(f"# {field.name} = {toml_value(rules_of(field).example)}")
         else:
             _add(lines, f"{field.name} = {toml_value(value)}", commented)
     for field, hint in tables:
@@ -118,7 +120,7 @@ def _render_subtable(
     name = f"{section}.{field.name}" if section else field.name
     value = getattr(settings, field.name)
     # An unset table is shown as a commented-out example so the template documents it.
-    example = field.metadata.get("example")
+    example = rules_of(field).example
     if is_array:
         items = value or tuple(cls(**item) for item in example or ())
     else:

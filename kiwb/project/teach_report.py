@@ -35,7 +35,7 @@ def read_check(folder: Path) -> LearningCheck | None:
 
 def refuse_untrained_teacher(config, teacher) -> None:
     """Refuse adding a local teacher whose kiwb-teach.json says it learned nothing."""
-    from kiwb.project.config import is_hub_id
+    from kiwb.project.config_schema import is_hub_id
 
     if is_hub_id(teacher.path, config.root):
         return

@@ -1,8 +1,10 @@
-"""Changing kiwb.toml from the workbench: build a new config, validate it, write it atomically.
+"""Changing kiwb.toml from the workbench: validate the changed config, then write only what
+changed into the file in place, atomically.
 
-Each change re-renders the whole file with `render_config` (so it keeps every key's
-comment) and parses the text with the same checks as `load_config` before anything
-touches the disk: a bad value is refused with the loader's own message.
+The file is edited with tomlkit, so the user's own comments, key order and layout survive;
+the new text is checked with the loader's own checks before anything touches the disk, so a
+bad value is refused with the loader's message. A path that is missing on disk is refused
+only when the change brought it in: a teacher whose folder vanished can still be removed.
 """
 
 from __future__ import annotations
@@ -10,20 +12,80 @@ from __future__ import annotations
 import os
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import tomlkit
 
 from kiwb.errors import ConfigError
 from kiwb.project import config as project_config
 from kiwb.project.atomic import atomic_write_text
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig
+from kiwb.project.environment import environment_problems
 from kiwb.project.teach_report import refuse_untrained_teacher
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 
 def write_config(config: ProjectConfig) -> ProjectConfig:
-    """Validate `config` as kiwb.toml text, write it in place atomically; return it as loaded."""
-    text = project_config.render_config(config)
-    checked = project_config._parse(text, config.file)  # the loader's checks, before writing
+    """Write `config` into its kiwb.toml in place, keeping the file's comments; return it as
+    loaded."""
+    original = config.file.read_text(encoding="utf-8")
+    current = project_config._parse(original, config.file, check_environment=False)
+    document = tomlkit.parse(original)
+    _apply(document, _as_table(current), _as_table(config))
+    text = tomlkit.dumps(document)
+    checked = project_config._parse(text, config.file, check_environment=False)
+    before = environment_problems(current)
+    added = [problem for problem in environment_problems(checked) if problem not in before]
+    if added:
+        raise ConfigError(added[0].message)
     atomic_write_text(config.file, text)
     return checked
+
+
+def _as_table(config: ProjectConfig) -> dict[str, Any]:
+    """Every key of `config` as kiwb.toml holds it (defaults written out)."""
+    return tomllib.loads(project_config.render_config(config))
+
+
+def _apply(document, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """Make `document` (a tomlkit table) say `new` where `new` differs from `old`."""
+    for key in [key for key in old if key not in new]:
+        if key in document:
+            del document[key]
+    for key, value in new.items():
+        before = old.get(key)
+        if value == before:
+            continue  # unchanged: as the user wrote it, or left out for its default
+        if isinstance(value, dict) and isinstance(before, dict) and key in document:
+            _apply(document[key], before, value)
+        elif _is_named_entries(value) and _is_named_entries(before) and key in document:
+            _apply_entries(document[key], before, value)
+        else:
+            document[key] = value
+
+
+def _is_named_entries(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, dict) and "name" in v for v in value)
+
+
+def _apply_entries(entries, old: list[dict], new: list[dict]) -> None:
+    """[[teachers]]-like entries matched by name: changed ones edited in place, removed ones
+    dropped, new ones appended."""
+    old_by_name = {entry["name"]: entry for entry in old}
+    new_names = {entry["name"] for entry in new}
+    for index in reversed(range(len(entries))):
+        if entries[index].get("name") not in new_names:
+            del entries[index]
+    for entry in new:
+        at = next((i for i, e in enumerate(entries) if e.get("name") == entry["name"]), None)
+        if at is None:
+            entries.append(entry)
+        else:
+            _apply(entries[at], old_by_name.get(entry["name"], {}), entry)
 
 
 def typed_path(config: ProjectConfig, typed: str) -> str:

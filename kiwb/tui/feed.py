@@ -72,6 +72,7 @@ class StoreFeed:
             return []
         self.config_stamp = stamp
         try:
-            return [ConfigLoaded(load_config(self.root))]
+            # Problems on disk (a vanished teacher folder) are shown by the panes instead.
+            return [ConfigLoaded(load_config(self.root, check_environment=False))]
         except KiwbError as error:
             return [ConfigLoaded(None, str(error))]

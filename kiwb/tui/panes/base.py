@@ -8,6 +8,7 @@ from textual.containers import Vertical
 from textual.widget import Widget
 
 from kiwb.project.config import ProjectConfig
+from kiwb.project.environment import Problem
 from kiwb.project.queries import StoreChanges
 
 
@@ -28,9 +29,13 @@ class Pane(Vertical):
         self.root = root
         self.config: ProjectConfig | None = None
         self.config_error: str | None = None
+        self.config_problems: list[Problem] = []
 
-    def show_config(self, config: ProjectConfig | None, error: str | None) -> None:
-        self.config, self.config_error = config, error
+    def show_config(self, config: ProjectConfig | None, error: str | None,
+                    problems: list[Problem] = ()) -> None:
+        """kiwb.toml as read: the config (None with the `error` that made it unusable) and
+        what it names that is missing on disk."""
+        self.config, self.config_error, self.config_problems = config, error, list(problems)
 
     def apply_changes(self, changes: StoreChanges) -> None:
         """New events and the current jobs, score sets and integration (called each poll)."""

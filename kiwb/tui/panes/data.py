@@ -43,8 +43,8 @@ class DataPane(Pane):
     def main_widget(self) -> DataTable:
         return self.query_one("#unlabeled-samples", DataTable)
 
-    def show_config(self, config, error) -> None:
-        super().show_config(config, error)
+    def show_config(self, config, error, problems=()) -> None:
+        super().show_config(config, error, problems)
         if config is None:
             for role in ROLES:
                 self.query_one(f"#{role}-facts", Static).update(error or "")

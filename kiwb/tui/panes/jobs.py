@@ -135,8 +135,12 @@ class JobsPane(Pane):
 
     # -- actions -------------------------------------------------------------------------
     def _require_config(self) -> ProjectConfig | None:
+        """The config to start a job with, or None after saying why it cannot run."""
         if self.config is None:
             self.notify(self.config_error or "no usable kiwb.toml", severity="error")
+        elif self.config_problems:
+            self.notify(self.config_problems[0].message, severity="error", markup=False)
+            return None
         return self.config
 
     def action_score(self) -> None:

@@ -45,10 +45,13 @@ class TeachersPane(Pane):
     def main_widget(self) -> DataTable:
         return self.query_one("#teachers-table", DataTable)
 
-    def show_config(self, config, error) -> None:
-        super().show_config(config, error)
+    def show_config(self, config, error, problems=()) -> None:
+        super().show_config(config, error, problems)
         hint = self.query_one("#teachers-hint", Static)
-        if config is None:
+        if problems:  # kiwb.toml reads, but names something missing: fix it or remove it here
+            hint.update("\n".join(problem.message for problem in problems)
+                        + "\nRestore it, or select that teacher and remove it with d (or edit kiwb.toml).")
+        elif config is None:
             no_file = error is not None and "no kiwb.toml" in error
             hint.update((error or "") + ("\nPress n to create a project here." if no_file else
                                          "\nFix the file; the workbench reads it again when it changes."))

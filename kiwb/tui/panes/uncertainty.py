@@ -45,8 +45,8 @@ class UncertaintyPane(Pane):
     def main_widget(self) -> VerticalScroll:
         return self.query_one("#uncertainty-scroll", VerticalScroll)
 
-    def show_config(self, config, error) -> None:
-        super().show_config(config, error)
+    def show_config(self, config, error, problems=()) -> None:
+        super().show_config(config, error, problems)
         self.redraw()
 
     def apply_changes(self, changes: StoreChanges) -> None:

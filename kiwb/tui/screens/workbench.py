@@ -10,6 +10,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, Header, TabbedContent, TabPane
 
 from kiwb.project.config import ProjectConfig
+from kiwb.project.environment import environment_problems
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.feed import StoreFeed
 from kiwb.tui.inspect import inspect_dataset, inspect_teacher
@@ -96,8 +97,9 @@ class WorkbenchScreen(Screen):
             return  # the file was rewritten with what we already show
         self.config = message.config
         self.title = message.config.name if message.config else "kiwb"
+        problems = environment_problems(message.config) if message.config is not None else []
         for pane in self.panes():
-            pane.show_config(message.config, message.error)
+            pane.show_config(message.config, message.error, problems)
         if message.config is not None:
             self._inspect(message.config)
 

@@ -1,0 +1,267 @@
+"""Checking kiwb.toml against the schema: one TOML table against one settings dataclass, and
+the checks across keys. Every refusal is one line naming the file, the key and the fix.
+Nothing here looks at the disk (that is `kiwb.project.environment`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import operator
+import re
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.errors import ConfigError
+from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
+from kiwb.project.config_schema import ProjectConfig, rules_of
+
+
+@dataclass(frozen=True)
+class _Loc:
+    """Where a table sits in kiwb.toml, to name its keys in error messages."""
+
+    file: Path
+    section: str = ""
+    entry: bool = False  # inside a [[teachers]] entry, whose keys read teachers[1].path
+
+    def key(self, name: str) -> str:
+        if self.entry:
+            return f"{self.section}.{name}"
+        return f"[{self.section}] {name}" if self.section else name
+
+    def table(self, name: str) -> _Loc:
+        return _Loc(self.file, f"{self.section}.{name}" if self.section else name, self.entry)
+
+    def item(self, name: str, number: int) -> _Loc:
+        return _Loc(
+            self.file,
+            f"{self.section}.{name}[{number}]" if self.section else f"{name}[{number}]",
+            True,
+        )
+
+    def error(self, name: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.file}: {self.key(name)} {problem}")
+
+
+# ---- one TOML table against one dataclass ------------------------------------------------
+
+_EXPECTED = {str: "a string", int: "an integer", float: "a number", bool: "true or false"}
+_ACCEPTED = {str: str, int: int, float: (int, float), bool: bool}
+_BOUNDS = (
+    ("min", operator.ge, ">="),
+    ("gt", operator.gt, ">"),
+    ("max", operator.le, "<="),
+    ("lt", operator.lt, "<"),
+)
+
+
+def _build(cls: type, table: dict[str, Any], loc: _Loc, **values: Any) -> Any:
+    """Check a TOML table against a settings dataclass and build it (`values` add internal fields)."""
+    fields = toml_fields(cls)
+    _refuse_unknown_keys(table, [f.name for f, _hint in fields], loc)
+    for f, hint in fields:
+        if f.name in table:
+            values[f.name] = _convert(table[f.name], hint, f, loc)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise loc.error(
+                f.name, f"is missing; add {f.name} = {toml_value(rules_of(f).example)}"
+            )
+    return cls(**values)
+
+
+def _refuse_unknown_keys(table: dict[str, Any], known: list[str], loc: _Loc) -> None:
+    for key in table:
+        if key not in known:
+            close = difflib.get_close_matches(key, known, n=1)
+            fix = f'did you mean "{close[0]}"?' if close else "remove it or correct its spelling"
+            raise loc.error(key, f"is not a known key; {fix} (known: {', '.join(known)})")
+
+
+def _convert(value: Any, hint: Any, f: dataclasses.Field, loc: _Loc) -> Any:
+    """The checked value of one key: a nested table, an array of tables, a list or a scalar."""
+    cls, is_array = table_type(hint)
+    if cls is not None and not is_array:
+        section = loc.table(f.name).section
+        table = _expect(value, dict, "a table", loc, f.name, f"; write it as a [{section}] section")
+        return _build(cls, table, loc.table(f.name))
+    if cls is not None:
+        fix = f"; write each entry as a [[{f.name}]] section"
+        entries = _expect(value, list, "an array of tables", loc, f.name, fix)
+        built = []
+        for number, entry in enumerate(entries, start=1):
+            table = _expect(entry, dict, "a table", loc, f"{f.name}[{number}]", fix)
+            built.append(_build(cls, table, loc.item(f.name, number)))
+        return tuple(built)
+    keyword = rules_of(f).keyword
+    if keyword is not None:  # a number, or one word that asks kiwb to choose it
+        if value == keyword:
+            return value
+        hint = next(arg for arg in typing.get_args(hint) if arg is not str)
+        if isinstance(value, str):
+            suggestion = _coerce(value, hint)
+            fix = (f"; write {f.name} = {toml_value(suggestion)}" if suggestion is not None
+                   else f'; for example {f.name} = "{keyword}" (the default)')
+            raise loc.error(f.name, f'must be {_EXPECTED[hint]} or "{keyword}", got {_describe(value)}{fix}')
+    hint = optional_inner(hint)
+    if typing.get_origin(hint) is tuple:
+        items = _expect(value, list, "a list of strings", loc, f.name, _fix(f))
+        if not all(isinstance(item, str) for item in items):
+            raise loc.error(f.name, f"must be a list of strings, got {_describe(value)}{_fix(f)}")
+        return _check_list(tuple(items), f, loc)
+    return _check_rules(_check_type(value, hint, f, loc), f, loc)
+
+
+def _expect(value: Any, kind: type, words: str, loc: _Loc, name: str, fix: str) -> Any:
+    if not isinstance(value, kind):
+        raise loc.error(name, f"must be {words}, got {_describe(value)}{fix}")
+    return value
+
+
+def _check_type(value: Any, kind: type, f: dataclasses.Field, loc: _Loc) -> Any:
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, _ACCEPTED[kind]):
+        suggestion = _coerce(value, kind)
+        fix = f"; write {f.name} = {toml_value(suggestion)}" if suggestion is not None else _fix(f)
+        raise loc.error(f.name, f"must be {_EXPECTED[kind]}, got {_describe(value)}{fix}")
+    if kind is float:
+        value = float(value)
+        if not math.isfinite(value):
+            raise loc.error(f.name, f"must be a finite number, got {toml_value(value)}{_fix(f)}")
+    if kind is str and not value.strip():
+        raise loc.error(f.name, f"is empty{_fix(f)}")
+    return value
+
+
+def _coerce(value: Any, kind: type) -> Any:
+    """The value the user probably meant, to suggest in a type error; None when unclear."""
+    if isinstance(value, str):
+        text = value.strip()
+        if kind is bool:
+            return {"true": True, "false": False}.get(text.lower())
+        try:
+            return kind(text) if kind in (int, float) else None
+        except ValueError:
+            return None
+    if kind is int and isinstance(value, float) and value.is_integer():
+        return int(value)
+    if kind is str and isinstance(value, int | float):
+        return toml_value(value)
+    return None
+
+
+def _check_rules(value: Any, f: dataclasses.Field, loc: _Loc) -> Any:
+    rules = rules_of(f)
+    choices = rules.choices
+    if choices and value not in choices:
+        close = difflib.get_close_matches(value, choices, n=1)
+        fix = f'; did you mean "{close[0]}"?' if close else _fix(f)
+        listed = ", ".join(toml_value(choice) for choice in choices)
+        raise loc.error(f.name, f"must be one of {listed}, got {_describe(value)}{fix}")
+    if rules.pattern is not None and not re.fullmatch(rules.pattern, value):
+        raise loc.error(f.name, f"must be {rules.expected}, got {_describe(value)}{_fix(f)}")
+    bounds = [(getattr(rules, bound), test, words) for bound, test, words in _BOUNDS
+              if getattr(rules, bound) is not None]
+    if any(not test(value, limit) for limit, test, _words in bounds):
+        limits = " and ".join(f"{words} {limit}" for limit, _test, words in bounds)
+        raise loc.error(f.name, f"must be {limits}, got {toml_value(value)}{_fix(f)}")
+    return value
+
+
+def _check_list(items: tuple[str, ...], f: dataclasses.Field, loc: _Loc) -> tuple[str, ...]:
+    rules = rules_of(f)
+    fix = f"; {rules.fix}" if rules.fix else _fix(f)
+    if rules.unique:
+        repeated = [item for number, item in enumerate(items) if item in items[:number]]
+        if repeated:
+            raise loc.error(f.name, f"lists {toml_value(repeated[0])} more than once{fix}")
+    least = rules.min_items
+    if len(items) < least:
+        raise loc.error(
+            f.name, f"must list at least {least} names, got {len(items)} ({toml_value(items)}){fix}"
+        )
+    if not all(item.strip() for item in items):
+        raise loc.error(f.name, f"has an empty name{fix}")
+    return items
+
+
+def _fix(f: dataclasses.Field) -> str:
+    """'; for example key = value', from the field's default or example."""
+    if f.default not in (dataclasses.MISSING, None):
+        return f"; for example {f.name} = {toml_value(f.default)} (the default)"
+    if rules_of(f).example is not None:
+        return f"; for example {f.name} = {toml_value(rules_of(f).example)}"
+    return ""
+
+
+def _describe(value: Any) -> str:
+    kinds = (
+        (bool, "a boolean"),
+        (str, "a string"),
+        (int, "an integer"),
+        (float, "a float"),
+        (list, "an array"),
+        (dict, "a table"),
+    )
+    kind = next((words for cls, words in kinds if isinstance(value, cls)), "a date or time")
+    text = toml_value(value)
+    return f"{text if len(text) <= 60 else text[:57] + '...'} ({kind})"
+
+
+# ---- checks across keys ------------------------------------------------------------------
+
+def _walk(settings: Any, loc: _Loc) -> Iterator[tuple[dataclasses.Field, Any, _Loc]]:
+    """Every (field, value, location) of the keys (not tables) of a settings tree."""
+    for f, hint in toml_fields(type(settings)):
+        value = getattr(settings, f.name)
+        cls, is_array = table_type(hint)
+        if cls is None:
+            yield f, value, loc
+        elif is_array:
+            for number, entry in enumerate(value, start=1):
+                yield from _walk(entry, loc.item(f.name, number))
+        elif value is not None:
+            yield from _walk(value, loc.table(f.name))
+
+
+def _check_teacher_names(config: ProjectConfig) -> None:
+    # Compared ignoring case: names become folder names, and some file systems ignore case.
+    seen: dict[str, int] = {}
+    for number, teacher in enumerate(config.teachers, start=1):
+        first = seen.setdefault(teacher.name.casefold(), number)
+        if first == number:
+            continue
+        other = config.teachers[first - 1].name
+        spelled = f" ({toml_value(other)})" if other != teacher.name else ""
+        problem = f"{toml_value(teacher.name)} is already used by teachers[{first}]{spelled}"
+        raise (
+            _Loc(config.file)
+            .item("teachers", number)
+            .error("name", f"{problem}; give each teacher its own name")
+        )
+
+
+def _check_eval_labels(config: ProjectConfig) -> None:
+    for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
+        spec = getattr(config.data, role)
+        if spec is not None and spec.label_column is None:
+            raise _Loc(config.file, f"data.{role}").error(
+                "label_column",
+                f'is missing; {words} needs gold labels: add label_column = "label" '
+                "naming its label column",
+            )
+    check_routing(config, config.integration.routing)
+
+
+def check_routing(config: ProjectConfig, routing: str) -> None:
+    """Refuse a few-label routing in a project that has no [data.labeled]."""
+    if routing in FEW_LABEL_ROUTINGS and config.data.labeled is None:
+        label_free = ", ".join(name for name in ROUTINGS if name not in FEW_LABEL_ROUTINGS)
+        raise ConfigError(
+            f'{config.file}: routing "{routing}" needs a few labeled texts: add a [data.labeled] '
+            'section with path = "..." and label_column = "label", or choose a label-free '
+            f"routing ({label_free})"
+        )

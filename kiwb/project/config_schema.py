@@ -1,0 +1,280 @@
+"""The kiwb.toml schema: typed settings dataclasses, each key with its one-line help and its
+typed rules (`Rules`), and what a loaded project is (`ProjectConfig`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS
+from kiwb.errors import ConfigError
+
+CONFIG_NAME = "kiwb.toml"
+
+_DEVICE = {"pattern": r"auto|cpu|cuda(:\d+)?|mps", "expected": "auto, cpu, cuda, cuda:N or mps"}
+_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """What a setting accepts, and how its help and errors show it. Typed, so a misspelt rule
+    fails when the schema is imported instead of being dropped."""
+
+    choices: tuple[str, ...] | None = None
+    pattern: str | None = None  # a regular expression the whole value must match
+    expected: str | None = None  # the pattern in words, for its error
+    min: float | None = None
+    gt: float | None = None
+    max: float | None = None
+    lt: float | None = None
+    min_items: int = 0
+    unique: bool = False
+    path: Literal["data", "model"] | None = None  # checked on disk by the environment check
+    keyword: str | None = None  # a word accepted instead of a number ("auto")
+    example: Any = None  # shown for optional keys and in errors
+    fix: str | None = None  # what an error about a list says to do
+    internal: bool = False  # not a kiwb.toml key (the project's folder and file)
+
+
+def _setting(
+    text: str,
+    default: Any = dataclasses.MISSING,
+    *,
+    factory: Any = dataclasses.MISSING,
+    **rules: Any,
+) -> Any:
+    """A field whose metadata holds its one-line help and its validation rules."""
+    return field(default=default, default_factory=factory,
+                 metadata={"help": text, "rules": Rules(**rules)})
+
+
+def rules_of(setting: dataclasses.Field) -> Rules:
+    """The validation rules of a settings field."""
+    return setting.metadata.get("rules") or Rules()
+
+
+@dataclass(frozen=True)
+class TeacherConfig:
+    """One fine-tuned teacher classifier."""
+
+    name: str = _setting(
+        "Short unique name of this teacher, shown in tables and plots.",
+        pattern=r"[A-Za-z0-9_.-]+",
+        expected='only letters, digits, "_", "." and "-"',
+        example="teacher-a",
+    )
+    path: str = _setting(
+        'Local Hugging Face checkpoint folder, or a hub id like "org/model".',
+        path="model",
+        example="models/teacher-a",
+    )
+    labels: tuple[str, ...] | None = _setting(
+        "Label names in the checkpoint's label-id order; replaces its config.id2label.",
+        None,
+        min_items=2,
+        unique=True,
+        example=("World", "Sports"),
+        fix="list every label of the checkpoint in label-id order, "
+        "or remove labels to use its config.id2label",
+    )
+    trust_remote_code: bool = _setting(
+        "Run modeling code shipped with the checkpoint (only for checkpoints you trust).", False
+    )
+
+
+@dataclass(frozen=True)
+class DatasetConfig:
+    """A table of texts read from one file or saved dataset."""
+
+    path: str = _setting(
+        "A csv, jsonl, json or parquet file, or a folder saved by datasets' save_to_disk.",
+        path="data",
+        example="data/texts.csv",
+    )
+    text_column: str = _setting("Column holding the text.", "text")
+    label_column: str | None = _setting(
+        "Column holding the gold label name.", None, example="label"
+    )
+    split: str | None = _setting(
+        "Split to read when path is a saved DatasetDict.", None, example="train"
+    )
+    limit: int | None = _setting("Use only the first N rows.", None, min=1, example=1000)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """The texts a project works on."""
+
+    unlabeled: DatasetConfig | None = _setting(
+        "Unlabeled texts: the teachers score them and the student learns from them.",
+        None,
+        example={"path": "data/unlabeled.csv"},
+    )
+    eval: DatasetConfig | None = _setting(
+        "Labeled texts, used only to evaluate the student and the teachers (needs label_column).",
+        None,
+        example={"path": "data/eval.csv", "label_column": "label"},
+    )
+    labeled: DatasetConfig | None = _setting(
+        "A few labeled texts (not the eval set) for few-label routing (trust, temperature); "
+        "they also train the student as one-hot targets (needs label_column).",
+        None,
+        example={"path": "data/labeled.csv", "label_column": "label"},
+    )
+
+
+@dataclass(frozen=True)
+class ScoringConfig:
+    """How the teachers score the unlabeled texts with Monte-Carlo dropout."""
+
+    mc_passes: int = _setting("Dropout-on forward passes per text and teacher (K).", 16, min=1)
+    batch_size: int = _setting("Texts per forward batch.", 32, min=1)
+    max_length: int = _setting("Longest input in tokens; longer texts are truncated.", 128, min=8)
+    device: str = _setting("Where to run: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
+    dtype: str = _setting(
+        "Numeric type; float16 and bfloat16 mean autocast on CUDA.",
+        "float32",
+        choices=("float32", "float16", "bfloat16"),
+    )
+    strategy: str = _setting(
+        "How the K passes run: loop (one after another), replicate (as one batch) or auto.",
+        "auto",
+        choices=("auto", "loop", "replicate"),
+    )
+    shard_size: int = _setting("Texts per resumable shard of scores.", 2048, min=1)
+    seed: int = _setting("Random seed of the dropout masks.", 0, min=0)
+
+
+@dataclass(frozen=True)
+class IntegrationConfig:
+    """How the teachers' predictions merge into one target over the union of their labels."""
+
+    method: str = _setting(
+        "muki-hard (most confident teacher), muki-soft (confidence-weighted), vanilla-kd or uhc.",
+        "muki-hard",
+        choices=INTEGRATION_METHODS,
+    )
+    tau: float = _setting(
+        "Temperature of the muki-soft weights softmax(c / tau) under confidence routing (other "
+        "routings weigh by their estimates); lower is sharper.", 0.2, gt=0
+    )
+    reweight: bool = _setting(
+        "Weight each text by the confidence margin of its two most confident teachers.", True
+    )
+    use_mc: bool = _setting(
+        "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True
+    )
+    routing: str = _setting(
+        "How teachers are compared per text: "
+        + ", ".join(ROUTINGS)
+        + " (see the README); trust and temperature need [data.labeled].",
+        DEFAULT_ROUTING,
+        choices=tuple(ROUTINGS),
+    )
+    conflict_threshold: float = _setting(
+        "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1
+    )
+
+
+@dataclass(frozen=True)
+class TrainingConfig:
+    """How the student is trained on the integrated targets."""
+
+    student: str | None = _setting(
+        "Base checkpoint of the student: a local folder or a hub id.",
+        None,
+        path="model",
+        example="google-bert/bert-base-uncased",
+    )
+    epochs: float = _setting("Passes over the unlabeled texts.", 3.0, gt=0)
+    min_steps: int = _setting(
+        "Train at least this many optimizer steps: a small pool gets more epochs.", 300, min=0
+    )
+    learning_rate: float | str = _setting(
+        'Peak AdamW learning rate, or "auto": 2e-5 x (768 / the student\'s hidden size)^2, '
+        "kept within 1e-5 and 3e-3 (BERT-base 2e-5, MiniLM-L6 8e-5).",
+        "auto",
+        gt=0,
+        keyword="auto",
+    )
+    batch_size: int = _setting("Texts per training step.", 32, min=1)
+    warmup_ratio: float = _setting(
+        "Share of the steps spent warming up the learning rate.", 0.1, min=0, lt=1
+    )
+    weight_decay: float = _setting("AdamW weight decay.", 0.01, min=0)
+    eval_every: int = _setting("Evaluate on the eval set every this many steps.", 100, min=1)
+    max_length: int = _setting("Longest input in tokens; longer texts are truncated.", 128, min=8)
+    seed: int = _setting("Random seed of initialisation and shuffling.", 0, min=0)
+    device: str = _setting("Where to train: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
+    mixed_precision: str = _setting(
+        "Mixed precision on CUDA: auto (bf16 where the GPU supports it, else no), no, fp16 "
+        "or bf16; elsewhere training is float32.",
+        "auto",
+        choices=("auto", "no", "fp16", "bf16"),
+    )
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """A loaded kiwb.toml together with where it lives."""
+
+    root: Path = _setting("The project folder.", internal=True)
+    file: Path = _setting("The kiwb.toml file.", internal=True)
+    name: str = _setting("Name of the project.", example="my-project")
+    teachers: tuple[TeacherConfig, ...] = _setting(
+        "One [[teachers]] entry per teacher; kiwb integrates two or more.",
+        (),
+        example=(
+            {"name": "world-sports", "path": "models/world-sports", "labels": ("World", "Sports")},
+            {"name": "business-scitech", "path": "org/business-scitech-classifier"},
+        ),
+    )
+    data: DataConfig = _setting(DataConfig.__doc__, factory=DataConfig)
+    scoring: ScoringConfig = _setting(ScoringConfig.__doc__, factory=ScoringConfig)
+    integration: IntegrationConfig = _setting(IntegrationConfig.__doc__, factory=IntegrationConfig)
+    training: TrainingConfig = _setting(TrainingConfig.__doc__, factory=TrainingConfig)
+
+    def teacher(self, name: str) -> TeacherConfig:
+        """The teacher called `name`."""
+        for teacher in self.teachers:
+            if teacher.name == name:
+                return teacher
+        known = ", ".join(teacher.name for teacher in self.teachers) or "none yet"
+        raise ConfigError(f'{self.file}: no teacher is named "{name}"; use one of: {known}')
+
+    def resolve(self, path_str: str, *, allow_hub_id: bool = True) -> str:
+        """The absolute local path `path_str` means (from root, "~" expanded), or a hub id as is."""
+        if allow_hub_id and is_hub_id(path_str, self.root):
+            return path_str
+        return _local_path(path_str, self.root)
+
+    def require_scoring_inputs(self) -> None:
+        """Raise ConfigError unless there are two or more teachers and unlabeled texts."""
+        count = len(self.teachers)
+        if count < 2:
+            has, fix = (
+                ("no teachers", "add [[teachers]] entries")
+                if count == 0
+                else ("1 teacher", "add another [[teachers]] entry")
+            )
+            raise ConfigError(f"{self.file} has {has}; kiwb integrates two or more: {fix}")
+        if self.data.unlabeled is None:
+            raise ConfigError(
+                f'{self.file} has no [data.unlabeled] section; add one with path = "..." '
+                "naming the texts to score"
+            )
+
+
+def is_hub_id(path_str: str, root: Path) -> bool:
+    """Whether a model path means a Hugging Face hub id rather than a local folder."""
+    if not _HUB_ID.fullmatch(path_str) or ".." in path_str.split("/"):
+        return False  # this also rules out "/", "./", "../", "~" and two or more "/"
+    return not os.path.exists(_local_path(path_str, root))
+
+
+def _local_path(path_str: str, root: Path) -> str:
+    return os.path.normpath(os.path.join(root, os.path.expanduser(path_str)))
