@@ -19,6 +19,16 @@ from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import (
+    BestCheckpoint,
+    TrainCheck,
+    TrainDone,
+    TrainEval,
+    TrainEvent,
+    TrainStart,
+    TrainStep,
+    TrainStopped,
+)
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
@@ -275,15 +285,14 @@ class Trainer:
         self.model.train()
         started, recent, pending = time.perf_counter(), [], []
         start_step, shown = self.step, None
-        self._event("train.start", {"step": self.step, "total_steps": self.total_steps,
-                                    "method": self.request.settings.method,
-                                    "learning_rate": self.learning_rate,
-                                    "precision": self.autocast_dtype})
+        self._record(TrainStart(step=self.step, total_steps=self.total_steps,
+                                method=self.request.settings.method,
+                                learning_rate=self.learning_rate, precision=self.autocast_dtype))
         while self.step < self.total_steps:
             if should_stop is not None and should_stop():
                 read_losses(pending, self.autocast_dtype)  # a NaN step must not be checkpointed
                 self.checkpoint()
-                self._event("train.stopped", {"step": self.step})
+                self._record(TrainStopped(step=self.step))
                 return {"stopped": True, "step": self.step, "best": self.best}
             pending.append((self.step + 1, self.steps.step(self.batch_rows(self.step), self._loss)))
             self.step += 1
@@ -298,13 +307,14 @@ class Trainer:
                 progress(1, shown)
             if log_now:
                 rate = (self.step - start_step) * self.training.batch_size / (time.perf_counter() - started)
-                self._event("train.step", {"step": self.step, "loss": sum(recent) / len(recent),
-                                           "lr": self.steps.learning_rate,
-                                           "texts_per_s": rate, "total_steps": self.total_steps})
+                self._record(TrainStep(step=self.step, loss=sum(recent) / len(recent),
+                                       lr=self.steps.learning_rate, texts_per_s=rate,
+                                       total_steps=self.total_steps))
                 recent = []
             if evaluate_now:
                 self.evaluate_and_checkpoint()
-        self._event("train.done", {"step": self.step, "best": self.best})
+        self._record(TrainDone(step=self.step, best=BestCheckpoint.from_dict(self.best)
+                               if self.best else None))
         return {"stopped": False, "step": self.step, "best": self.best,
                 "learning_rate": self.learning_rate}
 
@@ -332,10 +342,10 @@ class Trainer:
             check = check_on_eval(self.data.labels, metrics["confusion"], reference.get("per_class"),
                                   reference.get("accuracy"), target_shares=self.target_shares)
             metrics["check"] = check.to_dict()
-            self._event("train.eval", {"step": self.step, **metrics})
+            self._record(TrainEval.from_dict({"step": self.step, **metrics}))
         else:
             check = self.check_on_pool()
-            self._event("train.check", {"step": self.step, "check": check.to_dict()})
+            self._record(TrainCheck(step=self.step, check=check))
         self._log_evaluation(metrics, check)
         improved = improves(self.best, metrics)
         if improved:
@@ -377,8 +387,9 @@ class Trainer:
                              {"step": self.step, "best": self.best,
                               "total_steps": self.total_steps, "evaluation": evaluation})
 
-    def _event(self, kind: str, data: dict) -> None:
-        self.store.append_event(kind, data, job_id=self.job_id, run=self.request.run)
+    def _record(self, event: TrainEvent) -> None:
+        self.store.append_event(event.kind, event.to_dict(), job_id=self.job_id,
+                                run=self.request.run)
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
