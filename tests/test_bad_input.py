@@ -205,6 +205,7 @@ def cli_runs(tmp_path_factory, teachers_dir, data_dir, bad_teachers, bad_data):
         return dict(zip(cases, pool.map(run, cases), strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", REFUSALS)
 def test_bad_input_is_refused_in_one_line(cli_runs, case):
     project, result = cli_runs[case]
@@ -215,8 +216,13 @@ def test_bad_input_is_refused_in_one_line(cli_runs, case):
         assert not (project / "scores").exists()
 
 
+@pytest.mark.slow
 def test_remote_code_never_runs_without_the_opt_in(cli_runs, bad_teachers):
-    assert "remote-code" in cli_runs  # refused above, in one line
+    """`kiwb score` really met the remote-code teacher (refused in one line naming the opt-in)
+    and its model code never ran: the marker file that code writes is absent."""
+    project, result = cli_runs["remote-code"]
+    assert_refused(result, *REFUSALS["remote-code"].fragments)
+    assert "trust_remote_code = true" in result.stderr and score_files(project) == []
     assert not (bad_teachers / "remote_code" / REMOTE_MARKER).exists()
 
 
@@ -230,6 +236,7 @@ def test_remote_code_runs_once_the_teacher_opts_in(bad_teachers):
     (folder / REMOTE_MARKER).unlink()
 
 
+@pytest.mark.slow
 def test_labels_override_makes_a_generic_teacher_usable(cli_runs):
     project, result = cli_runs[ACCEPTED]
     assert result.returncode == 0, result.stderr

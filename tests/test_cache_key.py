@@ -103,6 +103,7 @@ def test_scores_drawn_or_rounded_differently_are_keyed_apart(device, dtype, draw
     assert drawing_key(torch.device(device), dtype) == drawing
 
 
+@pytest.mark.slow
 def test_scores_drawn_on_another_device_are_read_without_that_device(tmp_path, teachers_dir):
     """`kiwb score --device cpu` on a GPU box (here: a kiwb.toml naming cuda:0 on a machine
     without CUDA) leaves scores that integration finds and reads, needing no GPU."""

@@ -64,6 +64,7 @@ def test_demo_tokenizer_is_reproducible():
     assert first.tokenize("Zzyzx!") and "[UNK]" not in first.tokenize("Zzyzx!")
 
 
+@pytest.mark.slow
 def test_demo_refuses_a_folder_that_is_not_a_demo(tmp_path):
     (tmp_path / "notes.txt").write_text("mine")
     result = run_kiwb("demo", tmp_path, "--no-ui", "--quick", cwd=tmp_path, check=False)

@@ -104,6 +104,7 @@ def assert_one_score_per_text(root: Path) -> None:
     assert len(shards) == len(set(shards)), "no shard recorded twice"
 
 
+@pytest.mark.slow
 def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     root = make_project(tmp_path / "killed", models, texts=32)
     first = launch_job(root, ScoreSpec())
@@ -124,6 +125,7 @@ def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     assert_one_score_per_text(root)
 
 
+@pytest.mark.slow
 def test_a_hung_up_job_keeps_running_and_a_reader_sees_its_events_live(tmp_path, models):
     root = make_project(tmp_path / "hangup", models, texts=16)
     # A stand-in for an SSH login: its own session and process group, like a terminal's.
@@ -191,6 +193,7 @@ def freeze_outside_a_write(pid: int, root: Path) -> None:
     raise AssertionError(f"worker {pid} never let go of the store")
 
 
+@pytest.mark.slow
 def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
     root = make_project(tmp_path / "twice", models, texts=600)  # ends killed, long before done
     first = launch_job(root, ScoreSpec())
@@ -214,6 +217,7 @@ def test_a_second_writer_of_the_same_run_is_refused(tmp_path, models):
     assert not pid_alive(running.pid)
 
 
+@pytest.mark.slow
 def test_cancelled_training_stops_at_a_batch_boundary_and_resumes(tmp_path, models):
     training = (f'[training]\nstudent = "{models / "a"}"\nepochs = 3.0\nmin_steps = 0\nbatch_size = 4\n'
                 "eval_every = 1000\nmax_length = 32\nlearning_rate = 0.003\n")
@@ -296,6 +300,7 @@ def _read_until(terminal: int, done, timeout: float = 90.0) -> str:
     return text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("signal_sent", [signal.SIGINT, signal.SIGHUP])
 def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sent):
     # `kiwb score` without --detach starts a background worker and shows its progress bar;
@@ -329,6 +334,7 @@ def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sen
     assert_one_score_per_text(root)
 
 
+@pytest.mark.slow
 def test_a_followed_job_exits_as_its_worker_does(tmp_path, models):
     # The follower returns the worker's exit status, so scripts can rely on `kiwb score`.
     root = make_project(tmp_path / "status", models, texts=8)

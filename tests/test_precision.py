@@ -40,6 +40,7 @@ def test_half_saved_checkpoints_load_in_float32(tmp_path, student_base, teachers
     assert {p.dtype for p in teacher.parameters()} == {torch.float32}
 
 
+@pytest.mark.slow
 def test_an_fp16_saved_student_base_trains_exports_and_predicts(scored_project, tmp_path, student_base):
     project = tmp_path / "proj"
     shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))
@@ -68,6 +69,7 @@ def _with_nan(source: Path, target: Path, parameter: str) -> Path:
     return target
 
 
+@pytest.mark.slow
 def test_a_teacher_with_non_finite_logits_is_refused_and_nothing_is_stored(tmp_path, teachers_dir, data_dir):
     from cli_helpers import write_project
 
@@ -84,6 +86,7 @@ def test_a_teacher_with_non_finite_logits_is_refused_and_nothing_is_stored(tmp_p
         assert not store.events_after(kind="score.shard")
 
 
+@pytest.mark.slow
 def test_a_non_finite_training_loss_stops_the_run_before_the_weights(scored_project, tmp_path, student_base):
     project = tmp_path / "proj"
     shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))

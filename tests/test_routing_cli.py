@@ -48,6 +48,7 @@ def test_routing_names_are_listed_by_help(tmp_path):
             assert f"{name}:" in shown, (command, name)
 
 
+@pytest.mark.slow
 def test_switching_routing_integrates_without_rescoring(labeled_project):
     before = score_jobs(labeled_project)
     found = {}
@@ -72,6 +73,7 @@ def test_switching_routing_integrates_without_rescoring(labeled_project):
     assert "calibration error (16 labels)" in shown and "(T " in shown
 
 
+@pytest.mark.slow
 def test_train_with_few_label_routing_uses_the_labels(labeled_project):
     before = score_jobs(labeled_project)
     done = run_kiwb("train", labeled_project, "--routing", "trust", "--epochs", "1",
@@ -103,6 +105,7 @@ def test_few_label_routing_without_labels_is_refused(tmp_path, teachers_dir, dat
     assert f"{config}: routing \"trust\" needs a few labeled texts" in refused.stderr
 
 
+@pytest.mark.slow
 def test_labeled_set_overlapping_the_eval_set_is_refused(tmp_path, teachers_dir):
     evaluation = make_texts(12, seed=41)
     write_jsonl(tmp_path / "eval.jsonl", evaluation)
@@ -151,6 +154,7 @@ def routed_on_eval(project: Path, routing: str):
 # (90.8% -> 88.5%), quantile-mixture 2.0% (89.5% -> 88.5%), joint-mixture 1.8%
 # (89.5% -> 88.7%). The standardised `mixture` is not scale-robust (7.5%, -3.5 points): its
 # Gaussians see the log-margin's shape change, where the others read only its order.
+@pytest.mark.slow
 @pytest.mark.skipif(not FULL_DEMO, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
 def test_calibrated_routing_holds_when_one_demo_teacher_is_sharpened(tmp_path):
     import torch
@@ -180,8 +184,9 @@ def test_calibrated_routing_holds_when_one_demo_teacher_is_sharpened(tmp_path):
     for routing in ("confidence", "rank", "quantile-mixture", "joint-mixture"):
         plain_routed, plain_accuracy = routed_on_eval(demo, routing)
         sharp_routed, sharp_accuracy = routed_on_eval(tmp_path, routing)
-        changed[routing] = (float((plain_routed != sharp_routed).float().mean()),
-                            plain_accuracy - sharp_accuracy)
+        # Rounded: shares of 400 texts, so float32 noise must not turn 32 texts into 31.99.
+        changed[routing] = (round(float((plain_routed != sharp_routed).float().mean()), 6),
+                            round(float(plain_accuracy - sharp_accuracy), 6))
     share, lost = changed["confidence"]
     assert share >= 0.15 and lost >= 0.08, changed  # MUKI's comparison is broken by the scale
     for routing in ("rank", "quantile-mixture", "joint-mixture"):

@@ -40,6 +40,7 @@ def project(tmp_path, teachers_dir, data_dir):
     return tmp_path / "proj"
 
 
+@pytest.mark.slow
 def test_init_score_integrate(project):
     assert load_config(project).scoring.mc_passes == 4
     scored = run_kiwb("score", project, cwd=project.parent)
@@ -120,6 +121,7 @@ def _every_reader_takes_what_the_jobs_recorded(project, key):
     assert integration_note(summary).startswith(f"integrated 48 texts with {DEFAULT_ROUTING} routing")
 
 
+@pytest.mark.slow
 def test_changed_teacher_is_rescored(project, teachers_dir, tmp_path):
     import shutil
 
@@ -141,6 +143,7 @@ def test_changed_teacher_is_rescored(project, teachers_dir, tmp_path):
     assert "Scoring 80 text" in rescored.stderr  # teacher b only: 48 unlabeled + 32 eval
 
 
+@pytest.mark.slow
 def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_dir):
     data = write_jsonl(tmp_path / "pool.jsonl", [{"text": r["text"]} for r in make_texts(900, seed=3)])
     teachers = {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"}

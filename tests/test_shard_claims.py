@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from cli_helpers import kiwb_env, write_project
 from tiny import make_texts, write_jsonl
 
@@ -25,6 +26,7 @@ run_scoring(config, store, tasks, device=torch.device("cpu"))
 """
 
 
+@pytest.mark.slow
 def test_two_processes_claim_different_shards_and_score_each_text_once(tmp_path, teachers_dir):
     data = write_jsonl(tmp_path / "pool.jsonl", [{"text": r["text"]} for r in make_texts(480, seed=4)])
     project = write_project(tmp_path / "p", {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"},

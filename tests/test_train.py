@@ -63,6 +63,7 @@ def _without_eval_set(project: Path) -> str:
     return text
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     project = _copy_project(scored_project, tmp_path / "proj")
     result = run_kiwb("train", project, "--run", "hard", cwd=tmp_path)
@@ -99,6 +100,7 @@ def _weights(checkpoint: Path) -> dict[str, torch.Tensor]:
     return load_file(checkpoint / "model.safetensors")
 
 
+@pytest.mark.slow
 def test_killed_training_resumes_to_the_same_result(scored_project, tmp_path):
     straight = _copy_project(scored_project, tmp_path / "straight")
     killed = _copy_project(scored_project, tmp_path / "killed")
@@ -138,6 +140,7 @@ def test_killed_training_resumes_to_the_same_result(scored_project, tmp_path):
     assert straight_eval["confusion"] == resumed_eval["confusion"]
 
 
+@pytest.mark.slow
 def test_export_round_trip_through_pipeline(scored_project, tmp_path):
     from transformers import AutoModelForSequenceClassification, pipeline
 
@@ -259,6 +262,7 @@ METHODS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("method", "ablation"), list(METHODS.values()), ids=list(METHODS))
 def test_every_method_trains_with_the_same_loop(scored_project, tmp_path, method, ablation):
     project = _copy_project(scored_project, tmp_path / "proj")
@@ -277,6 +281,7 @@ def test_every_method_trains_with_the_same_loop(scored_project, tmp_path, method
         assert result["best"]["accuracy"] > 0.5
 
 
+@pytest.mark.slow
 def test_resume_against_changed_teachers_is_refused(scored_project, tmp_path, teachers_dir):
     from transformers import AutoModelForSequenceClassification
 
@@ -355,6 +360,7 @@ def test_best_json_left_behind_by_a_kill_is_put_right_before_anything_is_pruned(
         choose_checkpoint(project, "r")
 
 
+@pytest.mark.slow
 def test_the_resume_hint_of_a_train_job_that_failed_before_its_first_checkpoint_works(
         scored_project, tmp_path, student_base):
     project = _copy_project(scored_project, tmp_path / "proj")
@@ -372,6 +378,7 @@ def test_the_resume_hint_of_a_train_job_that_failed_before_its_first_checkpoint_
     assert ckpt.list_checkpoints(ProjectPaths(project).run_dir("r"))[-1].name == ckpt.step_name(10)
 
 
+@pytest.mark.slow
 def test_training_before_scoring_says_which_command_to_run(tmp_path, teachers_dir, data_dir, student_base):
     from cli_helpers import write_project
 
@@ -382,6 +389,7 @@ def test_training_before_scoring_says_which_command_to_run(tmp_path, teachers_di
     assert f"kiwb score {project}" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_student_base_that_is_not_a_sequence_classifier_is_refused(scored_project, tmp_path):
     from transformers import ViTConfig
 
@@ -393,6 +401,7 @@ def test_student_base_that_is_not_a_sequence_classifier_is_refused(scored_projec
     assert "cannot be a sequence classifier" in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.slow
 def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
     from tiny import make_texts, write_jsonl
     from transformers import AutoModelForSequenceClassification
@@ -424,6 +433,7 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
     assert [path.name for path in notes.iterdir()] == ["todo.txt"]
 
 
+@pytest.mark.slow
 def test_the_cli_around_a_trained_run(scored_project, tmp_path):
     """The commands a user runs around a run, as the README lists them: detached training,
     the ablations' integration, evaluation on other data, predict --top, logs and jobs."""
@@ -458,6 +468,7 @@ def test_the_cli_around_a_trained_run(scored_project, tmp_path):
     assert {label for label, _ in shares} <= set(LABELS)
 
 
+@pytest.mark.slow
 def test_a_student_trained_too_briefly_is_flagged_and_one_trained_enough_is_not(scored_project, tmp_path):
     """The learning check names the classes a collapsed student never predicts, in the log,
     the run's events, `kiwb jobs` and the job record; a student trained long enough passes."""
@@ -486,6 +497,7 @@ def test_a_student_trained_too_briefly_is_flagged_and_one_trained_enough_is_not(
     assert "finished" in row and "⚠" not in row
 
 
+@pytest.mark.slow
 def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, student_base, teachers_dir):
     """`kiwb teach` writes its dev figures beside the checkpoint; a teacher whose figures say
     it never predicts one of its labels is refused by `kiwb init`, by scoring and in the
@@ -533,6 +545,7 @@ def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, s
     assert scored.returncode == 2 and f"teacher 'b': {out}/kiwb-teach.json" in " ".join(scored.stderr.split())
 
 
+@pytest.mark.slow
 def test_without_an_eval_set_the_pool_predictions_are_checked_against_the_targets(scored_project, tmp_path):
     project = _copy_project(scored_project, tmp_path / "proj")
     _without_eval_set(project)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from textual.widgets import DataTable, Input
 from tui_support import many_instances, run_async, text_of, wait_for, workbench, write_config
 
@@ -15,6 +16,7 @@ TEXTS = 100_000
 OPEN_WITHIN_S = 1.0
 
 
+@pytest.mark.slow
 @run_async
 async def test_conflicts_pane_opens_within_a_second_on_100k_texts(tmp_path):
     root = write_config(tmp_path / "proj")

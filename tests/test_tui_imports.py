@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = {"torch", "transformers", "datasets"}
 
 
@@ -35,6 +37,7 @@ def test_the_query_layer_imports_neither_torch_nor_textual():
     assert not loaded & (HEAVY | {"textual"})
 
 
+@pytest.mark.slow
 def test_visiting_every_pane_loads_no_heavy_library(tmp_path):
     """Not only the imports: a session that opens each pane (by its number key) and a
     conflict's details."""

@@ -450,6 +450,7 @@ async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
         assert "[training] min_steps" in shown and "at the kept checkpoint" in shown
 
 
+@pytest.mark.slow
 @run_async
 async def test_conflicts_pane_filters_pages_details_and_exports(project):
     app = workbench(project)
@@ -525,6 +526,7 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
         assert str(project / "out") in text_of(app.screen.query_one("#export-how"), width=200)
 
 
+@pytest.mark.slow
 @run_async
 async def test_theme_switch_from_the_command_palette_is_remembered(project, tmp_path):
     memory = tmp_path / "config" / "workbench.toml"

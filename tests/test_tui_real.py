@@ -60,6 +60,7 @@ async def fill_form(pilot, **values: str) -> FormScreen:
     return form
 
 
+@pytest.mark.slow
 @run_async
 async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_project, tmp_path):
     project = tmp_path / "proj"
@@ -117,6 +118,7 @@ def _histogram_counts(plot) -> dict[str, int]:
             for teacher, count in re.findall(r"(\w+) · MC dropout · ([\d,]+) texts", text_of(plot))}
 
 
+@pytest.mark.slow
 @run_async
 async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path, worker_env):
     # 240 texts × 2 teachers × K = 16 passes: about 4 s of scoring once the models load (on an
@@ -178,6 +180,7 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
     assert load_config(project).scoring.mc_passes == 16
 
 
+@pytest.mark.slow
 @run_async
 async def test_a_failing_job_is_explained_and_the_workbench_carries_on(teachers_dir, data_dir,
                                                                       tmp_path, worker_env):
@@ -228,6 +231,7 @@ async def _launch_training(pilot, **values: str) -> tuple[DataTable, int]:
     return jobs, row
 
 
+@pytest.mark.slow
 @run_async
 async def test_training_launched_from_the_jobs_pane_reaches_the_accuracy_pane(
         scored_project, tmp_path, worker_env):
@@ -271,6 +275,7 @@ async def test_training_launched_from_the_jobs_pane_reaches_the_accuracy_pane(
     assert (settings["method"], settings["epochs"]) == ("muki-soft", 4.0)
 
 
+@pytest.mark.slow
 @run_async
 async def test_a_training_job_cancelled_from_the_jobs_pane_stops_at_a_batch_boundary(
         scored_project, tmp_path, worker_env):
@@ -300,6 +305,7 @@ async def test_a_training_job_cancelled_from_the_jobs_pane_stops_at_a_batch_boun
     assert checkpoint.is_dir(), "the batch it stopped after was checkpointed"
 
 
+@pytest.mark.slow
 @run_async
 async def test_a_run_exported_from_the_export_pane_loads_in_a_pipeline(scored_project, tmp_path,
                                                                      worker_env):

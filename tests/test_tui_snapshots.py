@@ -83,6 +83,7 @@ def project(tmp_path_factory):
     return synthetic_project(tmp_path_factory.mktemp("snapshots") / "proj")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
 @pytest.mark.parametrize("pane", ["teachers", "data", "uncertainty", "accuracy", "conflicts"])
 def test_pane_snapshot(snap_compare, project, pane, size):
