@@ -82,7 +82,12 @@ def test_train_with_few_label_routing_uses_the_labels(labeled_project):
     assert "muki-hard-trust" in said
     assert f"{160 + LABELED:,} texts" in said  # the labeled texts train as one-hot targets
     manifest = json.loads((labeled_project / "runs" / "muki-hard-trust" / "manifest.json").read_text())
-    assert manifest["method"]["routing"] == "trust" and manifest["labeled_data"] is not None
+    assert manifest["method"]["routing"] == "trust"
+    # The run records the labeled texts' own gold labels, so changing them changes the run.
+    from kiwb.project.fingerprint import texts_fingerprint
+
+    gold = [row["label"] for row in make_texts(LABELED, seed=33)]
+    assert manifest["labeled_data"]["labels"] == texts_fingerprint(gold)
     assert score_jobs(labeled_project) == before
     jobs = json.loads(run_kiwb("jobs", labeled_project, "--json", cwd=labeled_project).stdout)
     assert jobs[-1]["settings"]["routing"] == "trust"
