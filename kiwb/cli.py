@@ -111,6 +111,10 @@ def build_parser() -> argparse.ArgumentParser:
                       "and export without the workbench, then print the results table")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
+    from kiwb.labels_command import add_labels_parser
+
+    add_labels_parser(commands)
+
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
     predict.add_argument("texts", nargs="*", help="texts to classify (default: one per line on stdin)")

@@ -146,10 +146,9 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     spec = IntegrateSpec.from_args(args)
     config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
     store.close()
-    if spec.routing:
-        from kiwb.project.config import check_routing
+    from kiwb.project.config import check_routing
 
-        check_routing(config, spec.routing)
+    check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
     if args.json and not (args.foreground or args.detach):
         args.foreground = True  # the job's log goes to stderr, the JSON alone to stdout
     job_id, code = start_job(args, spec)
@@ -177,9 +176,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
     config, store = open_project(args.project)
     store.close()
-    if spec.routing:  # refused here, before a job is started for it
-        check_routing(config, spec.routing)
+    if spec.method != "supervised":  # refused here, before a job is started for it
+        check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
     return run_or_launch(args, spec.named(config.integration))
+
+
+def cmd_labels(args: argparse.Namespace) -> int:
+    from kiwb.labels_command import run_labels
+
+    return run_labels(args)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -16,6 +16,7 @@ import pytest
 
 from kiwb.errors import KiwbError
 from kiwb.project.instances import count, page, replace_instances
+from kiwb.project.labels import text_hash
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
 from kiwb.project.processes import pid_alive, process_running, process_start
 from kiwb.project.schema import SCHEMA_VERSION
@@ -97,7 +98,7 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 4
+        assert store.schema_version == SCHEMA_VERSION == 5
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         assert store.score_set("k1")["meta"] == {"labels": ["x"]}
@@ -126,7 +127,8 @@ def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):
         assert store.jobs.create("train", "other", {}) == 8  # no recorded id is given again
         store.connection.execute(  # the kinds are kiwb.project.job_specs' to decide now
             "INSERT INTO jobs (kind, run, settings_json, created_at) VALUES ('integrate', 'x', '{}', 1)")
-        assert page(store.connection, "i1")[0].text == "kept text"
+        kept = page(store.connection, "i1")[0]
+        assert kept.text == "kept text" and kept.text_hash == text_hash("kept text")  # v5
         replace_instances(store.connection, "i2", [(0, 0.5, 0, 1, 1, [0.5, 0.5], "new text")])
         assert count(store.connection, "i2") == 1
 

@@ -256,12 +256,15 @@ def _check_eval_labels(config: ProjectConfig) -> None:
     check_routing(config, config.integration.routing)
 
 
-def check_routing(config: ProjectConfig, routing: str) -> None:
-    """Refuse a few-label routing in a project that has no [data.labeled]."""
-    if routing in FEW_LABEL_ROUTINGS and config.data.labeled is None:
+def check_routing(config: ProjectConfig, routing: str, *, labels: bool | None = None) -> None:
+    """Refuse a few-label routing with no labeled texts: neither [data.labeled] nor the given
+    labels (`labels`; None: as [integration] labels says)."""
+    labels = config.integration.labels if labels is None else labels
+    if routing in FEW_LABEL_ROUTINGS and config.data.labeled is None and not labels:
         label_free = ", ".join(name for name in ROUTINGS if name not in FEW_LABEL_ROUTINGS)
         raise ConfigError(
-            f'{config.file}: routing "{routing}" needs a few labeled texts: add a [data.labeled] '
-            'section with path = "..." and label_column = "label", or choose a label-free '
-            f"routing ({label_free})"
+            f'{config.file}: routing "{routing}" needs a few labeled texts: use the labels given '
+            'in the workbench or by kiwb labels import (--labels), add a [data.labeled] section '
+            'with path = "..." and label_column = "label", or choose a label-free routing '
+            f"({label_free})"
         )

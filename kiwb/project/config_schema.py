@@ -171,9 +171,15 @@ class IntegrationConfig:
     routing: str = _setting(
         "How teachers are compared per text: "
         + ", ".join(ROUTINGS)
-        + " (see the README); trust and temperature need [data.labeled].",
+        + " (see the README); trust and temperature need labeled texts: [data.labeled] or "
+        "labels = true.",
         DEFAULT_ROUTING,
         choices=tuple(ROUTINGS),
+    )
+    labels: bool = _setting(
+        "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
+        "import: labeled texts train as one-hot targets, texts marked none are left out, and "
+        "trust or temperature routing is fitted on them.", False
     )
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1

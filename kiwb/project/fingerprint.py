@@ -60,6 +60,3 @@ def settings_key(settings: dict[str, Any], length: int = 20) -> str:
     return hashlib.sha256(blob).hexdigest()[:length]
 
 
-def text_hash(text: str) -> str:
-    """Hash of one text's content, to recognise the same text in two data sets."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,8 +1,16 @@
-"""Per-text integration results in the store, for paging conflicting texts (lowest margin first).
+"""Per-text integration results in the store, for paging conflicting texts.
 
-One row per (integration, text), in the `instances` table that a store migration creates.
-Readers page with keyset queries on the margin index, so a million scored texts never have
-to be loaded at once.
+One row per (integration, text), in the `instances` table that a store migration creates, with
+the text's content hash so each row finds the label a user gave the text (`text_labels`,
+kiwb.project.labels). Readers page with keyset queries, so a million scored texts never have
+to be loaded at once. Two orders:
+
+- `margin`: lowest margin first, every text.
+- `useful`: the unlabeled texts a label helps most next. Texts are grouped by (winning
+  teacher, class); a group's k-th lowest-margin text takes turn k plus the number of labels
+  the group already has, and turns come first, margin second. So the lowest margins lead,
+  and labels spread over teachers and classes instead of piling into one. Labeling the first
+  text leaves the turns of the others as they were: the order a user works down is stable.
 """
 
 from __future__ import annotations
@@ -12,10 +20,15 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from kiwb.project.labels import text_hash
+
+ORDERS = ("margin", "useful")
+LABEL_SCOPES = ("all", "labeled", "unlabeled")
+
 
 @dataclass(frozen=True)
 class Instance:
-    """One text's integration result."""
+    """One text's integration result, and the label given to it, if any."""
 
     row: int
     margin: float
@@ -24,6 +37,10 @@ class Instance:
     gold: int | None
     confidences: list[float]
     text: str
+    text_hash: str = ""
+    labeled: bool = False       # a decision was made on this text
+    given: str | None = None    # its label; None with `labeled`: none of these labels
+    turn: int | None = None     # its place in the `useful` order
 
 
 def replace_instances(db: sqlite3.Connection, integration: str, rows: Iterable[tuple]) -> None:
@@ -32,8 +49,10 @@ def replace_instances(db: sqlite3.Connection, integration: str, rows: Iterable[t
     try:
         db.execute("DELETE FROM instances WHERE integration = ?", (integration,))
         db.executemany(
-            "INSERT INTO instances VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            ((integration, r, m, t, g, gold, json.dumps(c), text) for r, m, t, g, gold, c, text in rows),
+            "INSERT INTO instances (integration, row, margin, routed, target, gold, confidences, "
+            "text, text_hash) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            ((integration, r, m, t, g, gold, json.dumps(c), text, text_hash(text))
+             for r, m, t, g, gold, c, text in rows),
         )
     except BaseException:
         db.execute("ROLLBACK")
@@ -43,48 +62,90 @@ def replace_instances(db: sqlite3.Connection, integration: str, rows: Iterable[t
 
 @dataclass(frozen=True)
 class InstanceFilter:
-    """What the conflicts list shows: a margin ceiling, a routed teacher, a class, a search."""
+    """What the conflicts list shows: a margin ceiling, a routed teacher, a class, a search,
+    labeled or unlabeled texts, and the order."""
 
     max_margin: float | None = None
     routed: int | None = None
     target: int | None = None
     search: str | None = None
+    labels: str = "all"       # one of LABEL_SCOPES
+    order: str = "margin"     # one of ORDERS; `useful` lists unlabeled texts only
 
     def where(self) -> tuple[str, list]:
         clauses, params = [], []
         if self.max_margin is not None:
-            clauses.append("margin < ?")
+            clauses.append("i.margin < ?")
             params.append(self.max_margin)
         if self.routed is not None:
-            clauses.append("routed = ?")
+            clauses.append("i.routed = ?")
             params.append(self.routed)
         if self.target is not None:
-            clauses.append("target = ?")
+            clauses.append("i.target = ?")
             params.append(self.target)
         if self.search:
-            clauses.append("text LIKE ? ESCAPE '\\'")
+            clauses.append("i.text LIKE ? ESCAPE '\\'")
             escaped = self.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             params.append(f"%{escaped}%")
+        if self.labels == "labeled":
+            clauses.append("l.text_hash IS NOT NULL")
+        elif self.labels == "unlabeled" or self.order == "useful":
+            clauses.append("l.text_hash IS NULL")
         return "".join(f" AND {c}" for c in clauses), params
 
 
+_COLUMNS = ("i.row, i.margin, i.routed, i.target, i.gold, i.confidences, i.text, i.text_hash, "
+            "l.text_hash IS NOT NULL, l.label")
+_FROM = "FROM instances i LEFT JOIN text_labels l ON l.text_hash = i.text_hash"
+# Labels already given per (winning teacher, class) group: the `useful` order's head start.
+_GIVEN_PER_GROUP = (f"SELECT i.routed, i.target, COUNT(*) AS given {_FROM} "
+                    "WHERE i.integration = ? AND l.text_hash IS NOT NULL GROUP BY 1, 2")
+
+
 def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter(),
-         *, after: tuple[float, int] | None = None, limit: int = 100) -> list[Instance]:
-    """Up to `limit` instances ordered by (margin, row), starting after the key `after`."""
+         *, after: tuple | None = None, limit: int = 100) -> list[Instance]:
+    """Up to `limit` instances in the filter's order, starting after the key `after`:
+    (margin, row), or (turn, margin, row) in the `useful` order (`key_of` gives it)."""
     where, params = filters.where()
+    if filters.order == "useful":
+        ranked = (
+            f"SELECT {_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY i.routed, i.target "
+            f"ORDER BY i.margin, i.row) - 1 + COALESCE(g.given, 0) AS turn {_FROM} "
+            f"LEFT JOIN ({_GIVEN_PER_GROUP}) g ON g.routed = i.routed AND g.target = i.target "
+            f"WHERE i.integration = ?{where}")
+        keyset = " WHERE (turn, margin, row) > (?, ?, ?)" if after is not None else ""
+        query = f"SELECT * FROM ({ranked}){keyset} ORDER BY turn, margin, row LIMIT ?"
+        values = [integration, integration, *params, *(after or ()), limit]
+        return [_instance(r) for r in db.execute(query, values)]
     if after is not None:
-        where += " AND (margin, row) > (?, ?)"
+        where += " AND (i.margin, i.row) > (?, ?)"
         params += list(after)
-    query = (f"SELECT row, margin, routed, target, gold, confidences, text FROM instances "
-             f"WHERE integration = ?{where} ORDER BY margin, row LIMIT ?")
+    query = (f"SELECT {_COLUMNS}, NULL {_FROM} WHERE i.integration = ?{where} "
+             f"ORDER BY i.margin, i.row LIMIT ?")
     return [_instance(r) for r in db.execute(query, [integration, *params, limit])]
+
+
+def key_of(item: Instance, filters: InstanceFilter) -> tuple:
+    """The keyset position of `item` in the filter's order: the `after` of the next page."""
+    if filters.order == "useful":
+        return (item.turn, item.margin, item.row)
+    return (item.margin, item.row)
 
 
 def count(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter()) -> int:
     where, params = filters.where()
-    query = f"SELECT COUNT(*) FROM instances WHERE integration = ?{where}"
+    query = f"SELECT COUNT(*) {_FROM} WHERE i.integration = ?{where}"
     return int(db.execute(query, [integration, *params]).fetchone()[0])
 
 
+def labeled_in(db: sqlite3.Connection, integration: str) -> list[tuple[str, int, str | None]]:
+    """(text hash, routed teacher, label or None for none of these labels) of every text of
+    an integration that has a label."""
+    query = ("SELECT i.text_hash, i.routed, l.label FROM instances i JOIN text_labels l "
+             "ON l.text_hash = i.text_hash WHERE i.integration = ? ORDER BY i.row")
+    return [tuple(row) for row in db.execute(query, (integration,))]
+
+
 def _instance(row: Sequence) -> Instance:
-    return Instance(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6])
+    return Instance(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7],
+                    bool(row[8]), row[9], row[10])

@@ -18,6 +18,9 @@ from typing import Any, ClassVar
 from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
 from kiwb.errors import KiwbError
 
+# The fields of IntegrationSettings a job may set (kiwb.project.records).
+INTEGRATION_CHOICES = ("method", "tau", "reweight", "use_mc", "routing", "labels",
+                       "conflict_threshold")
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
 
@@ -87,10 +90,10 @@ class JobSpec:
             how: Flag | None = spec_field.metadata.get("flag")
             if how is None:
                 continue
-            if how.type is bool:
-                action = ({"action": "store_const", "const": False} if how.negative
-                          else {"action": "store_true"})
-                parser.add_argument(how.name, dest=spec_field.name, help=how.help, **action)
+            if how.type is bool:  # a switch; absent, the field keeps its default (None: unset)
+                parser.add_argument(how.name, dest=spec_field.name, help=how.help,
+                                    action="store_const", const=not how.negative,
+                                    default=how.default)
                 continue
             parser.add_argument(how.name, dest=spec_field.name, type=how.type, help=how.help,
                                 metavar=how.metavar, choices=how.choices, required=how.required,
@@ -148,6 +151,15 @@ class _MethodOptions(JobSpec):
     use_mc: bool | None = flag("--no-mc", "ablation: route by plain (deterministic) entropy",
                                type=bool, negative=True)
     routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
+    labels: bool | None = flag("--labels", "use the labels given in the workbench or by kiwb "
+                               "labels import: one-hot targets, none left out, and trust routing "
+                               "fitted on them (default: [integration] labels)", type=bool)
+
+    def integration_overrides(self) -> dict[str, Any]:
+        """The given integration choices, to put over the project's [integration] section."""
+        names = [each.name for each in dataclasses.fields(self)
+                 if each.name in INTEGRATION_CHOICES]
+        return self.overrides(*names)
 
 
 @dataclass(frozen=True)
@@ -195,7 +207,8 @@ class TrainSpec(_MethodOptions):
             return getattr(integration, name) if value is None else value
 
         return dataclasses.replace(self, run=default_run_name(
-            given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing")))
+            given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
+            given("labels")))
 
 
 @dataclass(frozen=True)
@@ -260,7 +273,7 @@ def job_label(kind: str, run: str) -> str:
 
 
 def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
-                     routing: str = DEFAULT_ROUTING) -> str:
+                     routing: str = DEFAULT_ROUTING, labels: bool = False) -> str:
     """The run name `kiwb train` picks for these settings: the method, then what differs
     from the defaults (the workbench and the CLI both name runs with this)."""
     name = method
@@ -271,6 +284,8 @@ def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
     if method.startswith("muki"):
         name += "" if use_mc else "-no-mc"
         name += "" if reweight else "-no-reweight"
+    if method != "supervised" and labels:
+        name += "-labels"
     return name
 
 

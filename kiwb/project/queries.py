@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.errors import KiwbError
-from kiwb.project.instances import Instance, InstanceFilter, count, page
+from kiwb.project.instances import Instance, InstanceFilter, count, labeled_in, page
+from kiwb.project.labels import label_count
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
@@ -125,13 +126,68 @@ def latest_integration(store: Store) -> IntegrationRecord | None:
 # -- conflicting texts ---------------------------------------------------------------------
 
 def conflict_page(store: Store, integration: str, filters: InstanceFilter,
-                  after: tuple[float, int] | None = None, limit: int = 100) -> list[Instance]:
-    """Up to `limit` texts of an integration, lowest margin first, after the key `after`."""
+                  after: tuple | None = None, limit: int = 100) -> list[Instance]:
+    """Up to `limit` texts of an integration in the filter's order, after the key `after`."""
     return page(store.connection, integration, filters, after=after, limit=limit)
 
 
 def conflict_count(store: Store, integration: str, filters: InstanceFilter) -> int:
     return count(store.connection, integration, filters)
+
+
+@dataclass(frozen=True)
+class LabelProgress:
+    """What the labels given to an integration's texts are doing: the Conflicts pane's header."""
+
+    in_store: int     # every label given in the project
+    labeled: int      # texts of this integration with a decision (none included)
+    none: int         # of them, marked none of these labels
+    agree: int        # labeled texts whose winning teacher knows their label
+    judged: int       # labeled texts (not none) the agreement is counted over
+    before: float | None = None  # the agreement under the latest integration without labels
+
+    @property
+    def agreement(self) -> float | None:
+        return self.agree / self.judged if self.judged else None
+
+
+def label_progress(store: Store, integration: IntegrationRecord) -> LabelProgress:
+    """How many texts of `integration` are labeled and how often its routing agrees with them
+    (a teacher agrees when the label is one of its own); for an integration that used the
+    labels, the same agreement under the one before it that did not."""
+    decided = labeled_in(store.connection, integration.key)
+    agree, judged = _agreement(integration, decided)
+    before = None
+    if integration.settings.labels and judged:
+        earlier = _integration_without_labels(store, integration.created_at)
+        if earlier is not None:
+            hashes = {row[0] for row in decided}  # the same texts, as routed back then
+            then = [row for row in labeled_in(store.connection, earlier.key) if row[0] in hashes]
+            agree_then, judged_then = _agreement(earlier, then)
+            before = agree_then / judged_then if judged_then else None
+    return LabelProgress(label_count(store.connection), len(decided),
+                         sum(1 for row in decided if row[2] is None), agree, judged, before)
+
+
+def _agreement(integration: IntegrationRecord, decided: list[tuple]) -> tuple[int, int]:
+    own = integration.summary.teacher_labels
+    if own is None:  # integrations from before teacher label sets were recorded
+        return 0, 0
+    teachers = integration.summary.teacher_names
+    judged = [(routed, label) for _hash, routed, label in decided if label is not None]
+    agree = sum(1 for routed, label in judged
+                if routed < len(teachers) and label in own.get(teachers[routed], ()))
+    return agree, len(judged)
+
+
+def _integration_without_labels(store: Store, before: float) -> IntegrationRecord | None:
+    rows = store.connection.execute(
+        "SELECT key, settings_json FROM integrations WHERE created_at < ? "
+        "ORDER BY created_at DESC", (before,))
+    for row in rows:
+        if not json.loads(row["settings_json"]).get("labels"):
+            return IntegrationRecord.from_dict(store.integration(row["key"]))
+    return None
 
 
 @dataclass(frozen=True)

@@ -106,6 +106,8 @@ class IntegrationSettings(Record):
     conflict_threshold: float = 0.1
     # Integrations recorded before routing was a choice compared raw confidences (MUKI).
     routing: str = since("confidence", omit_none=False, default=DEFAULT_ROUTING)
+    # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
+    labels: bool = since(False, default=False)
 
     @classmethod
     def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
@@ -114,7 +116,7 @@ class IntegrationSettings(Record):
         values = {
             "method": section.method, "tau": section.tau, "reweight": section.reweight,
             "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
-            "routing": section.routing,
+            "routing": section.routing, "labels": section.labels,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)
@@ -123,14 +125,15 @@ class IntegrationSettings(Record):
 
     @property
     def uses_labels(self) -> bool:
-        """Few-label routing: [data.labeled] calibrates routing and trains as one-hot targets."""
+        """Few-label routing: labeled texts ([data.labeled], and the given labels with
+        `labels`) calibrate the routing."""
         return self.routing in FEW_LABEL_ROUTINGS
 
     def check(self, config: ProjectConfig) -> None:
         """Refuse a routing that does not exist, or one that needs labels the project lacks."""
         if self.routing not in ROUTINGS:
             raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
-        check_routing(config, self.routing)
+        check_routing(config, self.routing, labels=self.labels)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +179,19 @@ class RoutingDetails(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class GoldLabelUse(Record):
+    """How an integration used the labels given to texts (kiwb.project.labels)."""
+
+    what: ClassVar[str] = "gold label use"
+
+    labeled: int           # pool texts with a label: one-hot targets at full weight
+    left_out: int          # pool texts marked none of these labels: not trained on
+    routing_labels: int    # labeled texts the routing was fitted on ([data.labeled] too)
+    eval_left_out: int     # eval texts with a given label, left out of the eval figures
+    fingerprint: str       # of every decision the integration read
+
+
+@dataclass(frozen=True, kw_only=True)
 class EvalSummary(Record):
     """Untrained references on the eval set: routing, the Ensemble and each teacher alone."""
 
@@ -211,6 +227,8 @@ class IntegrationSummary(Record):
     teacher_accuracy: dict[str, float] | None = since()
     ensemble_accuracy: float | None = since()
     eval: EvalSummary | None = since(record=EvalSummary)
+    teacher_labels: dict[str, list[str]] | None = since()  # each teacher's own labels
+    gold_labels: GoldLabelUse | None = since(record=GoldLabelUse)  # with settings.labels
 
     @property
     def teacher_names(self) -> list[str]:

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kiwb.errors import KiwbError
+from kiwb.project.labels import text_hash
 
 # The tables of schema version 1, as the first kiwb release wrote them.
 _V1_TABLES = """
@@ -133,6 +134,24 @@ ALTER TABLE jobs_v4 RENAME TO jobs
 """
 
 
+# Version 5: gold labels a user gives to texts (kiwb.project.labels), keyed by the text's
+# content hash so they outlive any one integration or data file; and that hash on every
+# integration row, so the conflicts list can tell labeled texts from the rest.
+_V5_LABELS = """
+CREATE TABLE text_labels (
+    text_hash TEXT PRIMARY KEY,
+    text TEXT NOT NULL,
+    label TEXT,  -- NULL: none of the labels (the text is in no teacher's scope)
+    given_at REAL NOT NULL,
+    user TEXT NOT NULL,
+    host TEXT NOT NULL
+);
+ALTER TABLE instances ADD COLUMN text_hash TEXT;
+UPDATE instances SET text_hash = kiwb_text_hash(text);
+CREATE INDEX instances_by_text ON instances (integration, text_hash)
+"""
+
+
 def _run_script(db: sqlite3.Connection, script: str) -> None:
     # Statement by statement: executescript() would commit the migration's transaction.
     for statement in script.split(";"):
@@ -164,6 +183,11 @@ def _add_instances_and_free_job_kinds(db: sqlite3.Connection) -> None:
                    "(SELECT 1 FROM sqlite_sequence WHERE name='jobs')", (row[0],))
 
 
+def _add_text_labels(db: sqlite3.Connection) -> None:
+    db.create_function("kiwb_text_hash", 1, text_hash, deterministic=True)
+    _run_script(db, _V5_LABELS)
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -171,6 +195,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (2, _add_job_tables),
     (3, _add_process_starts),
     (4, _add_instances_and_free_job_kinds),
+    (5, _add_text_labels),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

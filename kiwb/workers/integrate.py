@@ -15,8 +15,10 @@ from kiwb.core.metrics import classification_report
 from kiwb.errors import ConfigError, DataError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
+from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import (
     EvalSummary,
+    GoldLabelUse,
     IntegrationRecord,
     IntegrationSettings,
     IntegrationSummary,
@@ -84,6 +86,28 @@ class TeacherScores:
             )
         return torch.tensor([index[label] for label in self.true_labels])
 
+    def rows(self, index: torch.Tensor, true_labels: list[str] | None = None) -> TeacherScores:
+        """The scores of the texts at `index` (with `true_labels`: those texts' labels)."""
+        if true_labels is None and self.true_labels is not None:
+            true_labels = [self.true_labels[i] for i in index.tolist()]
+        return replace(
+            self, mc_confidence=self.mc_confidence[index], det_confidence=self.det_confidence[index],
+            mutual_information=self.mutual_information[index],
+            det_probs=[p[index] for p in self.det_probs],
+            det_logits=[p[index] for p in self.det_logits],
+            mc_probs=[p[index] for p in self.mc_probs], true_labels=true_labels)
+
+    def joined(self, other: TeacherScores) -> TeacherScores:
+        """These texts, then `other`'s (same teachers): two labeled sets as one."""
+        return replace(
+            self, mc_confidence=torch.cat([self.mc_confidence, other.mc_confidence]),
+            det_confidence=torch.cat([self.det_confidence, other.det_confidence]),
+            mutual_information=torch.cat([self.mutual_information, other.mutual_information]),
+            det_probs=[torch.cat(pair) for pair in zip(self.det_probs, other.det_probs, strict=True)],
+            det_logits=[torch.cat(pair) for pair in zip(self.det_logits, other.det_logits, strict=True)],
+            mc_probs=[torch.cat(pair) for pair in zip(self.mc_probs, other.mc_probs, strict=True)],
+            true_labels=list(self.true_labels or []) + list(other.true_labels or []))
+
     def integrate(self, settings: IntegrationSettings,
                   fitted: routes.FittedRouting) -> integ.Integration:
         return integ.integrate(
@@ -94,11 +118,112 @@ class TeacherScores:
         )
 
 
+@dataclass(frozen=True)
+class GoldLabels:
+    """The labels given to pool texts (kiwb.project.labels), by pool row."""
+
+    rows: torch.Tensor       # (m,) pool rows with a label
+    label_ids: torch.Tensor  # (m,) their labels as union indices
+    left_out: torch.Tensor   # (k,) pool rows marked none of these labels
+    by_hash: dict[str, str | None]  # every decision the store holds
+    fingerprint: str
+
+    @property
+    def decided(self) -> torch.Tensor:
+        """Every pool row with a decision, labeled or left out."""
+        return torch.cat([self.rows, self.left_out])
+
+    def unlabeled_rows(self, num_texts: int) -> torch.Tensor:
+        keep = torch.ones(num_texts, dtype=torch.bool)
+        keep[self.decided] = False
+        return keep.nonzero().squeeze(1)
+
+    def undecided(self, texts: list[str]) -> torch.Tensor:
+        """Rows of `texts` (another data set: the eval set) that carry no decision."""
+        return torch.tensor([i for i, text in enumerate(texts)
+                             if text_hash(text) not in self.by_hash], dtype=torch.long)
+
+
+def gold_labels(store: Store, texts: list[str], labels: list[str]) -> GoldLabels:
+    """The store's labels on the pool `texts`; a label no teacher knows now is refused."""
+    by_hash = labels_by_hash(store.connection)
+    index = {label: i for i, label in enumerate(labels)}
+    rows, label_ids, left_out = [], [], []
+    for row, text in enumerate(texts):
+        key = text_hash(text)
+        if key not in by_hash:
+            continue
+        label = by_hash[key]
+        if label is None:
+            left_out.append(row)
+        elif label in index:
+            rows.append(row)
+            label_ids.append(index[label])
+        else:
+            raise DataError(
+                f"the label {label!r} given to pool text {row} is in no teacher's labels now "
+                f"({', '.join(labels)}); label it again in the Conflicts pane, or fix it with "
+                "kiwb labels export, edit, kiwb labels import --replace")
+    as_tensor = lambda values: torch.tensor(values, dtype=torch.long)  # noqa: E731
+    return GoldLabels(as_tensor(rows), as_tensor(label_ids), as_tensor(left_out), by_hash,
+                      labels_fingerprint(by_hash))
+
+
+def labeled_targets(labeled: TeacherScores, method: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-hot targets of the labeled texts, weight 1 each. For UHC (one target per teacher),
+    every teacher that knows the gold label gets it one-hot; the others keep their own
+    prediction, which the gold label says nothing against."""
+    true_ids = labeled.true_label_ids()
+    one_hot = torch.nn.functional.one_hot(true_ids, len(labeled.labels)).float()  # (n, |Y|)
+    if method == "uhc":
+        targets = integ.uhc_targets(labeled.det_probs, labeled.positions, len(labeled.labels))
+        knows = labeled.coverage[:, true_ids].T  # (n, N)
+        targets = torch.where(knows.unsqueeze(2), one_hot.unsqueeze(1), targets)
+    else:
+        targets = one_hot
+    return targets, torch.ones(len(true_ids))
+
+
+@dataclass
+class PoolTargets:
+    """An integration of the pool: the routing fitted, the targets, and the labels used."""
+
+    fitted: routes.FittedRouting
+    result: integ.Integration
+    routing_labels: TeacherScores | None  # the labeled texts the routing was fitted on
+    gold: GoldLabels | None
+
+
+def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherScores,
+                   texts: list[str], labeled_file: TeacherScores | None) -> PoolTargets:
+    """Fit the routing and integrate the pool's scores; with `settings.labels`, the given
+    labels join [data.labeled] in fitting the routing, labeled texts get one-hot targets at
+    full weight and texts marked none get weight 0."""
+    gold = gold_labels(store, texts, scores.labels) if settings.labels else None
+    routing_labels = labeled_file
+    if gold is not None and len(gold.rows):
+        given = scores.rows(gold.rows, [scores.labels[i] for i in gold.label_ids.tolist()])
+        routing_labels = given if routing_labels is None else routing_labels.joined(given)
+    fitted = fit_routing(settings, scores, routing_labels)
+    result = scores.integrate(settings, fitted)
+    if gold is not None:
+        targets, weights = result.targets.clone(), result.weights.clone()
+        if len(gold.rows):
+            targets[gold.rows] = labeled_targets(given, settings.method)[0]
+            weights[gold.rows] = 1.0
+        weights[gold.left_out] = 0.0
+        result = replace(result, targets=targets, weights=weights)
+    return PoolTargets(fitted, result, routing_labels, gold)
+
+
 def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
                 labeled: TeacherScores | None) -> routes.FittedRouting:
     """The settings' routing fitted on the pool (label-free) or on the labeled texts."""
     if settings.uses_labels and labeled is None:
-        raise ConfigError(f"routing {settings.routing!r} needs [data.labeled] scores")
+        raise ConfigError(
+            f"routing {settings.routing!r} needs labeled texts and has none: label some in the "
+            "workbench's Conflicts pane or with kiwb labels import, then use --labels (or "
+            "[integration] labels = true); or add [data.labeled]")
     try:
         return routes.fit_routing(
             settings.routing, pool.features(), use_mc=settings.use_mc,
@@ -129,15 +254,18 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
     )
 
 
-def summarize(scores: TeacherScores, result: integ.Integration, settings: IntegrationSettings,
-              fitted: routes.FittedRouting, labeled: TeacherScores | None = None) -> IntegrationSummary:
+def summarize(scores: TeacherScores, pool: PoolTargets,
+              settings: IntegrationSettings) -> IntegrationSummary:
     """Counts per winning teacher, the margin distribution, the conflicting texts and what the
-    routing estimated per teacher."""
+    routing estimated per teacher; a pool with gold labels is measured on the texts without a
+    given label (the routing was fitted on those)."""
     threshold = settings.conflict_threshold
+    result, fitted = pool.result, pool.fitted
     margin = result.margin.numpy()
     wins = torch.bincount(result.routed, minlength=len(scores.teachers)).tolist()
     counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
-    true_ids = scores.true_label_ids()
+    measured = scores if pool.gold is None else scores.rows(pool.gold.unlabeled_rows(len(margin)))
+    true_ids = measured.true_label_ids()
     labeled_pool = true_ids is not None
     return IntegrationSummary(
         num_texts=int(margin.shape[0]),
@@ -150,11 +278,13 @@ def summarize(scores: TeacherScores, result: integ.Integration, settings: Integr
         margin_histogram=counts.tolist(),
         conflict_threshold=threshold,
         conflicts=int((margin < threshold).sum()),
-        routing=routing_diagnostics(scores, result, settings, fitted, labeled),
-        routing_accuracy=(RoutingAccuracy(**routing_accuracies(scores, true_ids, fitted))
+        routing=routing_diagnostics(scores, result, settings, fitted, pool.routing_labels),
+        routing_accuracy=(RoutingAccuracy(**routing_accuracies(measured, true_ids, fitted))
                           if labeled_pool else None),
-        teacher_accuracy=teacher_accuracies(scores, true_ids) if labeled_pool else None,
-        ensemble_accuracy=ensemble_accuracy(scores) if labeled_pool else None,
+        teacher_accuracy=teacher_accuracies(measured, true_ids) if labeled_pool else None,
+        ensemble_accuracy=ensemble_accuracy(measured) if labeled_pool else None,
+        teacher_labels={name: list(labels) for name, labels in
+                        zip(scores.teachers, scores.teacher_labels, strict=True)},
     )
 
 
@@ -298,26 +428,53 @@ def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.
     replace_instances(store.connection, key, rows)
 
 
+def labeled_file_scores(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                        tasks: list[ScoreTask]) -> TeacherScores | None:
+    """The scores of [data.labeled] when the routing reads labels (label-free routing does
+    not wait for them)."""
+    return scores_from_tasks(config, store, tasks) if settings.uses_labels and tasks else None
+
+
+def without_given_labels(scores: TeacherScores, texts: list[str],
+                         gold: GoldLabels | None) -> tuple[TeacherScores, int]:
+    """An eval set less the texts that carry a given label (the routing and the student learnt
+    them), and how many were left out."""
+    if gold is None:
+        return scores, 0
+    keep = gold.undecided(texts)
+    return scores.rows(keep), len(texts) - len(keep)
+
+
 def run_integration(config: ProjectConfig, store: Store,
                     settings: IntegrationSettings) -> IntegrationRecord:
     """Integrate the unlabeled scores with `settings`; returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
     scores = scores_from_tasks(config, store, by_role["unlabeled"])
-    # Label-free routing reads no labels, so it does not wait for the labeled set's scores.
-    labeled = scores_from_tasks(config, store, by_role["labeled"]) if settings.uses_labels else None
-    fitted = fit_routing(settings, scores, labeled)
-    result = scores.integrate(settings, fitted)
-    summary = summarize(scores, result, settings, fitted, labeled)
-    if by_role["eval"]:
-        summary = replace(summary, eval=eval_summary(
-            scores_from_tasks(config, store, by_role["eval"]), fitted))
-    used = {"scores": scores.score_keys, **asdict(settings)}
-    if settings.uses_labels:  # the labels decide the routing as much as the settings do
-        used["labeled_scores"] = labeled.score_keys
-    key = settings_key(used)
     texts = by_role["unlabeled"][0].table.texts
+    labeled = labeled_file_scores(config, store, settings, by_role["labeled"])
+    pool = integrate_pool(settings, store, scores, texts, labeled)
+    summary = summarize(scores, pool, settings)
+    eval_left_out = 0
+    if by_role["eval"]:
+        eval_scores, eval_left_out = without_given_labels(
+            scores_from_tasks(config, store, by_role["eval"]), by_role["eval"][0].table.texts,
+            pool.gold)
+        summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
+    used = {"scores": scores.score_keys, **asdict(settings)}
+    if not settings.labels:
+        del used["labels"]  # keys of integrations from before labels existed stay the same
+    if labeled is not None:  # the labels decide the routing as much as the settings do
+        used["labeled_scores"] = labeled.score_keys
+    if pool.gold is not None:
+        gold = pool.gold
+        used["gold_labels"] = gold.fingerprint
+        summary = replace(summary, gold_labels=GoldLabelUse(
+            labeled=len(gold.rows), left_out=len(gold.left_out),
+            routing_labels=len(pool.routing_labels.true_labels) if pool.routing_labels else 0,
+            eval_left_out=eval_left_out, fingerprint=gold.fingerprint))
+    key = settings_key(used)
     store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
                              summary=summary.to_dict())
-    save_instances(store, key, scores, result, texts)
+    save_instances(store, key, scores, pool.result, texts)
     return IntegrationRecord.from_dict(store.integration(key))

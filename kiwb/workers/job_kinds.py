@@ -62,15 +62,17 @@ def integrate(session: JobSession) -> Outcome:
     spec: IntegrateSpec = session.job.spec
     config = session.config()
     config.require_scoring_inputs()
-    settings = IntegrationSettings.from_config(config, **spec.overrides(
-        "method", "tau", "reweight", "use_mc", "conflict_threshold", "routing"))
+    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     session.started(torch.device("cpu"))  # tensor math over stored scores: no GPU needed
     record = run_integration(config, session.store, settings)
     summary = record.summary
     wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
+    given = summary.gold_labels
+    labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
+              if given is not None else "")
     console.print(f"Integrated {summary.num_texts:,} texts ({settings.method}, "
-                  f"{settings.routing} routing): {wins}; {summary.conflicts:,} conflicts under "
-                  f"margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
+                  f"{settings.routing} routing{labels}): {wins}; {summary.conflicts:,} conflicts "
+                  f"under margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
     return Outcome(data={"integration": record.key})
 
 
@@ -86,8 +88,7 @@ def train(session: JobSession) -> Outcome:
     config = session.config()
     config = dataclasses.replace(config, training=dataclasses.replace(
         config.training, **spec.overrides("student", "epochs", "min_steps", "device")))
-    settings = IntegrationSettings.from_config(
-        config, **spec.overrides("method", "tau", "reweight", "use_mc", "routing"))
+    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     request = TrainRequest(run=run, settings=settings, resume=spec.resume)
     device = resolve_device(config.training.device)
     session.started(device)

@@ -32,7 +32,7 @@ def load_datasets(config: ProjectConfig) -> dict[str, TextTable]:
 
 def refuse_overlap(labeled: TextTable, evaluation: TextTable, config: ProjectConfig) -> None:
     """Evaluation must never see the texts routing was calibrated on: refuse shared texts."""
-    from kiwb.project.fingerprint import text_hash
+    from kiwb.project.labels import text_hash
 
     eval_hashes = {text_hash(text) for text in evaluation.texts}
     shared = [number for number, text in enumerate(labeled.texts, start=1)

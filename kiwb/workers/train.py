@@ -34,7 +34,11 @@ from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
     IntegrationSettings,
     TeacherScores,
-    fit_routing,
+    ensemble_reference,
+    integrate_pool,
+    labeled_file_scores,
+    labeled_targets,
+    routing_accuracies,
     scores_from_tasks,
 )
 from kiwb.workers.runtime import FittedBatch, load_classifier, training_precision
@@ -93,22 +97,26 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     labels = union_labels(label_sets)
     unlabeled_table = by_dataset["unlabeled"][0].table
     texts = unlabeled_table.texts
-    targets = weights = label_ids = fitted = labeled_fingerprint = None
+    targets = weights = label_ids = fitted = labeled_fingerprint = gold = None
     if method == SUPERVISED:
         if unlabeled_table.labels is None:
             raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
                             "label_column in [data.unlabeled]")
         label_ids = _ids(unlabeled_table.labels, labels)
     else:
-        labeled = None
-        if settings.uses_labels:
-            labeled = _scores_or_hint(config, store, by_dataset["labeled"], need=True)
+        labeled = labeled_file_scores(config, store, settings, by_dataset["labeled"])
+        if labeled is not None:
             labeled_texts = by_dataset["labeled"][0].table
             labeled_fingerprint = labeled_data_fingerprint(labeled_texts)
-        fitted = fit_routing(settings, scores, labeled)
-        integration = scores.integrate(settings, fitted)
-        targets, weights = integration.targets, integration.weights
-        if labeled is not None:  # the few labels also teach the student, at full weight
+        pool = integrate_pool(settings, store, scores, texts, labeled)
+        fitted, gold = pool.fitted, pool.gold
+        targets, weights = pool.result.targets, pool.result.weights
+        if gold is not None and len(gold.left_out):  # none of these labels: not trained on
+            keep = weights.new_ones(len(texts), dtype=torch.bool)
+            keep[gold.left_out] = False
+            texts = [text for text, kept in zip(texts, keep.tolist(), strict=True) if kept]
+            targets, weights = targets[keep], weights[keep]
+        if labeled is not None:  # the few labels of [data.labeled] also teach, at full weight
             texts = texts + labeled_texts.texts
             extra_targets, extra_weights = labeled_targets(labeled, method)
             targets, weights = torch.cat([targets, extra_targets]), torch.cat([weights, extra_weights])
@@ -119,9 +127,12 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         # The gold labels decide the figures and the best checkpoint as much as the texts do.
         eval_fingerprint = labeled_data_fingerprint(eval_table)
         eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
+        if gold is not None:  # texts the student was taught the label of are not a test
+            keep = gold.undecided(eval_texts)
+            eval_texts, eval_ids = [eval_texts[i] for i in keep.tolist()], eval_ids[keep]
+            if eval_scores is not None:
+                eval_scores = eval_scores.rows(keep)
         if eval_scores is not None:
-            from kiwb.workers.integrate import ensemble_reference, routing_accuracies
-
             eval_routing = routing_accuracies(eval_scores, eval_ids, fitted)
             eval_reference = ensemble_reference(eval_scores)
     manifest = {
@@ -132,6 +143,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         "method": asdict(request.settings),
         "data": unlabeled_table.fingerprint,
         "labeled_data": labeled_fingerprint,
+        "given_labels": gold.fingerprint if gold is not None else None,
         "eval_data": eval_fingerprint,
         "student": config.training.student,
         "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
@@ -144,23 +156,6 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
 def labeled_data_fingerprint(table) -> dict:
     """The texts' and the gold labels' fingerprints: either changing changes the run."""
     return {"texts": table.fingerprint, "labels": texts_fingerprint(table.labels)}
-
-
-def labeled_targets(labeled: TeacherScores, method: str) -> tuple[torch.Tensor, torch.Tensor]:
-    """One-hot targets of the labeled texts, weight 1 each. For UHC (one target per teacher),
-    every teacher that knows the gold label gets it one-hot; the others keep their own
-    prediction, which the gold label says nothing against."""
-    from kiwb.core.integration import uhc_targets
-
-    true_ids = labeled.true_label_ids()
-    one_hot = torch.nn.functional.one_hot(true_ids, len(labeled.labels)).float()  # (n, |Y|)
-    if method == "uhc":
-        targets = uhc_targets(labeled.det_probs, labeled.positions, len(labeled.labels))
-        knows = labeled.coverage[:, true_ids].T  # (n, N)
-        targets = torch.where(knows.unsqueeze(2), one_hot.unsqueeze(1), targets)
-    else:
-        targets = one_hot
-    return targets, torch.ones(len(true_ids))
 
 
 def _scores_or_hint(config, store, tasks, need: bool) -> TeacherScores | None:

@@ -1,0 +1,131 @@
+"""`kiwb labels list|export|import`: the labels given to texts, on the command line.
+
+The same store functions the workbench's Conflicts pane calls (kiwb.project.labels); a label
+file is read and checked whole before anything is stored.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from kiwb.errors import KiwbError
+
+TEXT_CHARS = 70
+
+
+def add_labels_parser(commands) -> None:
+    labels = commands.add_parser(
+        "labels", help="list, export or import the labels given to texts (the workbench's "
+        "Conflicts pane gives them too)")
+    actions = labels.add_subparsers(dest="labels_action", metavar="ACTION", required=True)
+    listing = actions.add_parser("list", help="the labels given, newest last")
+    listing.add_argument("project", nargs="?", default=".", type=Path,
+                         help="project folder (default: the current folder)")
+    listing.add_argument("--json", action="store_true", help="print the labels as JSON")
+    export = actions.add_parser("export", help="write the labels to a .csv or .jsonl file "
+                                "(text, label, given_at, user, host; label none: none of these)")
+    export.add_argument("project", type=Path, help="project folder")
+    export.add_argument("file", type=Path, help="the .csv or .jsonl file to write")
+    imports = actions.add_parser("import", help="add labels from a .csv or .jsonl file with text "
+                                 "and label columns (label none: none of these labels)")
+    imports.add_argument("project", type=Path, help="project folder")
+    imports.add_argument("file", type=Path, help="the .csv or .jsonl file to read")
+    imports.add_argument("--replace", action="store_true",
+                         help="forget every label given before, then import")
+    imports.add_argument("--text-column", default="text", help="text column (default: text)")
+    imports.add_argument("--label-column", default="label", help="label column (default: label)")
+
+
+def run_labels(args: argparse.Namespace) -> int:
+    return {"list": list_labels, "export": export_labels, "import": import_labels}[
+        args.labels_action](args)
+
+
+def _store(project: Path):
+    from kiwb.commands import open_project
+
+    return open_project(project)
+
+
+def list_labels(args: argparse.Namespace) -> int:
+    from rich.table import Table
+
+    from kiwb.console import stdout
+    from kiwb.project.labels import all_labels
+
+    _config, store = _store(args.project)
+    with store:
+        given = all_labels(store.connection)
+    if args.json:
+        print(json.dumps([{"text": item.text, "label": item.shown, "given_at": item.given_at,
+                           "user": item.user, "host": item.host} for item in given], indent=2))
+        return 0
+    if not given:
+        stdout.print("No labels yet: give them in the workbench's Conflicts pane, or run "
+                     "kiwb labels import DIR FILE.")
+        return 0
+    table = Table(title=f"{len(given):,} labels", title_justify="left")
+    for column in ("label", "text", "by"):
+        table.add_column(column, overflow="ellipsis", no_wrap=column == "text")
+    for item in given:
+        text = item.text.replace("\n", " ")
+        text = text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…"
+        table.add_row(item.shown, text, f"{item.user}@{item.host}")
+    stdout.print(table)
+    counts: dict[str, int] = {}
+    for item in given:
+        counts[item.shown] = counts.get(item.shown, 0) + 1
+    stdout.print(", ".join(f"{name} {count}" for name, count in sorted(counts.items())),
+                 highlight=False)
+    return 0
+
+
+def export_labels(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.project.label_files import file_format, write_label_file
+    from kiwb.project.labels import all_labels
+
+    file_format(args.file)  # refuse a bad suffix before opening anything
+    _config, store = _store(args.project)
+    with store:
+        given = all_labels(store.connection)
+    written = write_label_file(args.file, given)
+    stdout.print(f"wrote {written:,} labels to {args.file}", highlight=False)
+    return 0
+
+
+def import_labels(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.project.label_files import file_format, read_label_file
+    from kiwb.project.labels import give_labels, replace_all
+
+    file_format(args.file)
+    config, store = _store(args.project)
+    with store:
+        decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
+                                    label_column=args.label_column)
+        if args.replace:
+            count = replace_all(store.connection, decisions)
+        else:
+            count = len(give_labels(store.connection, decisions))
+    none = sum(1 for _text, label in decisions if label is None)
+    stdout.print(f"imported {count:,} labels from {args.file}"
+                 + (f" ({none:,} none of these labels)" if none else "")
+                 + ("; the labels given before were replaced" if args.replace else ""),
+                 highlight=False)
+    return 0
+
+
+def known_labels(config) -> list[str]:
+    """The union of the teachers' labels, in kiwb's order: what a label may be."""
+    from kiwb.core.labels import union_labels
+    from kiwb.workers.project_inputs import inspect_teachers
+    from kiwb.workers.quiet import quiet_libraries
+
+    if not config.teachers:
+        raise KiwbError(f"{config.file}: no [[teachers]] yet, so no label is known; add the "
+                        "teachers first")
+    quiet_libraries()
+    return union_labels([list(info.labels) for info in inspect_teachers(config)])

@@ -1,0 +1,185 @@
+"""Labels given to texts: the store's table, undo, the "most useful next" order worked out by
+hand, the header's agreement figures, and label files (round trip and bad files)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kiwb.errors import DataError
+from kiwb.project.instances import InstanceFilter, count, key_of, page, replace_instances
+from kiwb.project.label_files import read_label_file, write_label_file
+from kiwb.project.labels import (
+    all_labels,
+    give_label,
+    give_labels,
+    labels_by_hash,
+    labels_fingerprint,
+    replace_all,
+    restore,
+    text_hash,
+)
+from kiwb.project.queries import label_progress
+from kiwb.project.records import IntegrationRecord, IntegrationSettings
+from kiwb.project.store import Store
+
+LABELS = ["sports", "politics", "music", "cooking"]
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store(tmp_path / "store.sqlite") as opened:
+        yield opened
+
+
+def test_a_label_is_kept_by_text_with_who_and_when_and_undo_puts_back_the_one_before(tmp_path):
+    path = tmp_path / "store.sqlite"
+    with Store(path) as store:
+        assert give_label(store.connection, "a match", "sports") is None
+        assert give_label(store.connection, "an election", None) is None  # none of these labels
+        before = give_label(store.connection, "a match", "politics")  # changed its mind
+        assert before.label == "sports" and before.text == "a match"
+        restore(store.connection, text_hash("a match"), before)  # undo the change
+        first = give_label(store.connection, "a song", "music")
+        restore(store.connection, text_hash("a song"), first)  # undo a first label: no label
+    with Store(path) as store:  # reopened: every decision was committed as made
+        given = all_labels(store.connection)
+    assert [(item.text, item.label, item.shown) for item in given] == [
+        ("a match", "sports", "sports"), ("an election", None, "none")]
+    assert all(item.user and item.host and item.given_at > 0 for item in given)
+
+
+def test_replace_all_forgets_the_labels_before_and_a_bad_batch_writes_nothing(store):
+    give_labels(store.connection, [("one", "sports"), ("two", "music")])
+    assert replace_all(store.connection, [("three", "cooking"), ("three", "music")]) == 1
+    assert labels_by_hash(store.connection) == {text_hash("three"): "music"}  # last one wins
+    with pytest.raises(AttributeError):  # a text that is not text fails the whole batch
+        give_labels(store.connection, [("four", "sports"), (None, "music")])
+    assert labels_by_hash(store.connection) == {text_hash("three"): "music"}
+
+
+def test_the_fingerprint_changes_with_any_decision():
+    base = {"h1": "sports", "h2": None}
+    assert labels_fingerprint(base) == labels_fingerprint(dict(reversed(base.items())))
+    changed = [{"h1": "music", "h2": None}, {"h1": "sports"}, {"h1": "sports", "h2": "none"},
+               {"h1": "sports", "h2": None, "h3": "cooking"}]
+    assert len({labels_fingerprint(each) for each in [base, *changed]}) == 5
+
+
+# Eight texts of one integration: (row, margin, routed teacher, target class).
+ROWS = [(0, 0.05, 0, 0), (1, 0.01, 0, 0), (2, 0.20, 1, 2), (3, 0.02, 0, 1),
+        (4, 0.30, 1, 3), (5, 0.03, 0, 0), (6, 0.04, 1, 2), (7, 0.50, 1, 2)]
+
+
+def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0):
+    replace_instances(store.connection, key, [
+        (row, margin, routed, target, None, [0.5, 0.5], f"text {row}")
+        for row, margin, routed, target in rows])
+    summary = {"num_texts": len(rows), "teachers": ["A", "B"], "labels": LABELS,
+               "overlapping_labels": [], "wins": {"A": 4, "B": 4}, "margin_quantiles": {},
+               "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 5,
+               "teacher_labels": {"A": LABELS[:2], "B": LABELS[2:]}}
+    settings = IntegrationSettings(**(settings or {})).to_dict()
+    store.record_integration(key, dataset="unlabeled", settings=settings, summary=summary)
+    store.connection.execute("UPDATE integrations SET created_at = ? WHERE key = ?",
+                             (created_at, key))
+    return IntegrationRecord.from_dict(store.integration(key))
+
+
+def _rows(store, filters, key="i1", limit=100, after=None):
+    return [item.row for item in page(store.connection, key, filters, after=after, limit=limit)]
+
+
+def test_the_useful_order_takes_the_lowest_margin_of_each_teacher_and_class_in_turn(store):
+    _integrate(store)
+    useful = InstanceFilter(order="useful")
+    # Groups by hand: (A, sports) rows 1, 5, 0 by margin; (A, politics) row 3;
+    # (B, music) rows 6, 2, 7; (B, cooking) row 4. Turn 0: 1 (.01), 3 (.02), 6 (.04), 4 (.30);
+    # turn 1: 5 (.03), 2 (.20); turn 2: 0 (.05), 7 (.50).
+    assert _rows(store, useful) == [1, 3, 6, 4, 5, 2, 0, 7]
+    assert _rows(store, InstanceFilter()) == [1, 3, 5, 6, 0, 2, 4, 7]  # margin order, all texts
+    # Labeling the first text leaves the order of the rest as it was.
+    give_label(store.connection, "text 1", "sports")
+    assert _rows(store, useful) == [3, 6, 4, 5, 2, 0, 7]
+    # A label given to (B, music) out of order (row 7) moves that group back a turn: rows 6
+    # and 2 take turns 1 and 2. Turn 0: 3; turn 1: 5 (.03), 6 (.04); turn 2: 0 (.05), 2 (.20).
+    give_label(store.connection, "text 7", "music")
+    give_label(store.connection, "text 4", "cooking")
+    assert _rows(store, useful) == [3, 5, 6, 0, 2]
+    # Pages by keyset join up to the whole order; the count agrees.
+    first = page(store.connection, "i1", useful, limit=2)
+    rest = _rows(store, useful, after=key_of(first[-1], useful))
+    assert [item.row for item in first] + rest == [3, 5, 6, 0, 2]
+    assert count(store.connection, "i1", useful) == 5
+
+
+def test_filters_show_labeled_or_unlabeled_texts_with_their_labels(store):
+    _integrate(store)
+    give_label(store.connection, "text 3", "politics")
+    give_label(store.connection, "text 6", None)
+    labeled = page(store.connection, "i1", InstanceFilter(labels="labeled"))
+    assert [(item.row, item.labeled, item.given) for item in labeled] == [
+        (3, True, "politics"), (6, True, None)]
+    assert _rows(store, InstanceFilter(labels="unlabeled")) == [1, 5, 0, 2, 4, 7]
+    assert _rows(store, InstanceFilter(labels="unlabeled", max_margin=0.1)) == [1, 5, 0]
+    assert count(store.connection, "i1", InstanceFilter(labels="labeled")) == 2
+
+
+def test_the_header_counts_labels_agreement_and_the_change_after_re_integration(store):
+    plain = _integrate(store)
+    give_labels(store.connection, [("text 0", "sports"), ("text 2", "sports"),  # B routed: no
+                                   ("text 3", "politics"), ("text 6", None), ("elsewhere", "music")])
+    progress = label_progress(store, plain)
+    assert (progress.in_store, progress.labeled, progress.none) == (5, 4, 1)
+    assert (progress.agree, progress.judged, progress.before) == (2, 3, None)
+    # Re-integrated with the labels: text 2 now goes to A; the change is measured against
+    # the integration before that did not use the labels.
+    rows = [(row, margin, 0 if row == 2 else routed, target) for row, margin, routed, target in ROWS]
+    with_labels = _integrate(store, "i2", rows, settings={"labels": True}, created_at=2.0)
+    progress = label_progress(store, with_labels)
+    assert (progress.agree, progress.judged) == (3, 3)
+    assert progress.agreement == 1.0 and progress.before == pytest.approx(2 / 3)
+
+
+# -- label files ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
+def test_label_files_round_trip_text_with_commas_quotes_and_newlines(store, tmp_path, suffix):
+    texts = ['plain', 'a, comma', 'a "quote"', 'two\nlines', 'ünïcode ✓']
+    give_labels(store.connection, [(text, label) for text, label in
+                                   zip(texts, ["sports", "music", None, "cooking", "politics"])])
+    path = tmp_path / f"labels{suffix}"
+    assert write_label_file(path, all_labels(store.connection)) == 5
+    read = read_label_file(path, LABELS)
+    assert sorted(read, key=lambda pair: pair[0]) == sorted(
+        zip(texts, ["sports", "music", None, "cooking", "politics"]), key=lambda pair: pair[0])
+
+
+@pytest.mark.parametrize(("content", "fragments"), [
+    ('{"text": "a", "label": "sports"}\n{"text": "b", "label": "opera"}\n',
+     ["labels.jsonl, line 2", "unknown label 'opera'", "sports, politics, music, cooking",
+      "none for none of these labels"]),
+    ('{"text": "a"}\n', ["line 1", "no 'label' column", "--label-column"]),
+    ('{"text": "a", "label": "sports"}\nnot json\n', ["line 2", "not JSON"]),
+])
+def test_a_bad_jsonl_label_file_is_refused_naming_the_line(tmp_path, content, fragments):
+    path = tmp_path / "labels.jsonl"
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        read_label_file(path, LABELS)
+    for fragment in fragments:
+        assert fragment in str(refused.value)
+
+
+def test_a_bad_csv_label_file_is_refused_naming_the_line(tmp_path):
+    path = tmp_path / "labels.csv"
+    path.write_text("body,label\nsome text,sports\n", encoding="utf-8")
+    with pytest.raises(DataError, match=r"labels.csv, line 2: no 'text' column"):
+        read_label_file(path, LABELS)
+    path.write_bytes("text,label\nfine,sports\ncaf\xe9,music\n".encode("latin-1"))
+    with pytest.raises(DataError, match=r"labels.csv, line 3: not UTF-8 text; save the file as UTF-8"):
+        read_label_file(path, LABELS)
+    with pytest.raises(DataError, match=r"give a .csv or .jsonl file"):
+        read_label_file(tmp_path / "labels.txt", LABELS)
+    path.write_text("", encoding="utf-8")
+    with pytest.raises(DataError, match=r"labels.csv: empty file; give a header line"):
+        read_label_file(path, LABELS)
