@@ -12,10 +12,16 @@ ROUTINGS = {
     "quantile-mixture": "the mixture, fitted on the features' per-teacher quantiles",
     "joint-mixture": "one mixture over all teachers (each text belongs to one teacher's labels) "
     "fitted by EM on every teacher's quantile features at once; route by the posterior",
-    "trust": "few labels: a logistic trust model per teacher fitted on [data.labeled]",
-    "temperature": "few labels: per-teacher temperature scaling on [data.labeled], then confidence",
+    "stacked": "few labels: one model of which teacher's labels hold a text, over rank "
+    "routing plus every teacher's probabilities and margin, kept near rank with few labels",
+    "trust": "few labels: a logistic trust model per teacher fitted on the labeled texts",
+    "temperature": "few labels: per-teacher temperature scaling on the labeled texts, then "
+    "confidence",
 }
-FEW_LABEL_ROUTINGS = ("trust", "temperature")
+FEW_LABEL_ROUTINGS = ("stacked", "trust", "temperature")
+# The routing fitted when labels given to texts are used (the workbench's re-integration):
+# it held on labels taken from the conflicts list, where trust collapsed (BENCHMARKS.md).
+LABELS_ROUTING = "stacked"
 DEFAULT_ROUTING = "rank"  # beat MUKI's confidence on debian-8 dev (77.7% vs 74.8%; BENCHMARKS.md)
 
 # The ways of making training targets from the teachers' scores (METHOD.md), and the

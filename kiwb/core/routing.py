@@ -27,6 +27,7 @@ from torch import Tensor
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.gaussians import Gaussians
 from kiwb.core.owner_mixture import OwnerMixture, fit_owner_mixture
+from kiwb.core.stacked_routing import StackedOwner, fit_stacked_owner
 from kiwb.core.uncertainty import confidence
 
 _CLAMP = 1e-6        # keeps logit() and log() of features finite
@@ -309,6 +310,7 @@ class FittedRouting:
     name: str
     routers: tuple[Router, ...]
     owners: OwnerMixture | None = None  # the joint mixture, which reads all teachers at once
+    stack: StackedOwner | None = None   # stacked routing: over the routers' rank scores
 
     @property
     def probabilistic(self) -> bool:
@@ -323,8 +325,9 @@ class FittedRouting:
         if self.owners is not None:
             return self.owners.posterior([router.points(f) for router, f in zip(self.routers, features,
                                                                                  strict=True)])
-        return torch.stack([router.scores(f) for router, f in zip(self.routers, features,
-                                                                   strict=True)], dim=1)
+        scores = torch.stack([router.scores(f) for router, f in zip(self.routers, features,
+                                                                     strict=True)], dim=1)
+        return self.stack.posterior(scores, features) if self.stack is not None else scores
 
 
 @dataclass(frozen=True)
@@ -346,6 +349,8 @@ def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = Tr
     if name in FEW_LABEL_ROUTINGS:
         if labeled is None:
             raise ValueError(f"routing {name!r} needs labeled texts ([data.labeled])")
+        if name == "stacked":
+            return _fit_stacked(pool, labeled, use_mc)
         routers = [_fit_few_label(name, teacher, pool_features, labeled_features, classes, use_mc,
                                   feature_set)
                    for teacher, pool_features, labeled_features, classes
@@ -367,6 +372,21 @@ def _fit_owner_mixture(pool: Sequence[TeacherFeatures], use_mc: bool,
     routers = tuple(dataclasses.replace(router, share=float(share))
                     for router, share in zip(unfitted, owners.shares, strict=True))
     return FittedRouting("joint-mixture", routers, owners)
+
+
+def _fit_stacked(pool: Sequence[TeacherFeatures], labeled: LabeledFeatures,
+                 use_mc: bool) -> FittedRouting:
+    ranks = [RankRouter(use_mc, features.confidence(use_mc).double().sort().values)
+             for features in pool]
+    labeled_ranks = torch.stack([router.scores(features) for router, features
+                                 in zip(ranks, labeled.features, strict=True)], dim=1)
+    owners = torch.stack([classes >= 0 for classes in labeled.classes], dim=1)  # (n_l, N)
+    stack = fit_stacked_owner(pool, labeled.features, labeled_ranks, owners, use_mc=use_mc)
+    unfitted = FittedRouting("stacked", tuple(ranks), stack=stack)
+    shares = unfitted.scores(pool).mean(0)  # what the model expects of the pool, per teacher
+    return dataclasses.replace(unfitted, routers=tuple(
+        dataclasses.replace(router, share=float(share))
+        for router, share in zip(ranks, shares, strict=True)))
 
 
 def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set: str) -> Router:
