@@ -16,8 +16,8 @@ import pytest
 
 from kiwb.errors import KiwbError
 from kiwb.project.instances import count, page, replace_instances
-from kiwb.project.labels import text_hash
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
+from kiwb.project.labels import text_hash
 from kiwb.project.processes import pid_alive, process_running, process_start
 from kiwb.project.schema import SCHEMA_VERSION
 from kiwb.project.store import Store

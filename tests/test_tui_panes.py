@@ -484,7 +484,7 @@ async def test_conflicts_pane_filters_pages_details_and_exports(project):
         await wait_for(pilot, lambda: search.has_focus, what="the search box to take focus")
         # Set the text in one go: typed keys race the pilot's focus change on a loaded machine.
         search.value = "chef"
-        await wait_for(pilot, lambda: conflicts.row_count == 1 and "chef" in cells(conflicts)[0][4],
+        await wait_for(pilot, lambda: conflicts.row_count == 1 and "chef" in cells(conflicts)[0][5],
                        what="the search")
         app.screen.query_one("#conflict-search", Input).value = ""
         app.screen.query_one("#conflict-margin", Input).value = "abc"

@@ -123,3 +123,29 @@ def test_ansi_theme_snapshot(snap_compare, project):
     """The 16-colour theme: every plot colour is one of the terminal's own."""
     assert snap_compare(workbench(project, pane="uncertainty", theme="kiwb-ansi"),
                         terminal_size=(120, 40), run_before=_settled("uncertainty"))
+
+
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+def test_conflicts_pane_with_labels_snapshot(snap_compare, tmp_path, size):
+    """Three texts labeled (one none of these), labeling mode on: the label column, the
+    header's agreement and the legend of the number keys."""
+    from tui_support import TEXTS
+
+    from kiwb.project.labels import give_labels
+
+    project = synthetic_project(tmp_path / "proj")
+    with Store(ProjectPaths(project).store) as store:
+        give_labels(store.connection, [(TEXTS[9], "sports"), (TEXTS[8], None),
+                                       (TEXTS[1], "politics")])
+    settled = _settled("conflicts")
+
+    async def run_before(pilot) -> None:
+        await settled(pilot)
+        header = pilot.app.screen.query_one("#label-header")
+        await wait_for(pilot, lambda: "here" in text_of(header), what="the labels' header")
+        pilot.app.screen.query_one("#conflicts-table").focus()
+        await pilot.press("l")
+        await pilot.pause()
+
+    assert snap_compare(workbench(project, pane="conflicts"), terminal_size=size,
+                        run_before=run_before)

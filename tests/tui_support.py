@@ -165,7 +165,7 @@ def integration_summary(margins) -> IntegrationSummary:
         margin_quantiles={"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
         margin_histogram=_histogram(margins), conflict_threshold=0.3,
         conflicts=int((np.asarray(margins) < 0.3).sum()),
-        routing=routing_block(),
+        routing=routing_block(), teacher_labels={"a": list(LABELS_A), "b": list(LABELS_B)},
         routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.7, chosen=0.95,
                                          routing=ROUTING),
         eval=EvalSummary(

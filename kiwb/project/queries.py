@@ -17,8 +17,8 @@ from typing import Any
 
 from kiwb.errors import KiwbError
 from kiwb.project.instances import Instance, InstanceFilter, count, labeled_in, page
-from kiwb.project.labels import label_count
 from kiwb.project.jobs import JobState
+from kiwb.project.labels import label_count
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
 from kiwb.project.store import Store

@@ -8,16 +8,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from kiwb.project.atomic import atomic_open
-from kiwb.project.instances import InstanceFilter
+from kiwb.project.instances import InstanceFilter, key_of
 from kiwb.project.queries import conflict_page, open_store
 from kiwb.project.records import IntegrationRecord
+from kiwb.tui.labeling import label_cell
 
 PAGE = 5000
 
 
 def export_conflicts(root: Path, integration: IntegrationRecord, filters: InstanceFilter, path: Path,
                      should_stop: Callable[[], bool] = lambda: False) -> int:
-    """Write every text matching `filters`, lowest margin first; returns the rows written.
+    """Write every text matching `filters` in their order; returns the rows written.
 
     The file appears whole or not at all; rows are read a page at a time, so a million
     texts never sit in memory together.
@@ -28,7 +29,7 @@ def export_conflicts(root: Path, integration: IntegrationRecord, filters: Instan
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)
         writer = csv.writer(text)
         writer.writerow(["row", "margin", "routed_teacher", "target_class", "gold_label",
-                         *(f"confidence_{teacher}" for teacher in teachers), "text"])
+                         "given_label", *(f"confidence_{teacher}" for teacher in teachers), "text"])
         after = None
         while store is not None:
             if should_stop():
@@ -37,11 +38,12 @@ def export_conflicts(root: Path, integration: IntegrationRecord, filters: Instan
             for item in page:
                 writer.writerow([item.row, f"{item.margin:.6f}", _name(teachers, item.routed),
                                  _name(labels, item.target), _name(labels, item.gold),
-                                 *(f"{c:.6f}" for c in item.confidences), item.text])
+                                 label_cell(item), *(f"{c:.6f}" for c in item.confidences),
+                                 item.text])
             written += len(page)
             if len(page) < PAGE:
                 break
-            after = (page[-1].margin, page[-1].row)
+            after = key_of(page[-1], filters)
         text.flush()
         text.detach()  # the atomic writer closes the file itself
     return written

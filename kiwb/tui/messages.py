@@ -13,7 +13,7 @@ from textual.message import Message
 
 from kiwb.project.config import ProjectConfig
 from kiwb.project.instances import Instance, InstanceFilter
-from kiwb.project.queries import RunFolder, StoreChanges, TeacherView
+from kiwb.project.queries import LabelProgress, RunFolder, StoreChanges, TeacherView
 from kiwb.project.records import IntegrationSummary
 from kiwb.tui.inspect import DatasetSummary, TeacherSummary
 
@@ -65,6 +65,34 @@ class ConflictScores(Message):
 
     instance: Instance
     views: list[TeacherView]
+
+
+@dataclass
+class LabelSaved(Message):
+    """A label decision was committed to the store."""
+
+    text_hash: str
+    label: str | None  # None: none of these labels
+
+
+@dataclass
+class LabelUndone(Message):
+    """A decision was taken back: the text has its label from before again, or none."""
+
+    text_hash: str
+    labeled: bool
+    label: str | None
+
+
+@dataclass
+class LabelsRead(Message):
+    """What the labels are doing for the shown integration (the Conflicts header)."""
+
+    integration: str
+    progress: LabelProgress
+
+    def can_replace(self, message: Message) -> bool:
+        return isinstance(message, LabelsRead)
 
 
 @dataclass

@@ -37,6 +37,15 @@ class Pane(Vertical):
         what it names that is missing on disk."""
         self.config, self.config_error, self.config_problems = config, error, list(problems)
 
+    def require_config(self) -> ProjectConfig | None:
+        """The config to start a job with, or None after saying why it cannot run."""
+        if self.config is None:
+            self.notify(self.config_error or "no usable kiwb.toml", severity="error")
+        elif self.config_problems:
+            self.notify(self.config_problems[0].message, severity="error", markup=False)
+            return None
+        return self.config
+
     def apply_changes(self, changes: StoreChanges) -> None:
         """New events and the current jobs, score sets and integration (called each poll)."""
 

@@ -1,42 +1,65 @@
-"""Conflicts: texts whose two most confident teachers are close, lowest margin first.
+"""Conflicts: texts whose two most confident teachers are close, and labeling them.
 
-The list is paged from the store by keyset (margin, row), a page at a time as the cursor
-nears the end, so a million scored texts never load at once; counting runs beside it.
+The list is paged from the store by keyset, a page at a time as the cursor nears the end, so
+a million scored texts never load at once; counting runs beside it. In labeling mode (l) the
+number keys give the selected text a label and move on; each decision is committed as it is
+made (kiwb.tui.label_writer), and r / t feed the labels back into an integration and a run.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from rich.text import Text
-from textual import on
+from textual import events, on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Select, Static
 
-from kiwb.project.instances import Instance, InstanceFilter
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, LABELS_ROUTING
+from kiwb.project.instances import Instance, InstanceFilter, key_of
+from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import (
     StoreChanges,
     conflict_count,
     conflict_page,
+    label_progress,
     open_store,
     teacher_views,
 )
 from kiwb.project.records import IntegrationRecord
+from kiwb.tui import launcher
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
+from kiwb.tui.label_writer import LabelWriter
+from kiwb.tui.labeling import (
+    NEXT_SCOPE,
+    ORDER_NAMES,
+    SCOPE_NAMES,
+    Decision,
+    decision_for_key,
+    header,
+    label_cell,
+    legend,
+)
 from kiwb.tui.messages import (
+    ActionDone,
     ActionFailed,
     ConflictScores,
     ConflictsCounted,
     ConflictsExported,
     ConflictsPage,
+    LabelSaved,
+    LabelsRead,
+    LabelUndone,
 )
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.detail import ConflictDetailScreen
+from kiwb.tui.screens.label_picker import LabelPicker
 from kiwb.tui.widgets import Table
 
 PAGE = 200
@@ -55,11 +78,21 @@ class ConflictsPane(Pane):
     ConflictsPane #conflict-teacher, ConflictsPane #conflict-class { width: 18; margin-left: 1; }
     ConflictsPane #conflict-margin { width: 12; margin-left: 1; }
     ConflictsPane #conflict-status { height: 1; color: $text-muted; }
+    ConflictsPane #label-header { height: 1; }
+    ConflictsPane #label-legend { height: auto; max-height: 2; display: none; background: $boost; }
+    ConflictsPane.labeling #label-legend { display: block; }
     ConflictsPane #conflicts-table { height: 1fr; overflow-x: hidden; }
     """
     BINDINGS = [
         Binding("enter", "detail", "Details", show=False),
         Binding("slash", "search", "Search"),
+        Binding("l", "labeling", "Label"),
+        Binding("u", "undo", "Undo label", show=False),
+        Binding("p", "pick", "Every label", show=False),
+        Binding("o", "order", "Order"),
+        Binding("f", "scope", "Filter"),
+        Binding("r", "reintegrate", "Re-integrate"),
+        Binding("t", "train", "Train"),
         Binding("x", "export_csv", "Export CSV"),
         Binding("escape", "focus_list", "List", show=False),
     ]
@@ -74,6 +107,8 @@ class ConflictsPane(Pane):
         self.loading = False
         self.total: int | None = None
         self._search_timer: Timer | None = None
+        self.labeling = False
+        self.writer = LabelWriter(root, self)
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="conflict-filters"):
@@ -83,13 +118,19 @@ class ConflictsPane(Pane):
             yield Input(placeholder="max margin", id="conflict-margin", compact=True)
         yield Static("No integration yet: in Jobs (3) press i once the scores are done.",
                      id="conflict-status")
+        yield Static(header(None, False), id="label-header")
+        yield Static("", id="label-legend")
         table = Table(id="conflicts-table", cursor_type="row", zebra_stripes=True)
         table.add_column("margin", key="margin")
         table.add_column("won by", key="teacher")
         table.add_column("class", key="class")
         table.add_column("gold", key="gold")
+        table.add_column("label", key="label")
         table.add_column("text", key="text")
         yield table
+
+    def on_unmount(self) -> None:
+        self.writer.stop()  # what was decided is written before the workbench closes
 
     def main_widget(self) -> DataTable:
         return self.query_one("#conflicts-table", DataTable)
@@ -113,7 +154,8 @@ class ConflictsPane(Pane):
             self.query_one("#conflict-class", Select).set_options(
                 (name, index) for index, name in enumerate(self.labels))
             self.query_one("#conflict-margin", Input).value = f"{threshold:g}"
-        self.filters = InstanceFilter(max_margin=threshold, search=self.filters.search)
+        self.filters = replace(self.filters, max_margin=threshold, routed=None, target=None)
+        self.query_one("#label-legend", Static).update(legend(self.labels))
         self.reload()
 
     # -- loading -------------------------------------------------------------------------
@@ -126,6 +168,7 @@ class ConflictsPane(Pane):
         self.main_widget().clear()
         self._status()
         self._fetch(after=None)
+        self.read_label_progress()
         request, key, filters, root = self.request, self.integration.key, self.filters, self.root
 
         def count_rows() -> ConflictsCounted:
@@ -135,7 +178,22 @@ class ConflictsPane(Pane):
         run_in_thread(self, count_rows, action="counting conflicts", group="conflicts-count",
                       exclusive=True)
 
-    def _fetch(self, after: tuple[float, int] | None) -> None:
+    def read_label_progress(self) -> None:
+        integration, root = self.integration, self.root
+
+        def read() -> LabelsRead | None:
+            with open_store(root) as store:
+                return LabelsRead(integration.key, label_progress(store, integration)) if store else None
+
+        run_in_thread(self, read, action="reading the labels", group="label-progress",
+                      exclusive=True)
+
+    def on_labels_read(self, message: LabelsRead) -> None:
+        if self.integration is not None and message.integration == self.integration.key:
+            self.query_one("#label-header", Static).update(
+                header(message.progress, self.integration.settings.labels))
+
+    def _fetch(self, after: tuple | None) -> None:
         self.loading = True
         request, key, filters, root = self.request, self.integration.key, self.filters, self.root
 
@@ -174,17 +232,17 @@ class ConflictsPane(Pane):
         total = "counting…" if self.total is None else f"{self.total:,}"
         margin = self.filters.max_margin
         scope = f"under margin {margin:g}" if margin is not None else "in all"
-        method = self.integration.settings.method if self.integration is not None else ""
-        status.update(Text(f"{total} texts {scope} · lowest first · {len(self.loaded):,} shown · "
-                           f"{method}"))
+        labels = SCOPE_NAMES["unlabeled" if self.filters.order == "useful" else self.filters.labels]
+        routing = self.integration.settings.routing if self.integration is not None else ""
+        status.update(Text(f"{total} texts {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
+                           f"{len(self.loaded):,} shown · {routing}"))
 
     @on(DataTable.RowHighlighted, "#conflicts-table")
     def _maybe_next_page(self, event: DataTable.RowHighlighted) -> None:
         if self.exhausted or self.loading or not self.loaded:
             return
         if event.cursor_row >= len(self.loaded) - FETCH_WHEN_LEFT:
-            last = self.loaded[-1]
-            self._fetch(after=(last.margin, last.row))
+            self._fetch(after=key_of(self.loaded[-1], self.filters))
 
     # -- filters -------------------------------------------------------------------------
     @on(Input.Changed)
@@ -205,13 +263,27 @@ class ConflictsPane(Pane):
             return
         teacher = self.query_one("#conflict-teacher", Select).value
         label = self.query_one("#conflict-class", Select).value
-        filters = InstanceFilter(
-            max_margin=margin, routed=teacher if isinstance(teacher, int) else None,
+        filters = replace(
+            self.filters, max_margin=margin, routed=teacher if isinstance(teacher, int) else None,
             target=label if isinstance(label, int) else None,
             search=self.query_one("#conflict-search", Input).value.strip() or None)
+        self._refilter(filters)
+
+    def _refilter(self, filters: InstanceFilter) -> None:
         if filters != self.filters or self.total is None:
             self.filters = filters
             self.reload()
+
+    def action_order(self) -> None:
+        """Lowest margin first, or most useful next (unlabeled texts, spread over teachers
+        and classes)."""
+        self._refilter(replace(self.filters,
+                               order="useful" if self.filters.order == "margin" else "margin"))
+
+    def action_scope(self) -> None:
+        """Every text, the unlabeled ones, or the labeled ones."""
+        self._refilter(replace(self.filters, labels=NEXT_SCOPE[self.filters.labels],
+                               order="margin"))
 
     def action_search(self) -> None:
         self.query_one("#conflict-search", Input).focus()
@@ -236,8 +308,115 @@ class ConflictsPane(Pane):
                       exclusive=True)
 
     def on_conflict_scores(self, message: ConflictScores) -> None:
+        row = message.instance.row
+
+        def decided(decision: Decision | None) -> None:
+            if decision is not None and self._cursor_item() is not None \
+                    and self._cursor_item().row == row:
+                self.decide(decision)
+                if self._cursor_item() is not None and self._cursor_item().row != row:
+                    self.action_detail()  # on to the next text, in the detail view too
+
         self.app.push_screen(ConflictDetailScreen(message.instance, message.views, self.teachers,
-                                                  self.labels))
+                                                  self.labels), decided)
+
+    # -- labeling ------------------------------------------------------------------------
+    def action_labeling(self) -> None:
+        """Labeling mode on or off: the number keys label the selected text while it is on."""
+        if self.integration is None:
+            self.notify("nothing to label yet: integrate first (Jobs, i)", severity="warning")
+            return
+        self.labeling = not self.labeling
+        self.set_class(self.labeling, "labeling")
+        self.main_widget().focus()
+
+    def check_action(self, action: str, parameters: tuple) -> bool | None:
+        if action in ("undo", "pick"):
+            return self.labeling  # otherwise the key is free for the rest of the workbench
+        return True
+
+    def on_key(self, event: events.Key) -> None:
+        if not self.labeling or not self.main_widget().has_focus:
+            return
+        decision = decision_for_key(event.character or "", self.labels)
+        if decision is not None:
+            event.stop()  # before the screen reads a digit as "switch pane"
+            event.prevent_default()
+            self.decide(decision)
+
+    def decide(self, decision: Decision) -> None:
+        """Apply a decision to the selected text: stored at once, then on to the next
+        unlabeled text."""
+        item = self._cursor_item()
+        if item is None:
+            return
+        table = self.main_widget()
+        if decision.kind != "skip":
+            self.writer.give(item.text, decision.label)
+            self._show_label(table.cursor_row, replace(item, labeled=True, given=decision.label))
+        following = next((number for number in range(table.cursor_row + 1, len(self.loaded))
+                          if not self.loaded[number].labeled), None)
+        if following is not None:
+            table.move_cursor(row=following)
+
+    def action_pick(self) -> None:
+        item = self._cursor_item()
+        if item is not None:
+            self.app.push_screen(LabelPicker(self.labels, item.text),
+                                 lambda decision: decision and self.decide(decision))
+
+    def action_undo(self) -> None:
+        self.writer.undo()
+
+    def on_label_saved(self, message: LabelSaved) -> None:
+        self.read_label_progress()
+
+    def on_label_undone(self, message: LabelUndone) -> None:
+        for number, item in enumerate(self.loaded):
+            if item.text_hash == message.text_hash:
+                self._show_label(number, replace(item, labeled=message.labeled,
+                                                 given=message.label))
+                self.main_widget().move_cursor(row=number)
+        self.notify("label taken back", timeout=2)
+        self.read_label_progress()
+
+    def _show_label(self, number: int, item: Instance) -> None:
+        self.loaded[number] = item
+        self.main_widget().update_cell(str(item.row), "label", label_cell(item))
+
+    def _cursor_item(self) -> Instance | None:
+        row = self.main_widget().cursor_row
+        return self.loaded[row] if self.integration is not None and 0 <= row < len(self.loaded) else None
+
+    # -- feeding the labels back ---------------------------------------------------------
+    def _labels_routing(self) -> str | None:
+        """The routing to fit on the labels: the project's own if it reads labels, else the
+        one kiwb fits on labels (None: the project's)."""
+        config = self.config
+        return None if config and config.integration.routing in FEW_LABEL_ROUTINGS else LABELS_ROUTING
+
+    def action_reintegrate(self) -> None:
+        """Integrate again with the labels: stacked routing fitted on them, labeled texts as
+        one-hot targets, texts marked none left out."""
+        config = self.require_config()
+        if config is None:
+            return
+        spec, root = IntegrateSpec(labels=True, routing=self._labels_routing()), self.root
+        run_in_thread(self, lambda: ActionDone(
+            f"started job {launcher.launch(root, spec)}: integrating with the labels; the header "
+            "shows what they changed when it is done"),
+            action="starting the integration")
+
+    def action_train(self) -> None:
+        """A student run from the labels (the same settings as r), beside the runs before."""
+        config = self.require_config()
+        if config is None:
+            return
+        spec = TrainSpec(labels=True, routing=self._labels_routing()).named(config.integration)
+        root = self.root
+        run_in_thread(self, lambda: ActionDone(
+            f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),
+            action="starting the training")
 
     def action_export_csv(self) -> None:
         if self.integration is None:
@@ -259,7 +438,7 @@ def row_cells(item: Instance, teachers: list[str], labels: list[str]) -> tuple:
     text = item.text.replace("\n", " ")
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", _name(teachers, item.routed), _name(labels, item.target), gold,
-            text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")
+            label_cell(item), text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")
 
 
 def _name(names: list[str], index: int) -> str:

@@ -134,17 +134,8 @@ class JobsPane(Pane):
         return self.jobs.get(int(key))
 
     # -- actions -------------------------------------------------------------------------
-    def _require_config(self) -> ProjectConfig | None:
-        """The config to start a job with, or None after saying why it cannot run."""
-        if self.config is None:
-            self.notify(self.config_error or "no usable kiwb.toml", severity="error")
-        elif self.config_problems:
-            self.notify(self.config_problems[0].message, severity="error", markup=False)
-            return None
-        return self.config
-
     def action_score(self) -> None:
-        config = self._require_config()
+        config = self.require_config()
         if config is None:
             return
         scoring = config.scoring
@@ -167,7 +158,7 @@ class JobsPane(Pane):
             self._launched)
 
     def action_train(self) -> None:
-        config = self._require_config()
+        config = self.require_config()
         if config is None:
             return
         integration, training = config.integration, config.training
@@ -209,7 +200,7 @@ class JobsPane(Pane):
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
     def action_integrate(self) -> None:
-        config = self._require_config()
+        config = self.require_config()
         if config is None:
             return
         integration = config.integration

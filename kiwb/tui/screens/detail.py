@@ -1,9 +1,11 @@
-"""One conflicting text in full: each teacher's distributions, confidences and who won."""
+"""One conflicting text in full: each teacher's distributions, confidences and who won; with a
+label key, the decision on it (the Conflicts pane writes it and shows the next text)."""
 
 from __future__ import annotations
 
 from rich.console import Group
 from rich.text import Text
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
@@ -13,11 +15,14 @@ from textual.widgets import Static
 from kiwb.project.instances import Instance
 from kiwb.project.queries import TeacherView
 from kiwb.tui import plots
+from kiwb.tui.labeling import Decision, decision_for_key, label_cell, legend
+from kiwb.tui.screens.label_picker import LabelPicker
 from kiwb.tui.widgets import Plot, PlotStyles
 
 
-class ConflictDetailScreen(ModalScreen[None]):
-    """The text, then per teacher: MC-dropout mean and deterministic distribution bars."""
+class ConflictDetailScreen(ModalScreen[Decision | None]):
+    """The text, then per teacher: MC-dropout mean and deterministic distribution bars; a label
+    key closes it with that decision."""
 
     DEFAULT_CSS = """
     ConflictDetailScreen { align: center middle; }
@@ -27,7 +32,8 @@ class ConflictDetailScreen(ModalScreen[None]):
     }
     ConflictDetailScreen #detail-text { margin-bottom: 1; }
     """
-    BINDINGS = [Binding("escape", "close", "Close"), Binding("q", "close", "Close", show=False)]
+    BINDINGS = [Binding("escape", "close", "Close"), Binding("q", "close", "Close", show=False),
+                Binding("p", "pick", "Every label", show=False)]
 
     def __init__(self, instance: Instance, views: list[TeacherView], teachers: list[str],
                  labels: list[str]):
@@ -46,6 +52,7 @@ class ConflictDetailScreen(ModalScreen[None]):
                              "deleted since the integration); integrate again.", classes="problem")
             yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc closes.",
                          classes="note")
+            yield Static(legend(self.labels, undo=False), classes="note", id="detail-legend")
 
     def on_mount(self) -> None:
         won = self.teachers[self.instance.routed] if self.instance.routed < len(self.teachers) else None
@@ -61,6 +68,7 @@ class ConflictDetailScreen(ModalScreen[None]):
         confidences = ", ".join(f"{name} {value:.3f}" for name, value in
                                 zip(self.teachers, item.confidences, strict=False))
         gold = "" if item.gold is None else f" · gold {self._label(item.gold)}"
+        gold += f" · labeled {label_cell(item)}" if item.labeled else ""
         return Group(
             Text(f"text {item.row} · margin {item.margin:.3f} · won by "
                  f"{self._teacher(item.routed)} · class {self._label(item.target)}{gold}", "bold"),
@@ -71,6 +79,19 @@ class ConflictDetailScreen(ModalScreen[None]):
 
     def _label(self, index: int) -> str:
         return self.labels[index] if 0 <= index < len(self.labels) else str(index)
+
+    def on_key(self, event: events.Key) -> None:
+        decision = decision_for_key(event.character or "", self.labels)
+        if decision is not None:
+            event.stop()
+            self.dismiss(decision)
+
+    def action_pick(self) -> None:
+        def picked(decision: Decision | None) -> None:
+            if decision is not None:
+                self.dismiss(decision)
+
+        self.app.push_screen(LabelPicker(self.labels, self.instance.text), picked)
 
     def action_close(self) -> None:
         self.dismiss(None)

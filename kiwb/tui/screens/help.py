@@ -20,7 +20,13 @@ GLOBAL_KEYS = (
     ("? / f1", "this help"),
     ("q / ctrl+q", "quit (jobs keep running); in a text box only ctrl+q"),
 )
-PANE_EXTRAS = {"Conflicts": (("enter", "details of the text"),)}
+PANE_EXTRAS = {"Conflicts": (
+    ("enter", "details of the text (label it there with the same keys)"),
+    ("l, then 1 … 9", "labeling on: give the selected text a label; the cursor moves on"),
+    ("0 or n / s / u / p", "while labeling: none of these labels / skip / undo / every label"),
+    ("o / f", "lowest margin or most useful next / all, unlabeled or labeled texts"),
+    ("r / t", "integrate with the labels (stacked routing) / train a student from them"),
+)}
 
 
 def key_name(binding: Binding) -> str:

@@ -1,0 +1,73 @@
+"""Labeling conflicts: the keys' meaning, the legend that shows them and the header line that
+says what the labels are doing. Pure functions over plain values, shared by the Conflicts pane
+and the detail view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from kiwb.project.instances import Instance
+from kiwb.project.labels import NONE
+from kiwb.project.queries import LabelProgress
+
+NUMBERED = 9  # labels on the number keys; the picker (p) has every label
+ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next"}
+SCOPE_NAMES = {"all": "all", "unlabeled": "unlabeled", "labeled": "labeled"}
+NEXT_SCOPE = {"all": "unlabeled", "unlabeled": "labeled", "labeled": "all"}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the user decided on one text: a label, none of these labels, or to skip it."""
+
+    kind: str  # "label", "none" or "skip"
+    label: str | None = None
+
+
+def decision_for_key(key: str, labels: list[str]) -> Decision | None:
+    """The decision a key stands for while labeling, or None (1-9: a label, 0 or n: none,
+    s: skip)."""
+    if key.isdigit() and key != "0":
+        number = int(key)
+        return Decision("label", labels[number - 1]) if number <= min(len(labels), NUMBERED) else None
+    return {"0": Decision("none"), "n": Decision("none"), "s": Decision("skip")}.get(key)
+
+
+def legend(labels: list[str], *, undo: bool = True) -> Text:
+    """`1 sports 2 politics … · 0 none · s skip · u undo · p list`."""
+    text = Text()
+    for number, label in enumerate(labels[:NUMBERED], start=1):
+        text.append(str(number), "bold").append(f" {label} ")
+    keys = [("0", NONE), ("s", "skip")] + ([("u", "undo")] if undo else []) + [
+        ("p", "all labels" if len(labels) > NUMBERED else "list")]
+    for key, meaning in keys:
+        text.append("· ").append(key, "bold").append(f" {meaning} ")
+    return text
+
+
+def label_cell(item: Instance) -> str:
+    if not item.labeled:
+        return ""
+    return NONE if item.given is None else item.given
+
+
+def header(progress: LabelProgress | None, used: bool) -> Text:
+    """What the labels are doing: how many, how often the routing agrees with them, and the
+    change an integration that used them made; then the keys that feed them back."""
+    if progress is None or not progress.in_store:
+        return Text.assemble(("Labels: ", "bold"), "none yet · ", ("l", "bold"),
+                             " labels texts with the number keys · ", ("o", "bold"),
+                             " most useful next")
+    parts = [f"{progress.labeled:,} here"
+             + (f" ({progress.none:,} none)" if progress.none else "")
+             + (f" of {progress.in_store:,}" if progress.in_store != progress.labeled else "")]
+    if progress.agreement is not None:
+        parts.append(f"routing agrees {progress.agree:,}/{progress.judged:,} "
+                     f"({100 * progress.agreement:.0f}%)")
+        if progress.before is not None:
+            change = 100 * (progress.agreement - progress.before)
+            parts.append(f"{100 * progress.before:.0f}% before ({change:+.0f} points)")
+    keys = "r re-integrate · t train" if not used else "in use · t train"
+    return Text.assemble(("Labels: ", "bold"), " · ".join(parts), (f" · {keys}", "dim"))

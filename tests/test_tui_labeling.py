@@ -1,0 +1,123 @@
+"""Labeling conflicts in the workbench: keys, undo, a restart, the filters and orders, the
+header line, and the detail view; on a store written by the store's own API."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from textual.widgets import TabbedContent
+from tui_support import cells, run_async, synthetic_project, text_of, wait_for, workbench
+
+from kiwb.project.paths import ProjectPaths
+from kiwb.tui.panes.conflicts import ConflictsPane
+from kiwb.tui.screens.detail import ConflictDetailScreen
+
+SIZE = (100, 32)
+LABEL_COLUMN, TEXT_COLUMN = 4, 5
+
+
+def stored(project) -> dict[str, str | None]:
+    with sqlite3.connect(ProjectPaths(project).store) as db:
+        return dict(db.execute("SELECT text, label FROM text_labels").fetchall())
+
+
+async def open_conflicts(pilot, app):
+    await pilot.press("6")
+    pane = app.screen.query_one(ConflictsPane)
+    table = pane.main_widget()
+    await wait_for(pilot, lambda: table.row_count == 8, what="the conflicts")
+    table.focus()
+    await pilot.pause()
+    return pane, table
+
+
+@run_async
+async def test_five_labels_one_undone_survive_a_restart(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        shown = [row[TEXT_COLUMN] for row in cells(table)]
+        await pilot.press("l")
+        legend = app.screen.query_one("#label-legend")
+        assert legend.display and "1 sports" in text_of(legend) and "4 cooking" in text_of(legend)
+        # sports, music, none, (skip), politics, cooking: five decisions, then the last undone
+        for key in ("1", "3", "0", "s", "2", "4"):
+            await pilot.press(key)
+        assert app.screen.query_one(TabbedContent).active == "conflicts"  # digits labeled
+        expected = {shown[0]: "sports", shown[1]: "music", shown[2]: None, shown[4]: "politics",
+                    shown[5]: "cooking"}
+        await wait_for(pilot, lambda: stored(project) == expected, what="five stored labels")
+        assert [row[LABEL_COLUMN] for row in cells(table)[:6]] == [
+            "sports", "music", "none", "", "politics", "cooking"]
+        assert table.cursor_row == 6  # on to the next unlabeled text
+        await pilot.press("u")
+        del expected[shown[5]]
+        await wait_for(pilot, lambda: stored(project) == expected, what="the undo")
+        await wait_for(pilot, lambda: cells(table)[5][LABEL_COLUMN] == "", what="the row cleared")
+        assert table.cursor_row == 5  # back on the text whose label was taken back
+        header = app.screen.query_one("#label-header")
+        # a routes sports/politics, b music/cooking: the routing agrees where the label is its own
+        await wait_for(pilot, lambda: "4 here (1 none)" in text_of(header), what="the header")
+        await pilot.press("l")  # labeling off: the digits switch panes again
+        await pilot.press("3")
+        assert app.screen.query_one(TabbedContent).active == "jobs"
+
+    restarted = workbench(project)
+    async with restarted.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, restarted)
+        assert [row[LABEL_COLUMN] for row in cells(table)[:6]] == [
+            "sports", "music", "none", "", "politics", ""]
+        await pilot.press("f")  # unlabeled only
+        await wait_for(pilot, lambda: table.row_count == 4, what="the unlabeled texts")
+        await pilot.press("f")  # labeled only
+        await wait_for(pilot, lambda: sorted(row[TEXT_COLUMN] for row in cells(table)) == sorted(
+            text for text in expected), what="the labeled texts")
+        status = restarted.screen.query_one("#conflict-status")
+        assert "· labeled ·" in text_of(status)
+
+
+@run_async
+async def test_the_header_counts_agreement_and_the_useful_order_skips_labeled_texts(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        header = app.screen.query_one("#label-header")
+        assert "none yet" in text_of(header)
+        rows = cells(table)
+        first_won_by = rows[0][1]
+        own = {"a": "sports", "b": "music"}
+        other = {"a": "music", "b": "sports"}
+        await pilot.press("l")
+        # the first text gets a label of the teacher that won it, the second one it does not know
+        await pilot.press("1" if own[first_won_by] == "sports" else "3")
+        await pilot.press("3" if other[rows[1][1]] == "music" else "1")
+        await wait_for(pilot, lambda: "routing agrees 1/2 (50%)" in text_of(header),
+                       what="the agreement")
+        await pilot.press("o")  # most useful next: unlabeled texts only
+        status = app.screen.query_one("#conflict-status")
+        await wait_for(pilot, lambda: "most useful next" in text_of(status) and table.row_count == 6,
+                       what="the useful order")
+        labeled = {rows[0][TEXT_COLUMN], rows[1][TEXT_COLUMN]}
+        assert not labeled & {row[TEXT_COLUMN] for row in cells(table)}
+
+
+@run_async
+async def test_labeling_in_the_detail_view_moves_on_to_the_next_text(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        first, second = (row[TEXT_COLUMN] for row in cells(table)[:2])
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen), what="details")
+        assert "2 politics" in text_of(app.screen.query_one("#detail-legend"))
+        await pilot.press("2")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen)
+                       and app.screen.instance.text == second, what="the next text's details")
+        await pilot.press("p")  # every label, in a list: the last entry is "none of these"
+        await pilot.pause()
+        await pilot.press("end", "enter")
+        await wait_for(pilot, lambda: stored(project) == {first: "politics", second: None},
+                       what="both decisions")
