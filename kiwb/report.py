@@ -60,6 +60,12 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         facts.add_row("shared by several teachers", ", ".join(summary.overlapping_labels))
     facts.add_row(f"conflicting (margin < {summary.conflict_threshold})",
                   f"{summary.conflicts:,} ({_percent(summary.conflicts / total)})")
+    given = summary.gold_labels
+    if given is not None:
+        facts.add_row("labeled texts: one-hot targets", f"{given.labeled:,}")
+        facts.add_row("marked none of these labels: left out", f"{given.left_out:,}")
+        if given.eval_left_out:
+            facts.add_row("eval texts with a label: left out of eval", f"{given.eval_left_out:,}")
     evaluation = summary.eval
     for scope, accuracy in (("unlabeled", summary.routing_accuracy),
                             ("eval", evaluation.routing_accuracy if evaluation else None)):

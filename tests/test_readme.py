@@ -46,14 +46,24 @@ def _kiwb_invocations(line: str) -> list[list[str]]:
     return found
 
 
+def _options(parser: argparse.ArgumentParser) -> list[tuple[str, ...]]:
+    """A parser's options (each with its aliases, like -f / --follow), and those of its own
+    actions (`kiwb labels import --replace`)."""
+    found = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            found += [aliases for sub in action.choices.values() for aliases in _options(sub)]
+        elif action.option_strings and "--help" not in action.option_strings \
+                and action.help != argparse.SUPPRESS:  # hidden options are for tests and CI
+            found.append(tuple(action.option_strings))
+    return list(dict.fromkeys(found))
+
+
 def _subcommands() -> dict[str, list[tuple[str, ...]]]:
-    """Each subcommand's options (each with its aliases, like -f / --follow), from the parser."""
+    """Each subcommand's options, from the parser."""
     parser = build_parser()
     subparsers = next(action for action in parser._actions if action.dest == "command")
-    return {name: [tuple(action.option_strings) for action in sub._actions
-                   if action.option_strings and "--help" not in action.option_strings
-                   and action.help != argparse.SUPPRESS]  # hidden options are for tests and CI
-            for name, sub in subparsers.choices.items()}
+    return {name: _options(sub) for name, sub in subparsers.choices.items()}
 
 
 def test_the_configuration_reference_is_the_one_the_code_makes():

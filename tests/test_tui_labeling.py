@@ -3,12 +3,16 @@ header line, and the detail view; on a store written by the store's own API."""
 
 from __future__ import annotations
 
+import shutil
 import sqlite3
 
+import pytest
+from cli_helpers import run_kiwb
 from textual.widgets import TabbedContent
 from tui_support import cells, run_async, synthetic_project, text_of, wait_for, workbench
 
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
 from kiwb.tui.panes.conflicts import ConflictsPane
 from kiwb.tui.screens.detail import ConflictDetailScreen
 
@@ -121,3 +125,54 @@ async def test_labeling_in_the_detail_view_moves_on_to_the_next_text(tmp_path):
         await pilot.press("end", "enter")
         await wait_for(pilot, lambda: stored(project) == {first: "politics", second: None},
                        what="both decisions")
+
+
+@pytest.mark.slow
+@run_async
+async def test_labels_given_while_a_job_scores_are_kept_and_feed_an_integration_and_a_run(
+        scored_project, tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the jobs the workbench starts inherit it
+    project = tmp_path / "proj"
+    shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))
+    run_kiwb("integrate", project, "--threshold", "1", cwd=tmp_path)  # every text is listed
+    run_kiwb("train", project, "--epochs", "1", "--foreground", cwd=tmp_path)  # the run before
+    config = project / "kiwb.toml"  # new scoring settings: a real job rewrites the scores
+    text = config.read_text()
+    assert "mc_passes = 4\nshard_size = 16" in text
+    config.write_text(text.replace("mc_passes = 4\nshard_size = 16", "mc_passes = 12\nshard_size = 4"))
+    run_kiwb("score", project, "--detach", cwd=tmp_path)
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("6")
+        pane = app.screen.query_one(ConflictsPane)
+        table = pane.main_widget()
+        await wait_for(pilot, lambda: table.row_count > 20, what="the texts")
+        table.focus()
+        await pilot.press("l")
+        gold = [row[3] for row in cells(table)[:8]]
+        for label in gold:  # the simulated user knows each text's gold label
+            await pilot.press(str(pane.labels.index(label) + 1))
+        await wait_for(pilot, lambda: len(stored(project)) == 8, what="eight stored labels")
+        with Store(ProjectPaths(project).store) as store:
+            job = store.jobs.all()[-1]
+            assert job.kind == "score" and job.status == "running"  # it was writing meanwhile
+        await wait_for(pilot, lambda: job_status(project, job.id) == "finished", timeout=300,
+                       what="the scoring job")
+        assert len(stored(project)) == 8  # every label kept
+
+        await pilot.press("r")  # integrate with the labels
+        header = app.screen.query_one("#label-header")
+        await wait_for(pilot, lambda: "% before" in text_of(header) and "in use" in text_of(header),
+                       timeout=120, what="the integration with the labels")
+        await pilot.press("t")  # and a student run from it
+        await pilot.press("5")
+        runs = app.screen.query_one("#runs-table")
+        await wait_for(pilot, lambda: {"muki-hard", "muki-hard-stacked-labels"} <= {
+            row[0] for row in cells(runs)} and any(
+            row[0] == "muki-hard-stacked-labels" and row[1].startswith("done") for row in cells(runs)),
+            timeout=300, what="the new run beside the one before")
+
+
+def job_status(project, job_id: int) -> str:
+    with Store(ProjectPaths(project).store) as store:
+        return store.jobs.get(job_id).status
