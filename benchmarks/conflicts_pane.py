@@ -6,7 +6,8 @@
 Writes a throw-away project (kiwb.toml + a store with N integration rows, as `kiwb integrate`
 leaves them), then measures the store queries the pane makes and the pane itself, headless:
 from the screen being up to the first page of texts shown, the next page when the cursor
-nears the end, and a text search. Prints one line per figure.
+nears the end, and a text search; then the same with 1,000 texts labeled: the "most useful
+next" order and the labels' header line. Prints one line per figure.
 """
 
 from __future__ import annotations
@@ -21,8 +22,11 @@ import time
 from pathlib import Path
 
 from kiwb.project.config import write_new_project
-from kiwb.project.instances import InstanceFilter, count, page, replace_instances
+from kiwb.project.instances import InstanceFilter, count, key_of, page, replace_instances
+from kiwb.project.labels import give_labels
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.queries import label_progress, latest_integration
+from kiwb.project.records import IntegrationSettings, IntegrationSummary
 from kiwb.project.store import Store
 
 KEY = "benchmark"
@@ -42,11 +46,14 @@ def build(root: Path, texts: int, seed: int = 0) -> None:
 
     with Store(ProjectPaths(root).store) as store:
         replace_instances(store.connection, KEY, rows())
-        store.record_integration(KEY, dataset="unlabeled", settings={"method": "muki-hard"}, summary={
-            "num_texts": texts, "labels": ["sports", "politics", "music", "cooking"],
-            "overlapping_labels": [], "wins": {"a": texts // 2, "b": texts - texts // 2},
-            "margin_quantiles": {}, "margin_histogram": [0] * 20, "conflict_threshold": 0.1,
-            "conflicts": 0})
+        labels = ["sports", "politics", "music", "cooking"]
+        summary = IntegrationSummary(
+            num_texts=texts, teachers=["a", "b"], labels=labels, overlapping_labels=[],
+            wins={"a": texts // 2, "b": texts - texts // 2}, margin_quantiles={},
+            margin_histogram=[0] * 20, conflict_threshold=0.1, conflicts=0,
+            teacher_labels={"a": labels[:2], "b": labels[2:]})
+        store.record_integration(KEY, dataset="unlabeled", settings=IntegrationSettings().to_dict(),
+                                 summary=summary.to_dict())
 
 
 def timed(function, repeats: int = 5) -> float:
@@ -74,6 +81,31 @@ def query_figures(root: Path) -> dict[str, float]:
             "count (all texts)": timed(lambda: count(db, KEY, InstanceFilter())),
             "search page ('#777', all margins)": timed(
                 lambda: page(db, KEY, InstanceFilter(search="#777"), limit=201), repeats=3),
+        }
+
+
+def label_figures(root: Path, labeled: int = 1000) -> dict[str, float]:
+    """The labeling queries, with `labeled` of the lowest-margin texts labeled."""
+    with Store(ProjectPaths(root).store) as store:
+        db = store.connection
+        lowest = page(db, KEY, InstanceFilter(max_margin=0.1), limit=labeled)
+        give_labels(db, [(item.text, "sports") for item in lowest])
+        useful = InstanceFilter(max_margin=0.1, order="useful")
+        every = InstanceFilter(order="useful")
+        first = page(db, KEY, useful, limit=201)
+        integration = latest_integration(store)
+        return {
+            f"useful first page (margin < 0.1, {labeled:,} labeled)": timed(
+                lambda: page(db, KEY, useful, limit=201), repeats=3),
+            "useful next page (keyset)": timed(
+                lambda: page(db, KEY, useful, after=key_of(first[-1], useful), limit=201),
+                repeats=3),
+            "useful first page (all margins)": timed(lambda: page(db, KEY, every, limit=201),
+                                                     repeats=3),
+            "labeled only (all margins)": timed(
+                lambda: page(db, KEY, InstanceFilter(labels="labeled"), limit=201), repeats=3),
+            "labels header (count, agreement)": timed(
+                lambda: label_progress(store, integration), repeats=3),
         }
 
 
@@ -117,7 +149,8 @@ def main() -> None:
         started = time.perf_counter()
         build(root, args.texts)
         print(f"built a store of {args.texts:,} texts in {time.perf_counter() - started:.1f}s")
-        for name, seconds in {**query_figures(root), **asyncio.run(pane_figures(root))}.items():
+        figures = {**query_figures(root), **asyncio.run(pane_figures(root)), **label_figures(root)}
+        for name, seconds in figures.items():
             print(f"{name:45s} {1000 * seconds:9.1f} ms")
 
 

@@ -181,3 +181,29 @@ def test_a_bad_csv_label_file_is_refused_naming_the_line(tmp_path):
     path.write_text("", encoding="utf-8")
     with pytest.raises(DataError, match=r"labels.csv: empty file; give a header line"):
         read_label_file(path, LABELS)
+
+
+def test_the_useful_order_pages_alike_however_many_labels_a_group_has(store):
+    """Paged by keyset, the group-by-group reading gives the order the definition does:
+    turn = labels in the group + place among its unlabeled texts, then margin, then row."""
+    import random
+
+    rng = random.Random(3)
+    rows = [(row, rng.random(), rng.randrange(2), rng.randrange(3)) for row in range(300)]
+    _integrate(store, rows=rows)
+    give_labels(store.connection, [(f"text {row}", "sports") for row, *_ in rows[:120]
+                                   if rng.random() < 0.6])
+    labeled = set(labels_by_hash(store.connection))
+    groups: dict[tuple, list] = {}
+    for row, margin, routed, target in sorted(rows, key=lambda r: (r[1], r[0])):
+        groups.setdefault((routed, target), []).append((row, margin, text_hash(f"text {row}")))
+    expected = []
+    for members in groups.values():
+        given = sum(1 for *_, key in members if key in labeled)
+        unlabeled = [(row, margin) for row, margin, key in members if key not in labeled]
+        expected += [(given + turn, margin, row) for turn, (row, margin) in enumerate(unlabeled)]
+    useful, seen, after = InstanceFilter(order="useful"), [], None
+    while chunk := page(store.connection, "i1", useful, after=after, limit=7):
+        seen += [key_of(item, useful) for item in chunk]
+        after = key_of(chunk[-1], useful)
+    assert seen == sorted(expected)

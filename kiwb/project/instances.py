@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from kiwb.project.labels import text_hash
 
@@ -98,31 +98,50 @@ _COLUMNS = ("i.row, i.margin, i.routed, i.target, i.gold, i.confidences, i.text,
             "l.text_hash IS NOT NULL, l.label")
 _FROM = "FROM instances i LEFT JOIN text_labels l ON l.text_hash = i.text_hash"
 # Labels already given per (winning teacher, class) group: the `useful` order's head start.
-_GIVEN_PER_GROUP = (f"SELECT i.routed, i.target, COUNT(*) AS given {_FROM} "
-                    "WHERE i.integration = ? AND l.text_hash IS NOT NULL GROUP BY 1, 2")
+# CROSS JOIN makes SQLite read the (few) labels first and find each text by the text index,
+# rather than read every text of the integration.
+_GIVEN_PER_GROUP = ("SELECT i.routed, i.target, COUNT(*) FROM text_labels l CROSS JOIN "
+                    "instances i ON i.integration = ? AND i.text_hash = l.text_hash GROUP BY 1, 2")
 
 
 def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter(),
          *, after: tuple | None = None, limit: int = 100) -> list[Instance]:
     """Up to `limit` instances in the filter's order, starting after the key `after`:
     (margin, row), or (turn, margin, row) in the `useful` order (`key_of` gives it)."""
-    where, params = filters.where()
     if filters.order == "useful":
-        ranked = (
-            f"SELECT {_COLUMNS}, ROW_NUMBER() OVER (PARTITION BY i.routed, i.target "
-            f"ORDER BY i.margin, i.row) - 1 + COALESCE(g.given, 0) AS turn {_FROM} "
-            f"LEFT JOIN ({_GIVEN_PER_GROUP}) g ON g.routed = i.routed AND g.target = i.target "
-            f"WHERE i.integration = ?{where}")
-        keyset = " WHERE (turn, margin, row) > (?, ?, ?)" if after is not None else ""
-        query = f"SELECT * FROM ({ranked}){keyset} ORDER BY turn, margin, row LIMIT ?"
-        values = [integration, integration, *params, *(after or ()), limit]
-        return [_instance(r) for r in db.execute(query, values)]
+        return _useful_page(db, integration, filters, after, limit)
+    where, params = filters.where()
     if after is not None:
         where += " AND (i.margin, i.row) > (?, ?)"
         params += list(after)
     query = (f"SELECT {_COLUMNS}, NULL {_FROM} WHERE i.integration = ?{where} "
              f"ORDER BY i.margin, i.row LIMIT ?")
     return [_instance(r) for r in db.execute(query, [integration, *params, limit])]
+
+
+def _useful_page(db: sqlite3.Connection, integration: str, filters: InstanceFilter,
+                 after: tuple | None, limit: int) -> list[Instance]:
+    """The `useful` order, group by group: within a group the keys rise with margin, so a page
+    after turn t needs from each group only the `limit` texts from turn t on, which the group
+    index reads in order: a page costs about groups x limit rows (plus the depth skipped),
+    however many texts there are."""
+    where, params = filters.where()
+    given = {(routed, target): count for routed, target, count
+             in db.execute(_GIVEN_PER_GROUP, (integration,))}
+    groups = db.execute("SELECT DISTINCT routed, target FROM instances WHERE integration = ?",
+                        (integration,)).fetchall()
+    first_turn = after[0] if after is not None else 0
+    found = []
+    for routed, target in groups:
+        head_start = given.get((routed, target), 0)
+        skipped = max(0, first_turn - head_start)  # the group's texts of earlier turns
+        query = (f"SELECT {_COLUMNS}, NULL {_FROM} WHERE i.integration = ? AND i.routed = ? "
+                 f"AND i.target = ?{where} ORDER BY i.margin, i.row LIMIT ? OFFSET ?")
+        rows = db.execute(query, [integration, routed, target, *params, limit + 1, skipped])
+        found += [replace(_instance(row), turn=head_start + skipped + number)
+                  for number, row in enumerate(rows)]
+    found = [item for item in found if after is None or key_of(item, filters) > tuple(after)]
+    return sorted(found, key=lambda item: key_of(item, filters))[:limit]
 
 
 def key_of(item: Instance, filters: InstanceFilter) -> tuple:
@@ -141,8 +160,8 @@ def count(db: sqlite3.Connection, integration: str, filters: InstanceFilter = In
 def labeled_in(db: sqlite3.Connection, integration: str) -> list[tuple[str, int, str | None]]:
     """(text hash, routed teacher, label or None for none of these labels) of every text of
     an integration that has a label."""
-    query = ("SELECT i.text_hash, i.routed, l.label FROM instances i JOIN text_labels l "
-             "ON l.text_hash = i.text_hash WHERE i.integration = ? ORDER BY i.row")
+    query = ("SELECT i.text_hash, i.routed, l.label FROM text_labels l CROSS JOIN instances i "
+             "ON i.integration = ? AND i.text_hash = l.text_hash ORDER BY i.row")
     return [tuple(row) for row in db.execute(query, (integration,))]
 
 

@@ -136,7 +136,8 @@ ALTER TABLE jobs_v4 RENAME TO jobs
 
 # Version 5: gold labels a user gives to texts (kiwb.project.labels), keyed by the text's
 # content hash so they outlive any one integration or data file; and that hash on every
-# integration row, so the conflicts list can tell labeled texts from the rest.
+# integration row, so the conflicts list can tell labeled texts from the rest; and an index
+# by (winning teacher, class) in margin order, which the "most useful next" order pages by.
 _V5_LABELS = """
 CREATE TABLE text_labels (
     text_hash TEXT PRIMARY KEY,
@@ -148,7 +149,8 @@ CREATE TABLE text_labels (
 );
 ALTER TABLE instances ADD COLUMN text_hash TEXT;
 UPDATE instances SET text_hash = kiwb_text_hash(text);
-CREATE INDEX instances_by_text ON instances (integration, text_hash)
+CREATE INDEX instances_by_text ON instances (integration, text_hash);
+CREATE INDEX instances_by_group ON instances (integration, routed, target, margin, row)
 """
 
 
