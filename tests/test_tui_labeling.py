@@ -9,7 +9,15 @@ import sqlite3
 import pytest
 from cli_helpers import run_kiwb
 from textual.widgets import TabbedContent
-from tui_support import cells, run_async, synthetic_project, text_of, wait_for, workbench
+from tui_support import (
+    cells,
+    record_notifications,
+    run_async,
+    synthetic_project,
+    text_of,
+    wait_for,
+    workbench,
+)
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -89,6 +97,10 @@ async def test_the_header_counts_agreement_and_the_useful_order_skips_labeled_te
         pane, table = await open_conflicts(pilot, app)
         header = app.screen.query_one("#label-header")
         assert "none yet" in text_of(header)
+        shown = record_notifications(app)
+        await pilot.press("r")  # nothing to feed back yet: said, and no job is started
+        await wait_for(pilot, lambda: any("no labels yet" in note for note in shown),
+                       what="the warning")
         rows = cells(table)
         first_won_by = rows[0][1]
         own = {"a": "sports", "b": "music"}

@@ -8,7 +8,10 @@ from dataclasses import dataclass
 
 from rich.text import Text
 
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, LABELS_ROUTING
+from kiwb.project.config import ProjectConfig
 from kiwb.project.instances import Instance
+from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.labels import NONE
 from kiwb.project.queries import LabelProgress
 
@@ -71,3 +74,19 @@ def header(progress: LabelProgress | None, used: bool) -> Text:
             parts.append(f"{100 * progress.before:.0f}% before ({change:+.0f} points)")
     keys = "r re-integrate · t train" if not used else "in use · t train"
     return Text.assemble(("Labels: ", "bold"), " · ".join(parts), (f" · {keys}", "dim"))
+
+
+def _labels_routing(config: ProjectConfig) -> str | None:
+    """The routing to fit on the labels: the project's own if it reads labels, else the one
+    kiwb fits on labels (None: the project's)."""
+    return None if config.integration.routing in FEW_LABEL_ROUTINGS else LABELS_ROUTING
+
+
+def integrate_with_labels(config: ProjectConfig) -> IntegrateSpec:
+    """The integration the Conflicts pane's r starts."""
+    return IntegrateSpec(labels=True, routing=_labels_routing(config))
+
+
+def train_with_labels(config: ProjectConfig) -> TrainSpec:
+    """The student run the Conflicts pane's t starts: the settings of r, named by them."""
+    return TrainSpec(labels=True, routing=_labels_routing(config)).named(config.integration)

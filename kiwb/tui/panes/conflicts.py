@@ -19,11 +19,10 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Select, Static
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, LABELS_ROUTING
 from kiwb.project.instances import Instance, InstanceFilter, key_of
-from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import (
+    LabelProgress,
     StoreChanges,
     conflict_count,
     conflict_page,
@@ -43,8 +42,10 @@ from kiwb.tui.labeling import (
     Decision,
     decision_for_key,
     header,
+    integrate_with_labels,
     label_cell,
     legend,
+    train_with_labels,
 )
 from kiwb.tui.messages import (
     ActionDone,
@@ -109,6 +110,7 @@ class ConflictsPane(Pane):
         self._search_timer: Timer | None = None
         self.labeling = False
         self.writer = LabelWriter(root, self)
+        self.progress: LabelProgress | None = None
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="conflict-filters"):
@@ -190,6 +192,7 @@ class ConflictsPane(Pane):
 
     def on_labels_read(self, message: LabelsRead) -> None:
         if self.integration is not None and message.integration == self.integration.key:
+            self.progress = message.progress
             self.query_one("#label-header", Static).update(
                 header(message.progress, self.integration.settings.labels))
 
@@ -389,34 +392,31 @@ class ConflictsPane(Pane):
         return self.loaded[row] if self.integration is not None and 0 <= row < len(self.loaded) else None
 
     # -- feeding the labels back ---------------------------------------------------------
-    def _labels_routing(self) -> str | None:
-        """The routing to fit on the labels: the project's own if it reads labels, else the
-        one kiwb fits on labels (None: the project's)."""
-        config = self.config
-        return None if config and config.integration.routing in FEW_LABEL_ROUTINGS else LABELS_ROUTING
-
     def action_reintegrate(self) -> None:
         """Integrate again with the labels: stacked routing fitted on them, labeled texts as
         one-hot targets, texts marked none left out."""
-        config = self.require_config()
-        if config is None:
-            return
-        spec, root = IntegrateSpec(labels=True, routing=self._labels_routing()), self.root
-        run_in_thread(self, lambda: ActionDone(
-            f"started job {launcher.launch(root, spec)}: integrating with the labels; the header "
-            "shows what they changed when it is done"),
-            action="starting the integration")
+        config = self._config_with_labels()
+        if config is not None:
+            spec, root = integrate_with_labels(config), self.root
+            run_in_thread(self, lambda: ActionDone(
+                f"started job {launcher.launch(root, spec)}: integrating with the labels; the "
+                "header shows what they changed when it is done"),
+                action="starting the integration")
 
     def action_train(self) -> None:
-        """A student run from the labels (the same settings as r), beside the runs before."""
-        config = self.require_config()
-        if config is None:
-            return
-        spec = TrainSpec(labels=True, routing=self._labels_routing()).named(config.integration)
-        root = self.root
-        run_in_thread(self, lambda: ActionDone(
-            f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),
-            action="starting the training")
+        """A student run from the labels (the settings of r), beside the runs before."""
+        config = self._config_with_labels()
+        if config is not None:
+            spec, root = train_with_labels(config), self.root
+            run_in_thread(self, lambda: ActionDone(
+                f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),
+                action="starting the training")
+
+    def _config_with_labels(self):
+        if self.progress is None or not self.progress.in_store:
+            self.notify("no labels yet: press l and label some texts first", severity="warning")
+            return None
+        return self.require_config()
 
     def action_export_csv(self) -> None:
         if self.integration is None:

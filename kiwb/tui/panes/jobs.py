@@ -168,6 +168,8 @@ class JobsPane(Pane):
             Field("tau", "tau", str(integration.tau)),
             Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
             Field("use_mc", "MC dropout", integration.use_mc, "route by MC confidence", flag=True),
+            Field("labels", "given labels", integration.labels, "use the labels given in "
+                  "Conflicts (6)", flag=True),
             Field("epochs", "epochs", str(training.epochs)),
             Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
@@ -182,9 +184,9 @@ class JobsPane(Pane):
             min_steps = _steps(values["min_steps"])
             method, routing = values["method"], values["routing"]
             if method != "supervised":  # supervised training routes nothing
-                check_routing(config, routing)
+                check_routing(config, routing, labels=values["labels"])
             run = values["run"] or default_run_name(
-                method, tau, values["reweight"], values["use_mc"], routing)
+                method, tau, values["reweight"], values["use_mc"], routing, values["labels"])
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
@@ -193,6 +195,7 @@ class JobsPane(Pane):
                 run=run, method=method, tau=tau,
                 routing=routing if routing != integration.routing else None,
                 reweight=values["reweight"], use_mc=values["use_mc"],
+                labels=values["labels"] if values["labels"] != integration.labels else None,
                 student=student or None, epochs=epochs,
                 min_steps=min_steps if min_steps != training.min_steps else None,
                 device=values["device"] or None, resume=values["resume"]))
@@ -205,14 +208,17 @@ class JobsPane(Pane):
             return
         integration = config.integration
         fields = [Field("method", "method", integration.method, choices=INTEGRATION_METHODS),
-                  Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS))]
+                  Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
+                  Field("labels", "given labels", integration.labels, "use the labels given "
+                        "in Conflicts (6)", flag=True)]
 
         root = self.root
 
         def start(values: dict) -> int:
-            check_routing(config, values["routing"])
-            return launcher.launch(root, IntegrateSpec(method=values["method"],
-                                                       routing=values["routing"]))
+            check_routing(config, values["routing"], labels=values["labels"])
+            return launcher.launch(root, IntegrateSpec(
+                method=values["method"], routing=values["routing"],
+                labels=values["labels"] if values["labels"] != integration.labels else None))
 
         self.app.push_screen(FormScreen(
             "Integrate the teachers' scores", fields, start,
