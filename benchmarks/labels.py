@@ -2,6 +2,7 @@
 
     python benchmarks/labels.py --preset cpu               # routing, then the students
     python benchmarks/labels.py --preset cpu --no-students
+    python benchmarks/labels.py --preset cpu --render      # the table again from labels.json
 
 The user gives the gold label of the first 16, 64 and 256 texts the Conflicts pane offers in
 its "most useful next" order (no margin ceiling), over the integration the project's default
@@ -173,9 +174,17 @@ def main() -> None:
     parser.add_argument("--no-students", action="store_true", help="routing figures only")
     parser.add_argument("--counts", default="64,256,16",
                         help="label counts to train students for, in this order")
+    parser.add_argument("--render", action="store_true",
+                        help="only re-render BENCHMARKS.md's section from labels.json")
     args = parser.parse_args()
-    preset = debian8.PRESETS[args.preset]
     out = HERE / "out" / args.preset
+    if args.render:
+        from report import write_section
+
+        write_section(f"labels {args.preset}", "benchmarks/labels.py",
+                      render(json.loads((out / "labels.json").read_text())))
+        return
+    preset = debian8.PRESETS[args.preset]
     project, data = project_copy(out, preset)
     test_view = out / "test-view"
     pool = [json.loads(line) for line in open(data["train"], encoding="utf-8")]
