@@ -122,6 +122,8 @@ RESUME_CHECKS = {
     "labels": "the union label set or its order changed",
     "method": "the integration method or its settings changed",
     "data": "the unlabeled data changed",
+    "labeled_data": "the [data.labeled] texts or their labels changed",
+    "given_labels": "the labels given to texts changed (kiwb labels list shows them)",
     "eval_data": "the labeled evaluation data was added, removed or changed",
     "student": "the student base changed",
     "training": "the training settings changed",
@@ -134,12 +136,22 @@ def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
     if recorded is None:
         raise KiwbError(f"{run_dir}: no manifest.json, so this run cannot be resumed; start it afresh")
     for key, reason in RESUME_CHECKS.items():
-        if recorded.get(key) != manifest.get(key):
+        if _comparable(key, recorded.get(key)) != _comparable(key, manifest.get(key)):
             raise KiwbError(
                 f"cannot resume run {run_dir.name!r}: {reason} since it started"
                 f"{_changed_settings(recorded.get(key), manifest.get(key))}; "
                 f"start a new run with --run NEW_NAME (or delete {run_dir})"
             )
+
+
+def _comparable(key: str, value: Any) -> Any:
+    """The integration settings with the values of keys added since as a record written before
+    them reads (`labels`: off), so an older run still resumes when nothing really changed."""
+    if key == "method" and isinstance(value, dict):
+        from kiwb.project.records import IntegrationSettings
+
+        return IntegrationSettings.from_dict(value).to_dict()
+    return value
 
 
 def _changed_settings(before: Any, now: Any) -> str:

@@ -1,0 +1,33 @@
+"""Which changes stop a run from resuming: the labels given to texts do; a settings key added
+by a later kiwb, at the value older runs had, does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from kiwb.errors import KiwbError
+from kiwb.project.records import IntegrationSettings
+from kiwb.workers.checkpoints import check_resumable, write_manifest
+
+
+def manifest(**changes) -> dict:
+    settings = IntegrationSettings(routing="stacked", labels=True).to_dict()
+    return {"teachers": [], "labels": ["x", "y"], "method": settings, "data": "d",
+            "labeled_data": None, "given_labels": "labels-1", "eval_data": None,
+            "student": "s", "training": {}, **changes}
+
+
+def test_a_run_from_before_labels_existed_still_resumes(tmp_path):
+    older = IntegrationSettings().to_dict()
+    del older["labels"]  # written before the key existed
+    write_manifest(tmp_path, manifest(method=older, given_labels=None))
+    check_resumable(tmp_path, manifest(method=IntegrationSettings().to_dict(), given_labels=None))
+
+
+def test_changed_labels_stop_a_resume_and_say_why(tmp_path):
+    write_manifest(tmp_path, manifest())
+    check_resumable(tmp_path, manifest())
+    with pytest.raises(KiwbError, match="the labels given to texts changed"):
+        check_resumable(tmp_path, manifest(given_labels="labels-2"))
+    with pytest.raises(KiwbError, match=r"labels: True -> False"):
+        check_resumable(tmp_path, manifest(method=IntegrationSettings(routing="stacked").to_dict()))
