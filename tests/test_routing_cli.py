@@ -15,7 +15,7 @@ from cli_helpers import run_kiwb, write_project
 from conftest import TRAINING_SETTINGS
 from tiny import make_texts, write_jsonl
 
-from kiwb.core.choices import ROUTINGS
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
 
 LABELED = 16
 
@@ -60,7 +60,7 @@ def test_switching_routing_integrates_without_rescoring(labeled_project):
         assert sum(t["won"] for t in block["teachers"].values()) == summary["num_texts"] == 160
         assert summary["eval"]["routing_accuracy"]["routing"] == routing
         # few-label routings say how calibrated each teacher is on its own labeled texts
-        few = routing in ("trust", "temperature")
+        few = routing in FEW_LABEL_ROUTINGS
         assert block["labeled_texts"] == (LABELED if few else 0)
         assert ("calibration_error" in block["teachers"]["a"]) == few
         found[routing] = summary["key"]

@@ -188,3 +188,39 @@ async def test_labels_given_while_a_job_scores_are_kept_and_feed_an_integration_
 def job_status(project, job_id: int) -> str:
     with Store(ProjectPaths(project).store) as store:
         return store.jobs.get(job_id).status
+
+
+KILLED_WORKBENCH = """
+import asyncio, os, signal, sys
+sys.path.insert(0, {tests!r})
+from tui_support import wait_for, workbench
+from kiwb.tui.panes.conflicts import ConflictsPane
+
+async def main():
+    app = workbench({project!r}, pane="conflicts")
+    async with app.run_test(size=(100, 32)) as pilot:
+        table = app.screen.query_one(ConflictsPane).main_widget()
+        await wait_for(pilot, lambda: table.row_count == 8, what="the conflicts")
+        table.focus()
+        await pilot.press("l", "1", "2", "0")
+        header = app.screen.query_one("#label-header")
+        await wait_for(pilot, lambda: "3 here" in str(header.content), what="three labels")
+        print("labeled", flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no clean exit: nothing after this runs
+
+asyncio.run(main())
+"""
+
+
+def test_labels_outlive_a_killed_workbench(tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    project = synthetic_project(tmp_path / "proj")
+    script = KILLED_WORKBENCH.format(tests=str(Path(__file__).parent), project=str(project))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == -9 and "labeled" in done.stdout, done.stderr[-2000:]
+    assert sorted(label for label in stored(project).values() if label) == ["politics", "sports"]
+    assert len(stored(project)) == 3  # the none decision too
