@@ -153,23 +153,30 @@ async def test_labels_given_while_a_job_scores_are_kept_and_feed_an_integration_
     assert "mc_passes = 4\nshard_size = 16" in text
     config.write_text(text.replace("mc_passes = 4\nshard_size = 16", "mc_passes = 12\nshard_size = 4"))
     run_kiwb("score", project, "--detach", cwd=tmp_path)
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+    assert job.kind == "score"
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("6")
         pane = app.screen.query_one(ConflictsPane)
         table = pane.main_widget()
         await wait_for(pilot, lambda: table.row_count > 20, what="the texts")
+        # A busy machine can take seconds to start the worker: label once it writes scores.
+        await wait_for(pilot, lambda: job_status(project, job.id) == "running"
+                       and shards_written_since(project, job_started(project, job.id)) > 0,
+                       timeout=120, what="the scoring job writing its first shard")
         table.focus()
         await pilot.press("l")
         gold = [row[3] for row in cells(table)[:8]]
         for label in gold:  # the simulated user knows each text's gold label
             await pilot.press(str(pane.labels.index(label) + 1))
         await wait_for(pilot, lambda: len(stored(project)) == 8, what="eight stored labels")
-        with Store(ProjectPaths(project).store) as store:
-            job = store.jobs.all()[-1]
-            assert job.kind == "score" and job.status == "running"  # it was writing meanwhile
         await wait_for(pilot, lambda: job_status(project, job.id) == "finished", timeout=300,
                        what="the scoring job")
+        with Store(ProjectPaths(project).store) as store:
+            ended = store.jobs.get(job.id).ended_at
+        assert label_times(project)[0] < ended  # labels were given while the job wrote the store
         assert len(stored(project)) == 8  # every label kept
 
         await pilot.press("r")  # integrate with the labels
@@ -188,6 +195,22 @@ async def test_labels_given_while_a_job_scores_are_kept_and_feed_an_integration_
 def job_status(project, job_id: int) -> str:
     with Store(ProjectPaths(project).store) as store:
         return store.jobs.get(job_id).status
+
+
+def job_started(project, job_id: int) -> float:
+    with Store(ProjectPaths(project).store) as store:
+        return store.jobs.get(job_id).started_at or float("inf")
+
+
+def shards_written_since(project, since: float) -> int:
+    with sqlite3.connect(ProjectPaths(project).store) as db:
+        return db.execute("SELECT count(*) FROM score_shards WHERE status = 'done' "
+                          "AND finished_at > ?", (since,)).fetchone()[0]
+
+
+def label_times(project) -> list[float]:
+    with sqlite3.connect(ProjectPaths(project).store) as db:
+        return [t for (t,) in db.execute("SELECT given_at FROM text_labels ORDER BY given_at")]
 
 
 KILLED_WORKBENCH = """
