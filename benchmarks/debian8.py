@@ -80,6 +80,7 @@ def split_data(out: Path, preset: dict) -> dict[str, Path]:
             name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"
             splits[name].append({"text": row["text"], "label": row["section"]})
     splits["teacher_train"] = splits["train"]
+    out.mkdir(parents=True, exist_ok=True)
     paths = {}
     for name, rows in splits.items():
         limit = preset[name]
@@ -260,10 +261,9 @@ def make_teachers(out: Path, data: dict, base: str, preset: dict, stages: dict) 
     return teachers
 
 
-def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, seeds: int,
-             results: dict, results_path: Path) -> None:
-    """Score, integrate, train every method per seed, evaluate on test; save after each seed."""
-    log, stages = out / "commands.log", results["stages"]
+def score_splits(out: Path, data: dict, teachers: dict, base: str, preset: dict,
+                 stages: dict) -> tuple[Path, Path]:
+    """The student's project (pool and dev) and the test view, both scored by both teachers."""
     project = out / "project"
     write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
     test_view = out / "test-view"  # the same teachers on the test split, for teacher figures
@@ -272,9 +272,17 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
         # --foreground: the measured process does the work (its peak memory is the stage's);
         # a run that found the scores cached measured nothing and keeps the earlier figure.
         before = _finished_shards(folder)
-        measured = kiwb("score", folder, "--foreground", log=log)
+        measured = kiwb("score", folder, "--foreground", log=out / "commands.log")
         if _finished_shards(folder) > before:
             stages[stage] = measured
+    return project, test_view
+
+
+def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, seeds: int,
+             results: dict, results_path: Path) -> None:
+    """Score, integrate, train every method per seed, evaluate on test; save after each seed."""
+    log, stages = out / "commands.log", results["stages"]
+    project, test_view = score_splits(out, data, teachers, base, preset, stages)
     results["test_integration"] = json.loads(kiwb("integrate", test_view, "--json", log=log)["stdout"])
     results["confidence"] = confidence_diagnostics(test_view)
     results["train_integration"] = json.loads(kiwb("integrate", project, "--json", log=log)["stdout"])

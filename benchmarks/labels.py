@@ -11,7 +11,8 @@ goes into the store as the workbench would put it (kiwb.project.labels). Figures
 accuracy on dev and test of stacked and trust routing fitted on the pool with those labels, and
 MUKI-Hard students (`kiwb train --labels --routing stacked`, the workbench's re-integration)
 evaluated on test. The lowest-margin order without spreading is measured for routing only.
-Uses the teachers and scores of `debian8.py` and `routing.py` (copied, never rescored).
+Uses the teachers and scores of `debian8.py` (copied, never rescored); on a fresh machine it
+trains the teachers and scores the pool, dev and test itself, without the baselines' students.
 Writes benchmarks/out/PRESET/labels.json and its section of BENCHMARKS.md.
 """
 
@@ -43,6 +44,7 @@ def project_copy(out: Path, preset: dict) -> tuple[Path, dict]:
     base = debian8.minilm_path()
     data = debian8.split_data(out, preset)
     teachers = debian8.make_teachers(out, data, base, preset, {})
+    debian8.score_splits(out, data, teachers, base, preset, {})  # cached after debian8.py
     project = out / "labels-project"
     if not (project / "store.sqlite").exists():
         project.mkdir(parents=True, exist_ok=True)

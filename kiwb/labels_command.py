@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from kiwb.errors import KiwbError
+from kiwb.project.labels import text_hash
 
 TEXT_CHARS = 70
 
@@ -107,15 +108,36 @@ def import_labels(args: argparse.Namespace) -> int:
         decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
                                     label_column=args.label_column)
         if args.replace:
-            count = replace_all(store.connection, decisions)
+            replace_all(store.connection, decisions)
         else:
-            count = len(give_labels(store.connection, decisions))
-    none = sum(1 for _text, label in decisions if label is None)
-    stdout.print(f"imported {count:,} labels from {args.file}"
+            give_labels(store.connection, decisions)
+    last = {text_hash(item.text): item.label for item in decisions}  # a later line wins
+    none = sum(1 for label in last.values() if label is None)
+    stdout.print(f"imported {len(last):,} labels from {args.file}"
                  + (f" ({none:,} none of these labels)" if none else "")
+                 + (f"; {len(decisions) - len(last):,} more line(s) named a text already "
+                    "named (the last line counts)" if len(decisions) > len(last) else "")
                  + ("; the labels given before were replaced" if args.replace else ""),
                  highlight=False)
+    known_texts = project_text_hashes(config)
+    unmatched = len(set(last) - known_texts) if known_texts is not None else 0
+    if unmatched:
+        stdout.print(f"{unmatched:,} of them match no text of the project's data: kiwb finds a "
+                     "text by its exact content (spaces and case included); they are kept, and "
+                     "count once a data set holds them", highlight=False)
     return 0
+
+
+def project_text_hashes(config) -> set[str] | None:
+    """Hashes of every text of the project's data sets (None: a data file cannot be read now,
+    which kiwb score says in full; the labels are stored either way)."""
+    from kiwb.workers.project_inputs import load_datasets
+
+    try:
+        tables = load_datasets(config)
+    except KiwbError:
+        return None
+    return {text_hash(text) for table in tables.values() for text in table.texts}
 
 
 def known_labels(config) -> list[str]:

@@ -70,7 +70,7 @@ ROWS = [(0, 0.05, 0, 0), (1, 0.01, 0, 0), (2, 0.20, 1, 2), (3, 0.02, 0, 1),
         (4, 0.30, 1, 3), (5, 0.03, 0, 0), (6, 0.04, 1, 2), (7, 0.50, 1, 2)]
 
 
-def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0):
+def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teacher_labels=True):
     replace_instances(store.connection, key, [
         (row, margin, routed, target, None, [0.5, 0.5], f"text {row}")
         for row, margin, routed, target in rows])
@@ -78,6 +78,8 @@ def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0):
                "overlapping_labels": [], "wins": {"A": 4, "B": 4}, "margin_quantiles": {},
                "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 5,
                "teacher_labels": {"A": LABELS[:2], "B": LABELS[2:]}}
+    if not teacher_labels:  # recorded before kiwb kept each teacher's labels in the summary
+        del summary["teacher_labels"]
     settings = IntegrationSettings(**(settings or {})).to_dict()
     store.record_integration(key, dataset="unlabeled", settings=settings, summary=summary)
     store.connection.execute("UPDATE integrations SET created_at = ? WHERE key = ?",
@@ -140,16 +142,46 @@ def test_the_header_counts_labels_agreement_and_the_change_after_re_integration(
     assert progress.agreement == 1.0 and progress.before == pytest.approx(2 / 3)
 
 
+def test_an_integration_recorded_before_teacher_label_sets_reads_them_from_the_scores(store):
+    older = _integrate(store, teacher_labels=False)
+    assert older.summary.teacher_labels is None
+    for teacher, own in (("A", LABELS[:2]), ("B", LABELS[2:])):
+        store.register_score_set(f"scores-{teacher}", teacher=teacher, dataset="unlabeled",
+                                 num_texts=8, num_shards=1, meta={"labels": own})
+    give_labels(store.connection, [("text 0", "sports"), ("text 2", "sports"),
+                                   ("text 3", "politics")])
+    progress = label_progress(store, older)
+    assert (progress.agree, progress.judged) == (2, 3)
+
+
 # -- label files ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("suffix", [".csv", ".jsonl"])
-def test_label_files_round_trip_text_with_commas_quotes_and_newlines(store, tmp_path, suffix):
+def test_label_files_round_trip_text_with_commas_quotes_and_line_breaks(store, tmp_path, suffix):
     given = [("plain", "sports"), ("a, comma", "music"), ('a "quote"', None),
-             ("two\nlines", "cooking"), ("ünïcode ✓", "politics")]
+             ("two\nlines", "cooking"), ("ünïcode ✓", "politics"), ("bare\rreturn", "music"),
+             ("crlf\r\nbreak", "sports"), ("unicode\u2028line\u0085separators\u2029", None)]
     give_labels(store.connection, given)
     path = tmp_path / f"labels{suffix}"
-    assert write_label_file(path, all_labels(store.connection)) == 5
-    assert sorted(read_label_file(path, LABELS)) == sorted(given, key=lambda pair: pair[0])
+    assert write_label_file(path, all_labels(store.connection)) == len(given)
+    read = read_label_file(path, LABELS)
+    assert sorted((item.text, item.label) for item in read) == sorted(given, key=lambda pair: pair[0])
+    # when and by whom each was given come back too, so an import keeps them
+    stored = {item.text: item for item in all_labels(store.connection)}
+    assert all((item.given_at, item.user, item.host) == (
+        round(stored[item.text].given_at, 3), stored[item.text].user, stored[item.text].host)
+        for item in read)
+
+
+def test_an_import_keeps_who_gave_a_label_and_when(store):
+    from kiwb.project.labels import Decision
+
+    give_labels(store.connection, [Decision("a", "sports", 1000.0, "alice", "alicehost"),
+                                   ("b", "music")])
+    by_text = {item.text: item for item in all_labels(store.connection)}
+    assert (by_text["a"].given_at, by_text["a"].user, by_text["a"].host) == (1000.0, "alice",
+                                                                            "alicehost")
+    assert by_text["b"].given_at > 1000.0 and by_text["b"].user != "alice"
 
 
 @pytest.mark.parametrize(("content", "fragments"), [
@@ -158,6 +190,8 @@ def test_label_files_round_trip_text_with_commas_quotes_and_newlines(store, tmp_
       "none for none of these labels"]),
     ('{"text": "a"}\n', ["line 1", "no 'label' column", "--label-column"]),
     ('{"text": "a", "label": "sports"}\nnot json\n', ["line 2", "not JSON"]),
+    ('{"text": "a", "label": "sports", "given_at": "yesterday"}\n',
+     ["line 1", "given_at 'yesterday' is not a time"]),
 ])
 def test_a_bad_jsonl_label_file_is_refused_naming_the_line(tmp_path, content, fragments):
     path = tmp_path / "labels.jsonl"

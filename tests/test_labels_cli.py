@@ -118,6 +118,20 @@ def test_export_and_import_round_trip_and_a_bad_file_changes_nothing(project, tm
     assert refused.returncode == 2 and "no 'label' column" in refused.stderr
     assert stored_labels(project) == before  # nothing was written by any bad file
 
+    # A file naming a text twice, and a text no data set holds: counted as texts, and said.
+    repeated = tmp_path / "repeated.jsonl"
+    write_jsonl(repeated, [{"text": POOL[0]["text"], "label": "none"},
+                           {"text": POOL[0]["text"], "label": POOL[0]["label"]},
+                           {"text": POOL[2]["text"] + " ", "label": POOL[2]["label"]}])
+    said = " ".join(run_kiwb("labels", "import", project, repeated, cwd=tmp_path).stdout.split())
+    assert "imported 2 labels" in said and "1 more line(s) named a text already named" in said
+    assert "1 of them match no text of the project's data" in said
+    with sqlite3.connect(project / "store.sqlite") as db:  # the last line counted; then put back
+        assert db.execute("SELECT label FROM text_labels WHERE text = ?",
+                          (POOL[0]["text"],)).fetchone() == (POOL[0]["label"],)
+        db.execute("DELETE FROM text_labels WHERE text = ?", (POOL[2]["text"] + " ",))
+    assert stored_labels(project) == before
+
     listed = json.loads(run_kiwb("labels", "list", project, "--json", cwd=tmp_path).stdout)
     assert len(listed) == 15 and sum(item["label"] == "none" for item in listed) == 2
     shown = run_kiwb("labels", "list", project, cwd=tmp_path).stdout

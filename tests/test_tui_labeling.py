@@ -139,6 +139,115 @@ async def test_labeling_in_the_detail_view_moves_on_to_the_next_text(tmp_path):
                        what="both decisions")
 
 
+@run_async
+async def test_keys_without_a_label_keep_labeling_and_a_picked_label_lands_on_the_text_shown(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        shown = [row[TEXT_COLUMN] for row in cells(table)]
+        notes = record_notifications(app)
+        await pilot.press("l", "6", "²")  # four labels: 6 labels nothing; ² is no number key
+        assert app.screen.query_one(TabbedContent).active == "conflicts" and not stored(project)
+        assert any("no label on 6" in note for note in notes)
+        await pilot.press("p")  # the picker on the first text; meanwhile the list moves on
+        await pilot.pause()
+        table.move_cursor(row=3)
+        await pilot.press("down", "enter")  # the second entry: politics
+        await wait_for(pilot, lambda: stored(project) == {shown[0]: "politics"},
+                       what="the picked label")
+        assert cells(table)[0][LABEL_COLUMN] == "politics" and cells(table)[3][LABEL_COLUMN] == ""
+
+
+@run_async
+async def test_the_useful_order_lists_unlabeled_texts_whatever_the_filter_was(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        first = cells(table)[0][TEXT_COLUMN]
+        await pilot.press("l", "1", "l")
+        await wait_for(pilot, lambda: len(stored(project)) == 1, what="the label")
+        await pilot.press("f", "f")  # the labeled texts, then most useful next
+        await wait_for(pilot, lambda: table.row_count == 1, what="the labeled text")
+        await pilot.press("o")
+        status = app.screen.query_one("#conflict-status")
+        await wait_for(pilot, lambda: "most useful next · unlabeled" in text_of(status)
+                       and table.row_count == 7, what="the useful order")
+        assert first not in {row[TEXT_COLUMN] for row in cells(table)}
+
+
+@run_async
+async def test_undo_in_the_detail_view_shows_the_text_taken_back(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        first, second = (row[TEXT_COLUMN] for row in cells(table)[:2])
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen), what="details")
+        assert "u undo" in text_of(app.screen.query_one("#detail-legend"))
+        await pilot.press("4")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen)
+                       and app.screen.instance.text == second, what="the next text's details")
+        await wait_for(pilot, lambda: stored(project) == {first: "cooking"}, what="the label")
+        await pilot.press("u")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConflictDetailScreen)
+                       and app.screen.instance.text == first, what="the text taken back")
+        await wait_for(pilot, lambda: stored(project) == {}, what="the undo")
+
+
+@run_async
+async def test_a_store_held_by_a_job_delays_labels_without_losing_one(tmp_path, monkeypatch):
+    from kiwb.project import database
+
+    monkeypatch.setattr(database, "BUSY_TIMEOUT_S", 0.2)  # "locked" after 0.2 s, not 30
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        shown = [row[TEXT_COLUMN] for row in cells(table)]
+        notes = record_notifications(app)
+        holder = sqlite3.connect(ProjectPaths(project).store, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # what a job rewriting the store holds
+        await pilot.press("l", "1", "2", "u")
+        await pilot.pause(1.5)  # several busy timeouts
+        assert stored(project) == {} and [row[LABEL_COLUMN] for row in cells(table)[:2]] == [
+            "sports", "politics"]
+        holder.execute("COMMIT")
+        holder.close()
+        await wait_for(pilot, lambda: stored(project) == {shown[0]: "sports"},
+                       what="the labels once the store is free")
+        await wait_for(pilot, lambda: cells(table)[1][LABEL_COLUMN] == "", what="the undo shown")
+        assert not any("busy" in note or "failed" in note.lower() for note in notes)
+
+
+@run_async
+async def test_feeding_back_only_none_labels_is_refused_before_any_job(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        notes = record_notifications(app)
+        await pilot.press("l", "0", "0")
+        await wait_for(pilot, lambda: len(stored(project)) == 2, what="two none decisions")
+        header = app.screen.query_one("#label-header")
+        await wait_for(pilot, lambda: "2 here (2 none)" in text_of(header), what="the header")
+        await pilot.press("l", "t")
+        await wait_for(pilot, lambda: any("no text of this list has a class label" in note
+                                          for note in notes), what="the refusal")
+        with Store(ProjectPaths(project).store) as store:
+            assert not [job for job in store.jobs.all() if job.kind == "train"]
+
+
+def test_a_second_run_from_labels_gets_a_name_of_its_own():
+    from kiwb.tui.labeling import free_run_name
+
+    taken = {"muki-hard-stacked-labels", "muki-hard-stacked-labels-2"}
+    assert free_run_name("muki-hard-stacked-labels", taken.__contains__) == "muki-hard-stacked-labels-3"
+    assert free_run_name("muki-hard-trust-labels", taken.__contains__) == "muki-hard-trust-labels"
+
+
 @pytest.mark.slow
 @run_async
 async def test_labels_given_while_a_job_scores_are_kept_and_feed_an_integration_and_a_run(

@@ -120,8 +120,8 @@ class DataConfig:
         example={"path": "data/eval.csv", "label_column": "label"},
     )
     labeled: DatasetConfig | None = _setting(
-        "A few labeled texts (not the eval set) for few-label routing (trust, temperature); "
-        "they also train the student as one-hot targets (needs label_column).",
+        "A few labeled texts (not the eval set) for few-label routing (stacked, trust, "
+        "temperature); they also train the student as one-hot targets (needs label_column).",
         None,
         example={"path": "data/labeled.csv", "label_column": "label"},
     )
@@ -171,15 +171,15 @@ class IntegrationConfig:
     routing: str = _setting(
         "How teachers are compared per text: "
         + ", ".join(ROUTINGS)
-        + " (see the README); trust and temperature need labeled texts: [data.labeled] or "
-        "labels = true.",
+        + " (see the README); stacked, trust and temperature need labeled texts: "
+        "[data.labeled] or labels = true.",
         DEFAULT_ROUTING,
         choices=tuple(ROUTINGS),
     )
     labels: bool = _setting(
         "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
         "import: labeled texts train as one-hot targets, texts marked none are left out, and "
-        "trust or temperature routing is fitted on them.", False
+        "a few-label routing (stacked, trust, temperature) is fitted on them.", False
     )
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1

@@ -14,16 +14,20 @@ from pathlib import Path
 from kiwb.project.schema import SCHEMA_VERSION, migrate, refuse_if_newer, stored_version
 
 
+# How long a write waits for another writer (a job's transaction) before "database is locked".
+BUSY_TIMEOUT_S = 30.0
+
+
 class Database:
     """An open connection to a store file, brought to the current schema version."""
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
         self._db.row_factory = sqlite3.Row
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA busy_timeout=30000")
+        self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
         self._migrate()
 
     def close(self) -> None:

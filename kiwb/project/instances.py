@@ -87,10 +87,10 @@ class InstanceFilter:
             clauses.append("i.text LIKE ? ESCAPE '\\'")
             escaped = self.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             params.append(f"%{escaped}%")
-        if self.labels == "labeled":
-            clauses.append("l.text_hash IS NOT NULL")
-        elif self.labels == "unlabeled" or self.order == "useful":
+        if self.order == "useful" or self.labels == "unlabeled":  # useful lists unlabeled texts
             clauses.append("l.text_hash IS NULL")
+        elif self.labels == "labeled":
+            clauses.append("l.text_hash IS NOT NULL")
         return "".join(f" AND {c}" for c in clauses), params
 
 

@@ -152,8 +152,9 @@ class _MethodOptions(JobSpec):
                                type=bool, negative=True)
     routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
     labels: bool | None = flag("--labels", "use the labels given in the workbench or by kiwb "
-                               "labels import: one-hot targets, none left out, and trust routing "
-                               "fitted on them (default: [integration] labels)", type=bool)
+                               "labels import: one-hot targets, none left out, and a few-label "
+                               "routing (stacked, trust, temperature) fitted on them (default: "
+                               "[integration] labels)", type=bool)
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""

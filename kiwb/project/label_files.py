@@ -14,7 +14,7 @@ from pathlib import Path
 
 from kiwb.errors import DataError
 from kiwb.project.atomic import atomic_write_text
-from kiwb.project.labels import NONE, GivenLabel
+from kiwb.project.labels import NONE, Decision, GivenLabel
 
 FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl"}
 COLUMNS = ("text", "label", "given_at", "user", "host")
@@ -37,7 +37,8 @@ def write_label_file(path: Path, labels: Iterable[GivenLabel]) -> int:
         body = "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
     else:
         buffer = io.StringIO()
-        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
+        # CRLF (RFC 4180): a text holding a bare \r is then quoted too, and reads back whole.
+        writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\r\n")
         writer.writeheader()
         writer.writerows(rows)
         body = buffer.getvalue()
@@ -46,9 +47,10 @@ def write_label_file(path: Path, labels: Iterable[GivenLabel]) -> int:
 
 
 def read_label_file(path: Path, known: list[str], *, text_column: str = "text",
-                    label_column: str = "label") -> list[tuple[str, str | None]]:
-    """(text, label) pairs of a label file, label None for `none`; refuses the whole file on
-    the first bad line."""
+                    label_column: str = "label") -> list[Decision]:
+    """The decisions of a label file, label None for `none`, with when and by whom they were
+    given where the file says (kiwb labels export writes it); refuses the whole file on the
+    first bad line."""
     kind = file_format(path)
     try:
         content = path.read_bytes().decode("utf-8-sig")
@@ -71,19 +73,34 @@ def read_label_file(path: Path, known: list[str], *, text_column: str = "text",
             raise DataError(f"{path}, line {line}: the {text_column!r} value is empty or not "
                             "text; give the text that was labeled")
         label = str(label).strip() if label is not None else ""
-        if label == NONE:
-            found.append((text, None))
-            continue
-        if label not in known_set:
+        if label != NONE and label not in known_set:
             raise DataError(f"{path}, line {line}: unknown label {label!r}; use one of "
                             f"{', '.join(known)}, or {NONE} for none of these labels")
-        found.append((text, label))
+        found.append(Decision(text, None if label == NONE else label,
+                              _given_at(path, line, row.get("given_at")),
+                              _name(row.get("user")), _name(row.get("host"))))
     return found
+
+
+def _given_at(path: Path, line: int, value) -> float | None:
+    if value is None or value == "":
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise DataError(f"{path}, line {line}: given_at {value!r} is not a time in seconds since "
+                        "1970; fix it or leave it empty (then: now)") from None
+
+
+def _name(value) -> str | None:
+    return str(value) if value not in (None, "") else None
 
 
 def _jsonl_rows(path: Path, content: str) -> list[tuple[int, dict]]:
     rows = []
-    for line, text in enumerate(content.splitlines(), start=1):
+    # "\n" only: str.splitlines() also splits at U+2028 and U+0085, which JSON leaves as they
+    # are inside strings.
+    for line, text in enumerate(content.split("\n"), start=1):
         if not text.strip():
             continue
         try:

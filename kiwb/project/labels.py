@@ -16,6 +16,7 @@ import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 NONE = "none"  # how "none of these labels" is written in files and on the command line
 
@@ -42,6 +43,24 @@ class GivenLabel:
         return NONE if self.label is None else self.label
 
 
+class Decision(NamedTuple):
+    """A decision to record: a text and its label (None: none of these labels), and where it
+    comes from a label file, when and by whom it was given (None: now, by this user)."""
+
+    text: str
+    label: str | None
+    given_at: float | None = None
+    user: str | None = None
+    host: str | None = None
+
+
+def _row(decision: tuple, now: float, user: str, host: str) -> tuple:
+    """The text_labels row of a (text, label) pair or a Decision."""
+    item = Decision(*decision)
+    return (text_hash(item.text), item.text, item.label,
+            now if item.given_at is None else item.given_at, item.user or user, item.host or host)
+
+
 def _who() -> tuple[str, str]:
     try:
         user = getpass.getuser()
@@ -55,19 +74,18 @@ def give_label(db: sqlite3.Connection, text: str, label: str | None) -> GivenLab
     return give_labels(db, [(text, label)])[0]
 
 
-def give_labels(db: sqlite3.Connection,
-                decisions: Iterable[tuple[str, str | None]]) -> list[GivenLabel | None]:
-    """Record many decisions in one transaction (all or nothing); returns what each replaced."""
+def give_labels(db: sqlite3.Connection, decisions: Iterable[tuple]) -> list[GivenLabel | None]:
+    """Record many decisions, (text, label) pairs or Decisions, in one transaction (all or
+    nothing); returns what each replaced."""
     user, host = _who()
     now = time.time()
     replaced = []
     db.execute("BEGIN IMMEDIATE")
     try:
-        for text, label in decisions:
-            key = text_hash(text)
-            replaced.append(_label_of(db, key))
-            db.execute("INSERT OR REPLACE INTO text_labels VALUES (?, ?, ?, ?, ?, ?)",
-                       (key, text, label, now, user, host))
+        for decision in decisions:
+            row = _row(decision, now, user, host)
+            replaced.append(_label_of(db, row[0]))
+            db.execute("INSERT OR REPLACE INTO text_labels VALUES (?, ?, ?, ?, ?, ?)", row)
     except BaseException:
         db.execute("ROLLBACK")
         raise
@@ -90,12 +108,12 @@ def restore(db: sqlite3.Connection, key: str, previous: GivenLabel | None) -> No
     db.execute("COMMIT")
 
 
-def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple[str, str | None]]) -> int:
-    """Forget every label, then record `decisions`, in one transaction; returns their count."""
+def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple]) -> int:
+    """Forget every label, then record `decisions` ((text, label) pairs or Decisions), in one
+    transaction; returns how many texts they label."""
     user, host = _who()
     now = time.time()
-    rows = {text_hash(text): (text_hash(text), text, label, now, user, host)
-            for text, label in decisions}
+    rows = {row[0]: row for row in (_row(decision, now, user, host) for decision in decisions)}
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("DELETE FROM text_labels")

@@ -156,28 +156,39 @@ def label_progress(store: Store, integration: IntegrationRecord) -> LabelProgres
     (a teacher agrees when the label is one of its own); for an integration that used the
     labels, the same agreement under the one before it that did not."""
     decided = labeled_in(store.connection, integration.key)
-    agree, judged = _agreement(integration, decided)
+    agree, judged = _agreement(store, integration, decided)
     before = None
     if integration.settings.labels and judged:
         earlier = _integration_without_labels(store, integration.created_at)
         if earlier is not None:
             hashes = {row[0] for row in decided}  # the same texts, as routed back then
             then = [row for row in labeled_in(store.connection, earlier.key) if row[0] in hashes]
-            agree_then, judged_then = _agreement(earlier, then)
+            agree_then, judged_then = _agreement(store, earlier, then)
             before = agree_then / judged_then if judged_then else None
     return LabelProgress(label_count(store.connection), len(decided),
                          sum(1 for row in decided if row[2] is None), agree, judged, before)
 
 
-def _agreement(integration: IntegrationRecord, decided: list[tuple]) -> tuple[int, int]:
-    own = integration.summary.teacher_labels
-    if own is None:  # integrations from before teacher label sets were recorded
-        return 0, 0
+def _agreement(store: Store, integration: IntegrationRecord,
+               decided: list[tuple]) -> tuple[int, int]:
     teachers = integration.summary.teacher_names
+    own = integration.summary.teacher_labels or _scored_label_sets(store, teachers)
     judged = [(routed, label) for _hash, routed, label in decided if label is not None]
     agree = sum(1 for routed, label in judged
                 if routed < len(teachers) and label in own.get(teachers[routed], ()))
     return agree, len(judged)
+
+
+def _scored_label_sets(store: Store, teachers: list[str]) -> dict[str, list[str]]:
+    """Each teacher's labels as its newest score set recorded them: for integrations made
+    before kiwb recorded them (a project that was integrated, then upgraded)."""
+    found: dict[str, list[str]] = {}
+    rows = store.connection.execute(
+        "SELECT teacher, meta_json FROM score_sets ORDER BY created_at DESC")
+    for row in rows:
+        if row["teacher"] in teachers and row["teacher"] not in found:
+            found[row["teacher"]] = json.loads(row["meta_json"]).get("labels", [])
+    return found
 
 
 def _integration_without_labels(store: Store, before: float) -> IntegrationRecord | None:

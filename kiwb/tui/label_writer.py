@@ -2,14 +2,17 @@
 
 One thread takes the decisions from a queue and commits each at once (kiwb.project.labels), so
 the keys never wait on a store that a scoring job holds, a quick undo never overtakes the label
-it takes back, and a killed workbench loses at most the decision being written. The thread
-keeps the undo stack, since only it knows what each decision replaced.
+it takes back, and a killed workbench loses at most the decision being written. A store held
+by a job (an integration rewriting a million rows) makes a decision wait and try again, never
+drop. The thread keeps the undo stack, since only it knows what each decision replaced.
 """
 
 from __future__ import annotations
 
 import queue
+import sqlite3
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,9 +22,12 @@ from kiwb.project.labels import GivenLabel, give_label, restore, text_hash
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.tui.background import failure_message
-from kiwb.tui.messages import ActionFailed, LabelSaved, LabelUndone
+from kiwb.tui.messages import ActionFailed, LabelFailed, LabelSaved, LabelUndone
 
-STOP_WAIT_S = 5.0
+# On quit, how long to wait for decisions queued behind a job that holds the store; a write
+# waits for the store up to its busy timeout (30 s) and is then tried again.
+STOP_WAIT_S = 120.0
+RETRY_AFTER_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,11 @@ class LabelWriter:
             self._thread.join(STOP_WAIT_S)
             self._thread = None
 
+    @property
+    def pending(self) -> int:
+        """Decisions not yet committed (about: the one being written may be counted)."""
+        return self._queue.qsize()
+
     def _put(self, item) -> None:
         if self._thread is None:
             self._thread = threading.Thread(target=self._run, name="kiwb-label-writer", daemon=True)
@@ -68,14 +79,28 @@ class LabelWriter:
         store = None
         try:
             while (item := self._queue.get()) is not None:
-                try:
-                    store = store or Store(ProjectPaths(self.root).store)
-                    self.node.post_message(self._write(store, item))
-                except Exception as error:  # told to the user; the next decision still runs
-                    self.node.post_message(ActionFailed("saving a label", failure_message(error)))
+                while True:
+                    try:
+                        store = store or Store(ProjectPaths(self.root).store)
+                        self.node.post_message(self._write(store, item))
+                    except sqlite3.OperationalError as error:
+                        if not _busy(error):
+                            self._failed(item, error)
+                            break
+                        time.sleep(RETRY_AFTER_S)  # a job holds the store: the decision waits
+                        continue
+                    except Exception as error:  # told to the user; the next decision still runs
+                        self._failed(item, error)
+                    break
         finally:
             if store is not None:
                 store.close()
+
+    def _failed(self, item, error: BaseException) -> None:
+        if isinstance(item, _Give):  # the pane shows the text as it was again
+            self.node.post_message(LabelFailed(text_hash(item.text)))
+        action = "saving a label" if isinstance(item, _Give) else "undoing"
+        self.node.post_message(ActionFailed(action, failure_message(error)))
 
     def _write(self, store: Store, item):
         if isinstance(item, _Give):
@@ -85,6 +110,11 @@ class LabelWriter:
             return LabelSaved(key, item.label)
         if not self._undo:
             return ActionFailed("undoing", "nothing to undo: no label was given in this session")
-        key, previous = self._undo.pop()
+        key, previous = self._undo[-1]
         restore(store.connection, key, previous)
+        self._undo.pop()  # only once restored: a busy store retries the same undo
         return LabelUndone(key, previous is not None, previous.label if previous else None)
+
+
+def _busy(error: sqlite3.OperationalError) -> bool:
+    return "locked" in str(error) or "busy" in str(error)

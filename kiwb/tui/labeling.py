@@ -4,7 +4,8 @@ and the detail view."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from rich.text import Text
 
@@ -25,26 +26,41 @@ NEXT_SCOPE = {"all": "unlabeled", "unlabeled": "labeled", "labeled": "all"}
 class Decision:
     """What the user decided on one text: a label, none of these labels, or to skip it."""
 
-    kind: str  # "label", "none" or "skip"
+    kind: str  # "label", "none", "skip" or "undo" (the last decision taken back)
     label: str | None = None
+
+
+LABEL_KEYS = "123456789"  # ASCII only: str.isdigit() also takes "²", which int() refuses
 
 
 def decision_for_key(key: str, labels: list[str]) -> Decision | None:
     """The decision a key stands for while labeling, or None (1-9: a label, 0 or n: none,
-    s: skip)."""
-    if key.isdigit() and key != "0":
+    s: skip, u: undo)."""
+    if len(key) == 1 and key in LABEL_KEYS:
         number = int(key)
         return Decision("label", labels[number - 1]) if number <= min(len(labels), NUMBERED) else None
-    return {"0": Decision("none"), "n": Decision("none"), "s": Decision("skip")}.get(key)
+    return {"0": Decision("none"), "n": Decision("none"), "s": Decision("skip"),
+            "u": Decision("undo")}.get(key)
 
 
-def legend(labels: list[str], *, undo: bool = True) -> Text:
+def is_label_key(key: str) -> bool:
+    """A digit, which labeling takes for itself even when no label is on it (so a 6 with four
+    labels does not switch the workbench to pane 6 halfway through a labeling session)."""
+    return len(key) == 1 and key in "0" + LABEL_KEYS
+
+
+def no_label_on(key: str, labels: list[str]) -> str:
+    return (f"no label on {key}: the number keys give labels 1-{min(len(labels), NUMBERED)}; "
+            "p lists every label")
+
+
+def legend(labels: list[str]) -> Text:
     """`1 sports 2 politics … · 0 none · s skip · u undo · p list`."""
     text = Text()
     for number, label in enumerate(labels[:NUMBERED], start=1):
         text.append(str(number), "bold").append(f" {label} ")
-    keys = [("0", NONE), ("s", "skip")] + ([("u", "undo")] if undo else []) + [
-        ("p", "all labels" if len(labels) > NUMBERED else "list")]
+    keys = [("0", NONE), ("s", "skip"), ("u", "undo"),
+            ("p", "all labels" if len(labels) > NUMBERED else "list")]
     for key, meaning in keys:
         text.append("· ").append(key, "bold").append(f" {meaning} ")
     return text
@@ -87,6 +103,16 @@ def integrate_with_labels(config: ProjectConfig) -> IntegrateSpec:
     return IntegrateSpec(labels=True, routing=_labels_routing(config))
 
 
-def train_with_labels(config: ProjectConfig) -> TrainSpec:
-    """The student run the Conflicts pane's t starts: the settings of r, named by them."""
-    return TrainSpec(labels=True, routing=_labels_routing(config)).named(config.integration)
+def train_with_labels(config: ProjectConfig, taken: Callable[[str], bool]) -> TrainSpec:
+    """The student run the Conflicts pane's t starts: the settings of r, named by them; a
+    name `taken` by an earlier run gets -2, -3, ... so label, train, label more, train again
+    keeps every run beside the others."""
+    spec = TrainSpec(labels=True, routing=_labels_routing(config)).named(config.integration)
+    return replace(spec, run=free_run_name(spec.run, taken))
+
+
+def free_run_name(name: str, taken: Callable[[str], bool]) -> str:
+    number = 1
+    while taken(candidate := name if number == 1 else f"{name}-{number}"):
+        number += 1
+    return candidate

@@ -76,6 +76,13 @@ class LabelSaved(Message):
 
 
 @dataclass
+class LabelFailed(Message):
+    """A label decision could not be stored (the reason comes as an ActionFailed)."""
+
+    text_hash: str
+
+
+@dataclass
 class LabelUndone(Message):
     """A decision was taken back: the text has its label from before again, or none."""
 

@@ -220,6 +220,11 @@ def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
                 labeled: TeacherScores | None) -> routes.FittedRouting:
     """The settings' routing fitted on the pool (label-free) or on the labeled texts."""
     if settings.uses_labels and labeled is None:
+        if settings.labels:  # labels were asked for, but none names a class of a pool text
+            raise ConfigError(
+                f"routing {settings.routing!r} needs labeled texts, and no label given is a "
+                "class on a text of the unlabeled data (texts marked none do not count): give "
+                "some texts a class in the workbench's Conflicts pane or with kiwb labels import")
         raise ConfigError(
             f"routing {settings.routing!r} needs labeled texts and has none: label some in the "
             "workbench's Conflicts pane or with kiwb labels import, then use --labels (or "

@@ -43,8 +43,10 @@ from kiwb.tui.labeling import (
     decision_for_key,
     header,
     integrate_with_labels,
+    is_label_key,
     label_cell,
     legend,
+    no_label_on,
     train_with_labels,
 )
 from kiwb.tui.messages import (
@@ -54,6 +56,7 @@ from kiwb.tui.messages import (
     ConflictsCounted,
     ConflictsExported,
     ConflictsPage,
+    LabelFailed,
     LabelSaved,
     LabelsRead,
     LabelUndone,
@@ -111,6 +114,10 @@ class ConflictsPane(Pane):
         self.labeling = False
         self.writer = LabelWriter(root, self)
         self.progress: LabelProgress | None = None
+        # What each text showed before a decision not yet stored, oldest first: a decision
+        # the store refused puts its text back as it was.
+        self._unsaved: dict[str, list[tuple[bool, str | None]]] = {}
+        self._detail_after_undo = False
 
     def compose(self) -> ComposeResult:
         with Horizontal(id="conflict-filters"):
@@ -235,7 +242,7 @@ class ConflictsPane(Pane):
         total = "counting…" if self.total is None else f"{self.total:,}"
         margin = self.filters.max_margin
         scope = f"under margin {margin:g}" if margin is not None else "in all"
-        labels = SCOPE_NAMES["unlabeled" if self.filters.order == "useful" else self.filters.labels]
+        labels = SCOPE_NAMES[self.filters.labels]
         routing = self.integration.settings.routing if self.integration is not None else ""
         status.update(Text(f"{total} texts {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
                            f"{len(self.loaded):,} shown · {routing}"))
@@ -279,12 +286,13 @@ class ConflictsPane(Pane):
 
     def action_order(self) -> None:
         """Lowest margin first, or most useful next (unlabeled texts, spread over teachers
-        and classes)."""
-        self._refilter(replace(self.filters,
-                               order="useful" if self.filters.order == "margin" else "margin"))
+        and classes: so the scope is the unlabeled texts while it lasts)."""
+        useful = self.filters.order == "margin"
+        self._refilter(replace(self.filters, order="useful" if useful else "margin",
+                               labels="unlabeled" if useful else self.filters.labels))
 
     def action_scope(self) -> None:
-        """Every text, the unlabeled ones, or the labeled ones."""
+        """Every text, the unlabeled ones, or the labeled ones (in margin order)."""
         self._refilter(replace(self.filters, labels=NEXT_SCOPE[self.filters.labels],
                                order="margin"))
 
@@ -311,14 +319,19 @@ class ConflictsPane(Pane):
                       exclusive=True)
 
     def on_conflict_scores(self, message: ConflictScores) -> None:
-        row = message.instance.row
+        shown = message.instance
 
         def decided(decision: Decision | None) -> None:
-            if decision is not None and self._cursor_item() is not None \
-                    and self._cursor_item().row == row:
-                self.decide(decision)
-                if self._cursor_item() is not None and self._cursor_item().row != row:
-                    self.action_detail()  # on to the next text, in the detail view too
+            if decision is None:
+                return
+            if decision.kind == "undo":
+                self._detail_after_undo = True  # the text taken back is shown next
+                self.action_undo()
+                return
+            self.decide(decision, shown)  # the text shown, wherever the cursor is now
+            following = self._cursor_item()
+            if following is not None and following.text_hash != shown.text_hash:
+                self.action_detail()  # on to the next text, in the detail view too
 
         self.app.push_screen(ConflictDetailScreen(message.instance, message.views, self.teachers,
                                                   self.labels), decided)
@@ -341,47 +354,92 @@ class ConflictsPane(Pane):
     def on_key(self, event: events.Key) -> None:
         if not self.labeling or not self.main_widget().has_focus:
             return
-        decision = decision_for_key(event.character or "", self.labels)
-        if decision is not None:
-            event.stop()  # before the screen reads a digit as "switch pane"
-            event.prevent_default()
+        key = event.character or ""
+        decision = decision_for_key(key, self.labels)
+        if decision is None and not is_label_key(key):
+            return
+        event.stop()  # before the screen reads a digit as "switch pane"
+        event.prevent_default()
+        if decision is None:
+            self.notify(no_label_on(key, self.labels), severity="warning", timeout=3)
+        else:
             self.decide(decision)
 
-    def decide(self, decision: Decision) -> None:
-        """Apply a decision to the selected text: stored at once, then on to the next
-        unlabeled text."""
-        item = self._cursor_item()
+    def decide(self, decision: Decision, item: Instance | None = None) -> None:
+        """Apply a decision to `item` (default: the selected text): stored at once, then on
+        to the next unlabeled text. A picker or detail view passes the text it showed, so a
+        list read again meanwhile cannot move the label to another text."""
+        if decision.kind == "undo":
+            self.action_undo()
+            return
+        item = item or self._cursor_item()
         if item is None:
             return
-        table = self.main_widget()
+        number = self._loaded_index(item)
         if decision.kind != "skip":
             self.writer.give(item.text, decision.label)
-            self._show_label(table.cursor_row, replace(item, labeled=True, given=decision.label))
-        following = next((number for number in range(table.cursor_row + 1, len(self.loaded))
-                          if not self.loaded[number].labeled), None)
+            self._unsaved.setdefault(item.text_hash, []).append((item.labeled, item.given))
+            if number is not None:
+                self._show_label(number, replace(item, labeled=True, given=decision.label))
+        if number is None:
+            return  # the list was read again: the label is kept, the cursor stays
+        following = next((later for later in range(number + 1, len(self.loaded))
+                          if not self.loaded[later].labeled), None)
         if following is not None:
-            table.move_cursor(row=following)
+            self.main_widget().move_cursor(row=following)
+
+    def _loaded_index(self, item: Instance) -> int | None:
+        cursor = self.main_widget().cursor_row
+        if 0 <= cursor < len(self.loaded) and self.loaded[cursor].text_hash == item.text_hash:
+            return cursor
+        return next((number for number, shown in enumerate(self.loaded)
+                     if shown.text_hash == item.text_hash), None)
 
     def action_pick(self) -> None:
         item = self._cursor_item()
         if item is not None:
             self.app.push_screen(LabelPicker(self.labels, item.text),
-                                 lambda decision: decision and self.decide(decision))
+                                 lambda decision: decision and self.decide(decision, item))
 
     def action_undo(self) -> None:
         self.writer.undo()
 
     def on_label_saved(self, message: LabelSaved) -> None:
+        self._settled(message.text_hash)
         self.read_label_progress()
 
+    def on_label_failed(self, message: LabelFailed) -> None:
+        before = self._settled(message.text_hash)
+        if before is not None:
+            for number, item in enumerate(self.loaded):
+                if item.text_hash == message.text_hash:
+                    self._show_label(number, replace(item, labeled=before[0], given=before[1]))
+
+    def _settled(self, key: str) -> tuple[bool, str | None] | None:
+        """The oldest unsaved decision on the text `key` is stored or refused: what the text
+        showed before it."""
+        waiting = self._unsaved.get(key)
+        if not waiting:
+            return None
+        before = waiting.pop(0)
+        if not waiting:
+            del self._unsaved[key]
+        return before
+
     def on_label_undone(self, message: LabelUndone) -> None:
+        found = False
         for number, item in enumerate(self.loaded):
             if item.text_hash == message.text_hash:
                 self._show_label(number, replace(item, labeled=message.labeled,
                                                  given=message.label))
                 self.main_widget().move_cursor(row=number)
+                found = True
         self.notify("label taken back", timeout=2)
         self.read_label_progress()
+        if self._detail_after_undo:
+            self._detail_after_undo = False
+            if found:
+                self.action_detail()
 
     def _show_label(self, number: int, item: Instance) -> None:
         self.loaded[number] = item
@@ -407,7 +465,8 @@ class ConflictsPane(Pane):
         """A student run from the labels (the settings of r), beside the runs before."""
         config = self._config_with_labels()
         if config is not None:
-            spec, root = train_with_labels(config), self.root
+            root = self.root
+            spec = train_with_labels(config, lambda run: ProjectPaths(root).run_dir(run).exists())
             run_in_thread(self, lambda: ActionDone(
                 f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),
                 action="starting the training")
@@ -415,6 +474,10 @@ class ConflictsPane(Pane):
     def _config_with_labels(self):
         if self.progress is None or not self.progress.in_store:
             self.notify("no labels yet: press l and label some texts first", severity="warning")
+            return None
+        if not self.progress.judged:
+            self.notify("no text of this list has a class label yet (texts marked none do not "
+                        "teach the routing): give some texts a label first", severity="warning")
             return None
         return self.require_config()
 

@@ -15,7 +15,14 @@ from textual.widgets import Static
 from kiwb.project.instances import Instance
 from kiwb.project.queries import TeacherView
 from kiwb.tui import plots
-from kiwb.tui.labeling import Decision, decision_for_key, label_cell, legend
+from kiwb.tui.labeling import (
+    Decision,
+    decision_for_key,
+    is_label_key,
+    label_cell,
+    legend,
+    no_label_on,
+)
 from kiwb.tui.screens.label_picker import LabelPicker
 from kiwb.tui.widgets import Plot, PlotStyles
 
@@ -52,7 +59,7 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
                              "deleted since the integration); integrate again.", classes="problem")
             yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc closes.",
                          classes="note")
-            yield Static(legend(self.labels, undo=False), classes="note", id="detail-legend")
+            yield Static(legend(self.labels), classes="note", id="detail-legend")
 
     def on_mount(self) -> None:
         won = self.teachers[self.instance.routed] if self.instance.routed < len(self.teachers) else None
@@ -81,10 +88,14 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
         return self.labels[index] if 0 <= index < len(self.labels) else str(index)
 
     def on_key(self, event: events.Key) -> None:
-        decision = decision_for_key(event.character or "", self.labels)
+        key = event.character or ""
+        decision = decision_for_key(key, self.labels)
         if decision is not None:
             event.stop()
-            self.dismiss(decision)
+            self.dismiss(decision)  # u too: the pane takes the last decision back
+        elif is_label_key(key):
+            event.stop()
+            self.notify(no_label_on(key, self.labels), severity="warning", timeout=3)
 
     def action_pick(self) -> None:
         def picked(decision: Decision | None) -> None:
