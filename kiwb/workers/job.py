@@ -53,6 +53,7 @@ class JobSession:
         self._previous_sigterm: Any = None
         self._ending = False  # once the work is over, a signal must not cut the recording short
         self._sigterms = 0  # the second SIGTERM (not the heartbeat's view of the store) stops at once
+        self._cpu = None  # this job's share of the machine's cores, once it starts working
 
     def begin(self) -> None:
         """Take the run's lock, then show signs of life and listen for cancellation."""
@@ -68,6 +69,13 @@ class JobSession:
         self._heart.start()
 
     def should_stop(self) -> bool:
+        """Whether to stop at this batch boundary; also where the job takes its share of the
+        cores again when other kiwb jobs started or ended (the work's thread calls it between
+        batches, where changing torch's thread count is safe)."""
+        if self._cpu is not None:
+            line = self._cpu.rebalance()
+            if line:
+                console.print(line, highlight=False, markup=False)
         return self._stop.is_set()
 
     def config(self):
@@ -78,8 +86,12 @@ class JobSession:
     def started(self, device) -> None:
         from kiwb.workers.runtime import device_description, prepare_device
 
+        from kiwb.workers.cpu_share import CpuShare
+
         prepare_device(device)
         self.device = device
+        self._cpu = CpuShare(f"job {self.job.id} {self.job.label} in {self.root}")
+        console.print(self._cpu.join(), highlight=False, markup=False)
         self.store.jobs.started(self.job.id, {**device_description(device), "pid": os.getpid(),
                                               "host": socket.gethostname()})
 
@@ -87,6 +99,8 @@ class JobSession:
         """Stop the heartbeat, record the ending (freeing the run), restore SIGTERM."""
         self._ending = True
         self._done.set()
+        if self._cpu is not None:
+            self._cpu.leave()
         if self._heart is not None:
             self._heart.join(timeout=2 * HEARTBEAT_EVERY_S)
         if self.device is not None:
