@@ -133,8 +133,17 @@ def follow_job(root, job_id: int, label: str, project_label: str) -> int:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from kiwb.project.job_specs import ScoreSpec
+    from kiwb.workers.ranks import launched_rank
 
     spec = ScoreSpec.from_args(args)
+    spec.device_list()  # a malformed --devices is refused before any job is recorded
+    rank = launched_rank()
+    if rank is not None:  # under torchrun / accelerate launch: one process per rank
+        if not rank.leads:  # the others keep no record and never open the store
+            from kiwb.workers.score_ranks import run_follower
+
+            return run_follower(args.project.resolve(), spec.device_list())
+        args.foreground, args.detach = True, False  # rank 0 is the job, in torchrun's process
     open_project(args.project, scoring=True)[1].close()  # refuse a bad kiwb.toml before any job
     return run_or_launch(args, spec)
 
@@ -172,7 +181,11 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.config import check_routing
     from kiwb.project.job_specs import TrainSpec
+    from kiwb.workers.ranks import launched_rank
 
+    if launched_rank() is not None:
+        raise KiwbError("kiwb train runs as one process: start it without torchrun or "
+                        "accelerate launch (kiwb score is the command that runs on several ranks)")
     spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
     config, store = open_project(args.project)
     store.close()
@@ -211,6 +224,8 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from kiwb.console import stdout
+    from kiwb.project.jobs import rank_lines
+
     with _open_store(args.project) as store:
         jobs = store.jobs.all()
     if not args.all:  # live jobs and the most recent others
@@ -224,6 +239,12 @@ def cmd_jobs(args: argparse.Namespace) -> int:
         stdout.print("No jobs yet.")
         return 0
     stdout.print(jobs_table(jobs))
+    for job in jobs:
+        lines = rank_lines(job)
+        if lines and (job.live or len(jobs) <= RECENT_JOBS):
+            stdout.print(f"\n[bold]job {job.id} on {len(lines)} ranks[/bold]", soft_wrap=True)
+            for line in lines:
+                stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     for job in jobs:
         check = learning_check(job)
         if check is not None and check.flagged:

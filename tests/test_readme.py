@@ -111,7 +111,7 @@ def test_the_quick_start_runs_as_written(tmp_path):
     rows = make_texts(48, seed=3)
     _write_csv(tmp_path / "texts.csv", [{"text": row["text"]} for row in rows])
     _write_csv(tmp_path / "labeled.csv", make_texts(24, seed=4))
-    (quick_start,) = _bash_blocks(_section("Quick start"))
+    quick_start = _bash_blocks(_section("Quick start"))[0]  # the section's first block
     student = next(words[words.index("--student") + 1] for words in _kiwb_invocations(quick_start[0]))
     build_teacher(tmp_path / student, "bert", ("x", "y"), trained=False, seed=5)  # a local stand-in
     for line in quick_start:

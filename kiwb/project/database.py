@@ -13,7 +13,6 @@ from pathlib import Path
 
 from kiwb.project.schema import SCHEMA_VERSION, migrate, refuse_if_newer, stored_version
 
-
 # How long a write waits for another writer (a job's transaction) before "database is locked".
 BUSY_TIMEOUT_S = 30.0
 

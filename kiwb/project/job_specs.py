@@ -138,6 +138,19 @@ class ScoreSpec(JobSpec):
     shared_run: ClassVar[str] = SCORE_RUN
     device: str | None = flag("--device", "override [scoring] device (auto, cpu, cuda, cuda:N)")
     batch_size: int | None = flag("--batch-size", "override [scoring] batch_size", type=int)
+    devices: str | None = flag("--devices", "score on several devices at once, one process "
+                               "each: a comma list (cuda:0,cuda:1 or cpu,cpu) or all (every "
+                               "GPU here); results are those of one process", metavar="LIST")
+
+    def device_list(self) -> list[str] | None:
+        """The --devices names, `all` kept for the worker to expand (None: one process)."""
+        if self.devices is None:
+            return None
+        names = [name.strip() for name in self.devices.split(",") if name.strip()]
+        if not names or ("all" in names and len(names) > 1):
+            raise KiwbError(f"--devices {self.devices!r}: give a comma list of devices "
+                            "(cuda:0,cuda:1 or cpu,cpu) or all")
+        return names
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,10 @@ HEARTBEAT_EVERY_S = 2.0
 # Longer than a few missed beats of a busy machine, short enough that a dead job on another
 # host (whose pid cannot be checked) is seen as lost quickly.
 HEARTBEAT_STALE_S = 10.0
-ENDINGS = {"job.finished": "finished", "job.failed": "failed", "job.cancelled": "cancelled"}
+# job.lost: recorded by a distributed job's rank 0 when another rank died (a job whose own
+# worker dies shows as lost without a record, from its heartbeat).
+ENDINGS = {"job.finished": "finished", "job.failed": "failed", "job.cancelled": "cancelled",
+           "job.lost": "lost"}
 LIVE_STATUSES = frozenset({"queued", "running", "cancelling", "stalled"})
 LOG_TAIL_LINES = 20
 _LIFECYCLE = ("job.queued", "job.started", "job.cancel_requested", *ENDINGS)
@@ -229,9 +232,9 @@ class Jobs:
             "SELECT data_json FROM events WHERE job_id=? AND kind='job.progress' "
             "ORDER BY id DESC LIMIT 1", (row["id"],)).fetchone()
         log_tail = None
-        if status == "failed":
+        if status == "failed" or (ending or {}).get("log_tail"):
             log_tail = (ending or {}).get("log_tail")
-        if status == "lost" and row["log_path"]:
+        elif status == "lost" and row["log_path"]:
             log_tail = read_log_tail(Path(row["log_path"]))
         return JobState(
             id=row["id"], kind=row["kind"], run=row["run"], settings=json.loads(row["settings_json"]),
@@ -263,8 +266,8 @@ class Jobs:
     @staticmethod
     def _ending_of(db: sqlite3.Connection, job_id: int) -> str | None:
         row = db.execute(
-            "SELECT kind FROM events WHERE job_id=? AND kind IN (?, ?, ?) LIMIT 1",
-            (job_id, *ENDINGS)).fetchone()
+            f"SELECT kind FROM events WHERE job_id=? AND kind IN ({','.join('?' * len(ENDINGS))}) "
+            "LIMIT 1", (job_id, *ENDINGS)).fetchone()
         return row["kind"] if row else None
 
 
@@ -298,6 +301,14 @@ def progress_line(progress: dict[str, Any]) -> str:
     eta = "?" if progress.get("eta_s") is None else f"{progress['eta_s']:.0f}s"
     return (f"{progress['label']}: {progress['done']:,}/{progress['total']:,} {progress['unit']} "
             f"({progress['rate']:.1f}/s, ETA {eta})")
+
+
+def rank_lines(job: JobState) -> list[str]:
+    """A distributed job's ranks, one line each: `rank 1 cuda:1 on gpu-2 · pid 4242 · 2,048
+    texts` (none for a one-process job)."""
+    ranks = (job.progress or {}).get("ranks") or []
+    return [f"rank {rank['rank']} {rank['device']} on {rank['host']} · pid {rank['pid']} · "
+            f"{rank['texts']:,} texts" for rank in ranks]
 
 
 def is_progress_line(line: str) -> bool:

@@ -84,9 +84,8 @@ class JobSession:
         return load_config(self.root)
 
     def started(self, device) -> None:
-        from kiwb.workers.runtime import device_description, prepare_device
-
         from kiwb.workers.cpu_share import CpuShare
+        from kiwb.workers.runtime import device_description, prepare_device
 
         prepare_device(device)
         self.device = device
@@ -113,10 +112,12 @@ class JobSession:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
 
     @contextmanager
-    def progress(self, description: str, total: int, unit: str = "texts") -> Iterator[Callable]:
-        """A progress bar whose `advance(label, n)` also records job.progress events."""
+    def progress(self, description: str, total: int, unit: str = "texts",
+                 extra: Callable[[], dict[str, Any]] | None = None) -> Iterator[Callable]:
+        """A progress bar whose `advance(label, n)` also records job.progress events (with
+        `extra()`'s figures: a distributed job's per-rank counts)."""
         report = _ProgressReport(self.store, self.job.id, total, unit, lines=not console.is_terminal,
-                                 memory=self._memory_reading())
+                                 memory=self._memory_reading(), extra=extra)
         with progress_bar(description, total=total, unit=unit) as bar:
             def advance(label: str, amount: int) -> None:
                 bar(label, amount)
@@ -167,9 +168,10 @@ class _ProgressReport:
     """job.progress events at most once a second, and a plain line now and then for logs."""
 
     def __init__(self, store: Store, job_id: int, total: int, unit: str, lines: bool,
-                 memory: Callable[[], float | None] | None = None):
+                 memory: Callable[[], float | None] | None = None,
+                 extra: Callable[[], dict[str, Any]] | None = None):
         self.store, self.job_id, self.total, self.unit, self.lines = store, job_id, total, unit, lines
-        self.memory = memory
+        self.memory, self.extra = memory, extra
         self.done, self.label = 0, ""
         self.started = self.last_event = self.last_line = time.monotonic()
 
@@ -190,6 +192,8 @@ class _ProgressReport:
                    "rate": round(rate, 3), "eta_s": None if eta is None else round(eta, 1)}
         if self.memory is not None:  # so a job that dies still left its GPU memory behind
             figures["peak_memory_gb"] = self.memory()
+        if self.extra is not None:
+            figures.update(self.extra())
         return figures
 
     def record(self) -> None:

@@ -18,39 +18,29 @@ from kiwb.workers.quiet import quiet_libraries
 
 def score(session: JobSession) -> Outcome:
     quiet_libraries()
+    from kiwb.workers.ranks import launched_rank
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.score import (
-        pending_texts,
-        plan_scoring,
-        register_tasks,
-        run_scoring,
-        score_job_summary,
-    )
+    from kiwb.workers.score import run_scoring
+    from kiwb.workers.score_job import run_score_job
 
     spec: ScoreSpec = session.job.spec
-    config, store = session.config(), session.store
+    config = session.config()
     config = dataclasses.replace(config, scoring=dataclasses.replace(
         config.scoring, **spec.overrides("device", "batch_size")))
-    device = resolve_device(config.scoring.device)
+    devices = spec.device_list()
+    if launched_rank() is not None or (devices and (devices == ["all"] or len(devices) > 1)):
+        from kiwb.workers.score_ranks import score_on_ranks
+
+        return score_on_ranks(session, config, devices)
+    device = resolve_device(devices[0] if devices else config.scoring.device)
     session.started(device)
-    tasks = plan_scoring(config, store, device)
-    register_tasks(store, tasks)
-    todo = pending_texts(store, tasks)
-    if todo == 0:
-        console.print("All scores are up to date (cached); nothing to do.")
-        return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
-    console.print(f"Scoring {todo:,} text×teacher pairs on {device} "
-                  f"(K = {config.scoring.mc_passes} MC-dropout passes each)")
-    with session.progress("scoring", total=todo) as advance:
-        run_scoring(config, store, tasks, device=device, progress=advance,
-                    should_stop=session.should_stop, job_id=session.job.id)
-    left = pending_texts(store, tasks)
-    if left:
-        console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
-        return Outcome(data=score_job_summary(todo - left, config.scoring, device, left).to_dict(),
-                       exit_code=1)
-    console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
-    return Outcome(data=score_job_summary(todo, config.scoring, device).to_dict())
+
+    def score_all(tasks, advance) -> None:
+        if advance is not None:
+            run_scoring(config, session.store, tasks, device=device, progress=advance,
+                        should_stop=session.should_stop, job_id=session.job.id)
+
+    return run_score_job(session, config, device, str(device), score_all)
 
 
 def integrate(session: JobSession) -> Outcome:

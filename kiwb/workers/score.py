@@ -152,13 +152,8 @@ def run_scoring(
 ) -> None:
     """Score every unfinished shard this process can claim, teacher by teacher."""
     paths = ProjectPaths(config.root)
-    owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    scoring = config.scoring
-    settings = ScoringSettings(
-        passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
-        strategy=resolved_strategy(scoring.strategy), dtype=scoring_precision(scoring.dtype, device),
-        seed=scoring.seed,
-    )
+    owner = claim_owner()
+    settings = scoring_settings(config, device)
     for teacher_name in dict.fromkeys(task.teacher.name for task in tasks):
         teacher_tasks = [task for task in tasks if task.teacher.name == teacher_name]
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
@@ -172,6 +167,25 @@ def run_scoring(
         del model
 
 
+def claim_owner() -> str:
+    """The owner name of this process's shard claims."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def scoring_settings(config: ProjectConfig, device) -> ScoringSettings:
+    scoring = config.scoring
+    return ScoringSettings(
+        passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
+        strategy=resolved_strategy(scoring.strategy), dtype=scoring_precision(scoring.dtype, device),
+        seed=scoring.seed,
+    )
+
+
+def shard_seed(settings: ScoringSettings, shard: int) -> int:
+    """A shard's own seed: its draws do not depend on which process scores it, or when."""
+    return settings.seed * 1_000_003 + shard
+
+
 def _score_task(task, model, tokenizer, settings, device, store, paths, owner, progress,
                 should_stop, job_id, batch) -> None:
     description = f"{task.teacher.name} · {task.dataset}"
@@ -179,14 +193,11 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         if shard in store.done_shards(task.key) or not store.claim_shard(task.key, shard, owner):
             continue
         rows = task.shard_rows(shard)
-        shard_file = paths.shard_file(task.key, shard)
-        # What a killed scorer of this shard left half-written; the claim makes it ours.
-        recover_interrupted_writes(shard_file.parent, target=shard_file.name)
         started = time.perf_counter()
         try:
             arrays = score_texts(
                 model, tokenizer, task.table.texts[rows.start:rows.stop], settings, device,
-                shard_seed=settings.seed * 1_000_003 + shard,
+                shard_seed=shard_seed(settings, shard),
                 on_batch=(lambda n: progress(description, n)) if progress else None,
                 should_stop=should_stop, batch=batch,
             )
@@ -196,16 +207,25 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         except BaseException:
             store.release_shard(task.key, shard, owner)
             raise
-        arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
-        _write_shard(shard_file, arrays)
-        seconds = time.perf_counter() - started
-        store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
-        event = ScoreShard(
-            teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
-            rows=len(rows), seconds=round(seconds, 3),
-            mc_confidence_hist=_histogram(arrays["mc_confidence"]),
-            det_confidence_hist=_histogram(arrays["det_confidence"]))
-        store.append_event(event.kind, event.to_dict(), job_id=job_id)
+        record_shard(store, paths, task, shard, arrays, time.perf_counter() - started, job_id)
+
+
+def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
+                 arrays: dict[str, np.ndarray], seconds: float, job_id: int | None) -> None:
+    """Store a scored shard: its file (atomically), then its row as done, then its event."""
+    rows = task.shard_rows(shard)
+    # What a killed scorer of this shard left half-written; the claim makes it ours.
+    shard_file = paths.shard_file(task.key, shard)
+    recover_interrupted_writes(shard_file.parent, target=shard_file.name)
+    arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
+    _write_shard(shard_file, arrays)
+    store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
+    event = ScoreShard(
+        teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
+        rows=len(rows), seconds=round(seconds, 3),
+        mc_confidence_hist=_histogram(arrays["mc_confidence"]),
+        det_confidence_hist=_histogram(arrays["det_confidence"]))
+    store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 
 # What to try when a teacher's logits are not finite, by the dtype it was scored in.

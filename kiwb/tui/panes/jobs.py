@@ -14,7 +14,7 @@ from kiwb.core.choices import INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
 from kiwb.errors import ConfigError
 from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.job_specs import IntegrateSpec, ScoreSpec, TrainSpec, default_run_name
-from kiwb.project.jobs import JobState, format_duration, read_log_tail
+from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
 from kiwb.tui import config_edit, launcher
@@ -119,6 +119,8 @@ class JobsPane(Pane):
         text = Text(f"job {job.id} · {job.label} · {job.status}", "bold")
         if job.error:
             text.append(f"\n{job.error}", "red")
+        for line in rank_lines(job):
+            text.append(f"\n{line}")
         if not job.log_path:
             text.append("\nran in the foreground: its output went to the terminal that started it",
                         "dim")

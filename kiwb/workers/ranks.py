@@ -1,0 +1,154 @@
+"""Several processes on one job: where this process stands among them, and starting them.
+
+A job runs on several devices as torch.distributed ranks, whoever started them:
+- `kiwb score --devices cuda:0,cuda:1` (or `all`, or `cpu,cpu`): the job's worker is rank 0
+  and starts the other ranks on this machine itself (`spawn_ranks`), each with its own log;
+- `torchrun` / `accelerate launch` over one or several machines: every rank runs
+  `kiwb score ... --foreground`; rank 0 records the job, the others only compute.
+Either way rank 0 alone opens the project store: SQLite is not safe on network file systems,
+so the other ranks send what they computed to rank 0 through torch.distributed (gloo, which
+carries Python objects on any device).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+
+SPAWNED_ENV = "KIWB_SPAWNED_RANK"   # "1" in the ranks a kiwb worker started
+DEVICE_ENV = "KIWB_RANK_DEVICE"     # the device a spawned rank computes on
+# How long a collective waits for a rank: longer than the slowest shard, short enough that a
+# rank that hangs without dying ends the job the same day.
+RANK_TIMEOUT = timedelta(minutes=30)
+JOIN_TIMEOUT = timedelta(minutes=3)  # for ranks a kiwb worker started to meet
+
+
+@dataclass(frozen=True)
+class RankSetup:
+    """This process's place among the job's ranks."""
+
+    rank: int
+    world_size: int
+    local_rank: int
+    spawned: bool  # started by a kiwb worker (--devices), not by torchrun
+
+    @property
+    def leads(self) -> bool:
+        return self.rank == 0
+
+
+def launched_rank() -> RankSetup | None:
+    """Where this process stands among ranks that torchrun, accelerate launch or a kiwb worker
+    started (their environment says so); None when it runs alone."""
+    world = int(os.environ.get("WORLD_SIZE", "1") or 1)
+    if world <= 1 or "RANK" not in os.environ:
+        return None
+    rank = int(os.environ["RANK"])
+    return RankSetup(rank, world, int(os.environ.get("LOCAL_RANK", rank)),
+                     os.environ.get(SPAWNED_ENV) == "1")
+
+
+def join_ranks(setup: RankSetup) -> None:
+    """Join the job's process group (rendezvous at MASTER_ADDR:MASTER_PORT). Ranks a kiwb
+    worker started meet within JOIN_TIMEOUT, so one that failed to start ends the job in
+    minutes, not after the half hour a collective may wait."""
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        return
+    if not setup.spawned:  # torchrun's rendezvous, as it set the environment up
+        dist.init_process_group("gloo", rank=setup.rank, world_size=setup.world_size,
+                                timeout=RANK_TIMEOUT)
+        return
+    try:
+        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                              setup.world_size, is_master=setup.leads, timeout=JOIN_TIMEOUT)
+        dist.init_process_group("gloo", store=store, rank=setup.rank,
+                                world_size=setup.world_size, timeout=RANK_TIMEOUT)
+    except (RuntimeError, TimeoutError) as error:
+        from kiwb.workers.distributed_scoring import RankLost
+
+        raise RankLost(f"the ranks did not all meet within {JOIN_TIMEOUT}: {error}"
+                       .splitlines()[0]) from None
+
+
+def leave_ranks() -> None:
+    import torch.distributed as dist
+
+    if dist.is_initialized():
+        dist.destroy_process_group()
+
+
+def rank_device_name(setup: RankSetup, devices: list[str] | None, configured: str) -> str:
+    """The device of this rank: a spawned rank's own, the --devices entry of its local rank,
+    else one GPU per local rank where the project scores on CUDA."""
+    if os.environ.get(DEVICE_ENV):
+        return os.environ[DEVICE_ENV]
+    if devices:
+        if setup.local_rank >= len(devices):
+            from kiwb.errors import KiwbError
+
+            raise KiwbError(f"rank {setup.rank} is local rank {setup.local_rank}, but --devices "
+                            f"names {len(devices)} device(s); name one per process of a machine")
+        return devices[setup.local_rank]
+    if configured in ("auto", "cuda"):
+        import torch
+
+        if torch.cuda.is_available():
+            return f"cuda:{setup.local_rank % torch.cuda.device_count()}"
+    return configured
+
+
+def expand_devices(names: list[str]) -> list[str]:
+    """`all`: every GPU here; otherwise the names as given."""
+    if names != ["all"]:
+        return names
+    import torch
+
+    from kiwb.errors import KiwbError
+
+    if not torch.cuda.is_available():
+        raise KiwbError("--devices all: no CUDA device here; name them (cpu,cpu runs two CPU "
+                        "processes)")
+    return [f"cuda:{index}" for index in range(torch.cuda.device_count())]
+
+
+@dataclass
+class SpawnedRank:
+    rank: int
+    device: str
+    process: subprocess.Popen
+    log_path: Path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path) -> list[SpawnedRank]:
+    """Start ranks 1.. on this machine, one per further device, and make this process rank 0
+    (its environment names the rendezvous); each rank logs to logs/job-ID.rank-N.log."""
+    port = free_port()
+    shared = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+              "WORLD_SIZE": str(len(devices))}
+    os.environ.update({**shared, "RANK": "0", "LOCAL_RANK": "0", DEVICE_ENV: devices[0],
+                       SPAWNED_ENV: "1"})
+    spawned = []
+    for rank, device in enumerate(devices[1:], start=1):
+        log_path = logs / f"job-{job_id}.rank-{rank}.log"
+        env = {**os.environ, **shared, "RANK": str(rank), "LOCAL_RANK": str(rank),
+               DEVICE_ENV: device, SPAWNED_ENV: "1", "PYTHONUNBUFFERED": "1"}
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "kiwb.workers.score_ranks", str(root), str(job_id)],
+                cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                close_fds=True)
+        spawned.append(SpawnedRank(rank, device, process, log_path))
+    return spawned
