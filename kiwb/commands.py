@@ -183,10 +183,15 @@ def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.job_specs import TrainSpec
     from kiwb.workers.ranks import launched_rank
 
-    if launched_rank() is not None:
-        raise KiwbError("kiwb train runs as one process: start it without torchrun or "
-                        "accelerate launch (kiwb score is the command that runs on several ranks)")
     spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
+    spec.device_list()  # a malformed --devices is refused before any job is recorded
+    rank = launched_rank()
+    if rank is not None:  # under torchrun / accelerate launch: one process per rank
+        if not rank.leads:  # the others keep no record and never open the store
+            from kiwb.workers.train_ranks import run_train_follower
+
+            return run_train_follower(args.project.resolve(), spec.device_list())
+        args.foreground, args.detach = True, False  # rank 0 is the job, in torchrun's process
     config, store = open_project(args.project)
     store.close()
     if spec.method != "supervised":  # refused here, before a job is started for it

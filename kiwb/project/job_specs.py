@@ -143,14 +143,18 @@ class ScoreSpec(JobSpec):
                                "GPU here); results are those of one process", metavar="LIST")
 
     def device_list(self) -> list[str] | None:
-        """The --devices names, `all` kept for the worker to expand (None: one process)."""
-        if self.devices is None:
-            return None
-        names = [name.strip() for name in self.devices.split(",") if name.strip()]
-        if not names or ("all" in names and len(names) > 1):
-            raise KiwbError(f"--devices {self.devices!r}: give a comma list of devices "
-                            "(cuda:0,cuda:1 or cpu,cpu) or all")
-        return names
+        return device_list(self.devices)
+
+
+def device_list(devices: str | None) -> list[str] | None:
+    """The --devices names, `all` kept for the worker to expand (None: one process)."""
+    if devices is None:
+        return None
+    names = [name.strip() for name in devices.split(",") if name.strip()]
+    if not names or ("all" in names and len(names) > 1):
+        raise KiwbError(f"--devices {devices!r}: give a comma list of devices "
+                        "(cuda:0,cuda:1 or cpu,cpu) or all")
+    return names
 
 
 @dataclass(frozen=True)
@@ -199,8 +203,14 @@ class TrainSpec(_MethodOptions):
     min_steps: int | None = flag("--min-steps", "override [training] min_steps (0: exactly "
                                  "--epochs)", type=int, metavar="N")
     device: str | None = flag("--device", "override [training] device (auto, cpu, cuda, cuda:N)")
+    devices: str | None = flag("--devices", "train data-parallel on several devices, one "
+                               "process each (DistributedDataParallel, the same global batch): "
+                               "a comma list (cuda:0,cuda:1 or cpu,cpu) or all", metavar="LIST")
     resume: bool = flag("--resume", "continue the run from its last checkpoint", type=bool,
                         default=False)
+
+    def device_list(self) -> list[str] | None:
+        return device_list(self.devices)
 
     def __post_init__(self):
         if self.min_steps is not None and self.min_steps < 0:

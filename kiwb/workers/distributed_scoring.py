@@ -22,6 +22,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
+from kiwb.workers.ranks import RankLost
 from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.score import (
     ScoreTask,
@@ -38,10 +39,6 @@ from kiwb.workers.shard_scoring import (
     score_texts,
 )
 from kiwb.workers.teachers import load_teacher
-
-
-class RankLost(Exception):
-    """A rank stopped answering (it died, or its machine or network went away)."""
 
 
 @dataclass(frozen=True)

@@ -68,25 +68,44 @@ def integrate(session: JobSession) -> Outcome:
 
 def train(session: JobSession) -> Outcome:
     quiet_libraries()
-    from kiwb.core.learning_check import check_of
     from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.workers.ranks import launched_rank
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.train import Trainer, TrainRequest, prepare
+    from kiwb.workers.train import TrainRequest
 
     spec: TrainSpec = session.job.spec
-    store, run = session.store, session.job.run
     config = session.config()
     config = dataclasses.replace(config, training=dataclasses.replace(
         config.training, **spec.overrides("student", "epochs", "min_steps", "device")))
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
-    request = TrainRequest(run=run, settings=settings, resume=spec.resume)
-    device = resolve_device(config.training.device)
+    request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume)
+    devices = spec.device_list()
+    if launched_rank() is not None or (devices and (devices == ["all"] or len(devices) > 1)):
+        from kiwb.workers.train_ranks import train_on_ranks
+
+        return train_on_ranks(session, config, settings, request, devices)
+    device = resolve_device(devices[0] if devices else config.training.device)
+    return train_here(session, config, settings, request, device)
+
+
+def train_here(session: JobSession, config, settings, request, device) -> Outcome:
+    """A training job in this one process, on `device`."""
+    from kiwb.workers.train import Trainer, prepare
+
     session.started(device)
-    trainer = Trainer(config, store, request, prepare(config, store, request), device,
-                      job_id=session.job.id)
+    trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
+                      device, job_id=session.job.id)
+    return run_trainer(session, trainer, request.run, where=str(device))
+
+
+def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
+    """Set up a prepared Trainer, train with progress, and say how it ended."""
+    from kiwb.core.learning_check import check_of
+
+    settings = trainer.request.settings
     trainer.setup()
     remaining = trainer.total_steps - trainer.step
-    console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {device}: "
+    console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {where}: "
                   f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} "
                   "steps to go")
     with session.progress(f"train {run}", total=remaining, unit="steps") as advance:

@@ -13,9 +13,11 @@ carries Python objects on any device).
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -26,6 +28,11 @@ DEVICE_ENV = "KIWB_RANK_DEVICE"     # the device a spawned rank computes on
 # rank that hangs without dying ends the job the same day.
 RANK_TIMEOUT = timedelta(minutes=30)
 JOIN_TIMEOUT = timedelta(minutes=3)  # for ranks a kiwb worker started to meet
+RANK_EXIT_WAIT_S = 30.0  # after the last collective, for the ranks to leave on their own
+
+
+class RankLost(Exception):
+    """A rank stopped answering (it died, or its machine or network went away)."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +60,7 @@ def launched_rank() -> RankSetup | None:
                      os.environ.get(SPAWNED_ENV) == "1")
 
 
-def join_ranks(setup: RankSetup) -> None:
+def join_ranks(setup: RankSetup, backend: str = "gloo") -> None:
     """Join the job's process group (rendezvous at MASTER_ADDR:MASTER_PORT). Ranks a kiwb
     worker started meet within JOIN_TIMEOUT, so one that failed to start ends the job in
     minutes, not after the half hour a collective may wait."""
@@ -62,17 +69,15 @@ def join_ranks(setup: RankSetup) -> None:
     if dist.is_initialized():
         return
     if not setup.spawned:  # torchrun's rendezvous, as it set the environment up
-        dist.init_process_group("gloo", rank=setup.rank, world_size=setup.world_size,
+        dist.init_process_group(backend, rank=setup.rank, world_size=setup.world_size,
                                 timeout=RANK_TIMEOUT)
         return
     try:
         store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
                               setup.world_size, is_master=setup.leads, timeout=JOIN_TIMEOUT)
-        dist.init_process_group("gloo", store=store, rank=setup.rank,
+        dist.init_process_group(backend, store=store, rank=setup.rank,
                                 world_size=setup.world_size, timeout=RANK_TIMEOUT)
     except (RuntimeError, TimeoutError) as error:
-        from kiwb.workers.distributed_scoring import RankLost
-
         raise RankLost(f"the ranks did not all meet within {JOIN_TIMEOUT}: {error}"
                        .splitlines()[0]) from None
 
@@ -132,9 +137,16 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path) -> list[SpawnedRank]:
-    """Start ranks 1.. on this machine, one per further device, and make this process rank 0
-    (its environment names the rendezvous); each rank logs to logs/job-ID.rank-N.log."""
+def backend_for(device) -> str:
+    """Object and control messages go over gloo; a GPU job's tensors over NCCL."""
+    return "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
+
+
+def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path,
+                module: str) -> list[SpawnedRank]:
+    """Start ranks 1.. on this machine, one per further device, each running
+    `python -m MODULE ROOT JOB_ID`, and make this process rank 0 (its environment names the
+    rendezvous); each rank logs to logs/job-ID.rank-N.log."""
     port = free_port()
     shared = {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
               "WORLD_SIZE": str(len(devices))}
@@ -147,8 +159,62 @@ def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path) -> list
                DEVICE_ENV: device, SPAWNED_ENV: "1", "PYTHONUNBUFFERED": "1"}
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "kiwb.workers.score_ranks", str(root), str(job_id)],
+                [sys.executable, "-m", module, str(root), str(job_id)],
                 cwd=root, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                 close_fds=True)
         spawned.append(SpawnedRank(rank, device, process, log_path))
     return spawned
+
+
+def lost_outcome(error: RankLost, spawned: list[SpawnedRank]):
+    """The job's ending when a rank stopped answering: which one, how it ended, its log;
+    the ranks still running are killed (they wait in a collective that cannot complete)."""
+    from kiwb.console import console
+    from kiwb.project.jobs import read_log_tail
+    from kiwb.workers.job import Outcome
+
+    deadline = time.monotonic() + 5.0  # a rank killed a moment ago may not be reaped yet
+    dead = []
+    while not dead and time.monotonic() < deadline:
+        dead = [rank for rank in spawned if rank.process.poll() not in (None, 0)]
+        time.sleep(0.1)
+    if not dead:
+        message = (f"a rank stopped answering ({error}); its own output (torchrun's, for ranks "
+                   "torchrun started) says why; run the command again to finish")
+        console.print(f"kiwb: {message}", highlight=False, markup=False)
+        _kill(spawned)
+        return Outcome("lost", {"error": message}, 1)
+    rank = dead[0]
+    message = (f"rank {rank.rank} ({rank.device}) died ({_how(rank.process.returncode)}); "
+               "what the ranks were computing is lost; run the command again to go on from "
+               "where the job's records stop")
+    console.print(f"kiwb: {message}", highlight=False, markup=False)
+    _kill(spawned)
+    return Outcome("lost", {"error": message, "rank": rank.rank, "rank_log": str(rank.log_path),
+                            "log_tail": read_log_tail(rank.log_path)}, 1)
+
+
+def _how(returncode: int) -> str:
+    if returncode < 0:
+        try:
+            return f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            return f"killed by signal {-returncode}"
+    return f"exit status {returncode}"
+
+
+def end_spawned(spawned: list[SpawnedRank]) -> None:
+    """Wait for the ranks this worker started to leave; kill those that do not."""
+    deadline = time.monotonic() + RANK_EXIT_WAIT_S
+    for rank in spawned:
+        try:
+            rank.process.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except Exception:  # noqa: BLE001  (TimeoutExpired: a rank stuck in a collective)
+            rank.process.kill()
+            rank.process.wait()
+
+
+def _kill(spawned: list[SpawnedRank]) -> None:
+    for rank in spawned:
+        if rank.process.poll() is None:
+            rank.process.kill()

@@ -9,7 +9,6 @@ dies records the job as lost with that rank's log tail.
 from __future__ import annotations
 
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -17,23 +16,23 @@ from pathlib import Path
 from kiwb.console import console
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
-from kiwb.project.jobs import read_log_tail
 from kiwb.project.paths import ProjectPaths
-from kiwb.workers.distributed_scoring import RankLost, RankTally, follow_scoring, lead_scoring
+from kiwb.workers.distributed_scoring import RankTally, follow_scoring, lead_scoring
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.ranks import (
+    RankLost,
     SpawnedRank,
+    end_spawned,
     expand_devices,
     join_ranks,
     launched_rank,
     leave_ranks,
+    lost_outcome,
     rank_device_name,
     spawn_ranks,
 )
 from kiwb.workers.runtime import prepare_device, resolve_device
 from kiwb.workers.score_job import run_score_job
-
-RANK_EXIT_WAIT_S = 30.0  # after the last round, for the ranks to leave on their own
 
 
 def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str] | None) -> Outcome:
@@ -47,7 +46,7 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
             resolve_device(name)
         if len(devices) > 1:
             spawned = spawn_ranks(session.root, session.job.id, devices,
-                                  ProjectPaths(session.root).logs)
+                                  ProjectPaths(session.root).logs, "kiwb.workers.score_ranks")
             setup = launched_rank()
     if setup is None:  # --devices all on a one-GPU machine: one process
         from kiwb.workers.score import run_scoring
@@ -74,53 +73,10 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
         return run_score_job(session, config, device, where, score_all,
                              extra=lambda: ranks["tally"].figures() if ranks else {})
     except RankLost as error:
-        outcome = _lost(error, spawned)
-        for rank in spawned:  # the others wait in a collective that will not complete
-            rank.process.kill()
-        return outcome
+        return lost_outcome(error, spawned)
     finally:
         leave_ranks()
-        _end_ranks(spawned)
-
-
-def _lost(error: RankLost, spawned: list[SpawnedRank]) -> Outcome:
-    """The job's record when a rank stopped answering: which one, how it ended, its log."""
-    deadline = time.monotonic() + 5.0  # a rank killed a moment ago may not be reaped yet
-    dead = []
-    while not dead and time.monotonic() < deadline:
-        dead = [rank for rank in spawned if rank.process.poll() not in (None, 0)]
-        time.sleep(0.1)
-    if not dead:
-        message = (f"a rank stopped answering ({error}); its own output (torchrun's, for ranks "
-                   "torchrun started) says why; run kiwb score again to finish")
-        console.print(f"kiwb: {message}", highlight=False, markup=False)
-        return Outcome("lost", {"error": message}, 1)
-    rank = dead[0]
-    message = (f"rank {rank.rank} ({rank.device}) died ({_how(rank.process.returncode)}); the "
-               "shards of its round were not stored; run kiwb score again to finish")
-    console.print(f"kiwb: {message}", highlight=False, markup=False)
-    return Outcome("lost", {"error": message, "rank": rank.rank, "rank_log": str(rank.log_path),
-                            "log_tail": read_log_tail(rank.log_path)}, 1)
-
-
-def _how(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
-
-
-def _end_ranks(spawned: list[SpawnedRank]) -> None:
-    """Wait for the ranks this worker started to leave; kill those that do not."""
-    deadline = time.monotonic() + RANK_EXIT_WAIT_S
-    for rank in spawned:
-        try:
-            rank.process.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except Exception:  # noqa: BLE001  (TimeoutExpired: a rank stuck in a collective)
-            rank.process.kill()
-            rank.process.wait()
+        end_spawned(spawned)
 
 
 def run_follower(root: Path, devices: list[str] | None) -> int:

@@ -180,10 +180,15 @@ def _ids(names: list[str], labels: list[str]) -> torch.Tensor:
 class Trainer:
     """The training loop of one run: resumable, evaluated every N steps, OOM-tolerant."""
 
-    def __init__(self, config: ProjectConfig, store: Store, request: TrainRequest,
-                 data: TrainingData, device: torch.device, job_id: int | None = None):
+    def __init__(self, config: ProjectConfig, store: Store | None, request: TrainRequest,
+                 data: TrainingData, device: torch.device, job_id: int | None = None,
+                 ranks=None):
         self.config, self.store, self.request, self.data = config, store, request, data
         self.device, self.job_id = device, job_id
+        # Data-parallel ranks (kiwb.workers.train_ranks.TrainRanks), or None for one process.
+        # Only rank 0 records, evaluates and checkpoints; every rank steps the same batches.
+        self.ranks = ranks
+        self.leads = ranks is None or ranks.leads
         self.training = config.training
         self.run_dir = ProjectPaths(config.root).run_dir(request.run)
         n = len(data.texts)
@@ -249,6 +254,10 @@ class Trainer:
         self.pool_check_rows = (None if self.eval_features is not None else
                                 torch.randperm(len(self.data.texts), generator=torch.Generator()
                                                .manual_seed(self.training.seed))[:POOL_CHECK_TEXTS])
+        self.train_model = self.model
+        if self.ranks is not None:  # the others build the same model, then take these weights
+            self.ranks.send_plan(self, self._state if existing else None)
+            self.train_model = self.ranks.wrap(self.model)
 
     def _mixed_precision(self) -> str:
         wanted = self.training.mixed_precision
@@ -284,12 +293,15 @@ class Trainer:
                                 method=self.request.settings.method,
                                 learning_rate=self.learning_rate, precision=self.autocast_dtype))
         while self.step < self.total_steps:
-            if should_stop is not None and should_stop():
+            stop = bool(should_stop is not None and should_stop())
+            if self.ranks is not None:  # rank 0's decision, so every rank stops at this step
+                stop = self.ranks.agree(stop)
+            if stop:
                 read_losses(pending, self.autocast_dtype)  # a NaN step must not be checkpointed
                 self.checkpoint()
                 self._record(TrainStopped(step=self.step))
                 return {"stopped": True, "step": self.step, "best": self.best}
-            pending.append((self.step + 1, self.steps.step(self.batch_rows(self.step), self._loss)))
+            pending.append((self.step + 1, self._step(self.batch_rows(self.step))))
             self.step += 1
             log_now = self.step % LOG_EVERY == 0 or self.step == self.total_steps
             evaluate_now = self.step % self.training.eval_every == 0 or self.step == self.total_steps
@@ -313,10 +325,21 @@ class Trainer:
         return {"stopped": False, "step": self.step, "best": self.best,
                 "learning_rate": self.learning_rate}
 
+    def _step(self, rows: torch.Tensor) -> torch.Tensor:
+        """One optimizer step over the batch `rows`; its mean loss, on the device. On several
+        ranks each takes its share of the batch, its loss scaled so that the gradients the
+        ranks average are those of the whole batch, and the loss returned is the batch's."""
+        if self.ranks is None:
+            return self.steps.step(rows, self._loss)
+        mine, factor = self.ranks.share(rows)
+        loss = self.steps.step(mine, lambda piece: self._loss(piece) * factor,
+                               quiet=self.train_model.no_sync)
+        return self.ranks.mean(loss)
+
     def _loss(self, rows: torch.Tensor) -> torch.Tensor:
         """The student's mean loss on some of the texts, against their integrated targets."""
         inputs = collate(self.tokenizer, self.features, rows, self.device)
-        logits = self.model(**inputs).logits.float()
+        logits = self.train_model(**inputs).logits.float()
         data, method = self.data, self.request.settings.method
         if method == SUPERVISED:
             return torch.nn.functional.cross_entropy(logits, data.label_ids[rows].to(self.device))
@@ -328,6 +351,9 @@ class Trainer:
 
     # -- evaluation and checkpoints ------------------------------------------------------
     def evaluate_and_checkpoint(self) -> None:
+        if not self.leads:  # rank 0 evaluates; the others only give their RNG for its checkpoint
+            self.ranks.gather_rng()
+            return
         metrics = None
         if self.eval_features is not None:
             metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
@@ -375,16 +401,22 @@ class Trainer:
         return check_on_pool(self.data.labels, counts, self.target_shares)
 
     def checkpoint(self, evaluation: dict | None = None) -> None:
+        if not self.leads:
+            self.ranks.gather_rng()
+            return
         state = {**self.steps.state_dict(), "rng_cpu": torch.get_rng_state()}
         if self.device.type == "cuda":
             state["rng_device"] = torch.cuda.get_rng_state(self.device)
+        if self.ranks is not None:  # each rank's dropout draws, so a resume goes on exactly
+            state["rng_ranks"] = self.ranks.gather_rng()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
                              {"step": self.step, "best": self.best,
                               "total_steps": self.total_steps, "evaluation": evaluation})
 
     def _record(self, event: TrainEvent) -> None:
-        self.store.append_event(event.kind, event.to_dict(), job_id=self.job_id,
-                                run=self.request.run)
+        if self.store is not None:  # rank 0's alone
+            self.store.append_event(event.kind, event.to_dict(), job_id=self.job_id,
+                                    run=self.request.run)
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:

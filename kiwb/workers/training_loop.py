@@ -9,6 +9,7 @@ with its caller, which hands the core a `loss_of(rows)` for a piece of a batch.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 
@@ -54,26 +55,33 @@ class OptimizerSteps:
         self.scaler = torch.amp.GradScaler("cuda", enabled=autocast_dtype == "float16")
         self.micro_batch = batch_size  # what fits in memory, carried from step to step
 
-    def step(self, rows: torch.Tensor, loss_of: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+    def step(self, rows: torch.Tensor, loss_of: Callable[[torch.Tensor], torch.Tensor],
+             quiet: Callable[[], contextlib.AbstractContextManager] | None = None) -> torch.Tensor:
         """One optimizer step over the batch `rows`; returns its loss, still on the device.
 
         `loss_of(piece)` is the mean loss of a piece of the batch. After an out-of-memory
-        error the pieces halve: their gradients accumulate to the same update.
+        error the pieces halve: their gradients accumulate to the same update. `quiet()`:
+        under DistributedDataParallel, its no_sync, so that however many pieces a rank's
+        memory needs, only its last backward averages the gradients across ranks.
         """
         loss, self.micro_batch = halving_on_oom(
-            lambda size: self.accumulate(rows, size, loss_of), self.micro_batch, self.device,
-            "training on")
+            lambda size: self.accumulate(rows, size, loss_of, quiet), self.micro_batch,
+            self.device, "training on")
         self.update()
         return loss
 
     def accumulate(self, rows: torch.Tensor, micro_batch: int,
-                   loss_of: Callable[[torch.Tensor], torch.Tensor]) -> torch.Tensor:
+                   loss_of: Callable[[torch.Tensor], torch.Tensor],
+                   quiet: Callable[[], contextlib.AbstractContextManager] | None = None) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
         total = torch.zeros((), device=self.device)
-        for piece in rows.split(micro_batch):
-            with autocast_context(self.device, self.autocast_dtype):
-                loss = loss_of(piece) * (len(piece) / len(rows))
-            self.scaler.scale(loss).backward()
+        pieces = rows.split(micro_batch)
+        for number, piece in enumerate(pieces):
+            last = number == len(pieces) - 1
+            with (contextlib.nullcontext() if last or quiet is None else quiet()):
+                with autocast_context(self.device, self.autocast_dtype):
+                    loss = loss_of(piece) * (len(piece) / len(rows))
+                self.scaler.scale(loss).backward()
             total += loss.detach().float()
         return total
 

@@ -1,0 +1,275 @@
+"""`kiwb train` on several devices or machines: DistributedDataParallel with the run's global
+batch.
+
+Every rank steps through the same batches (their order is seeded by the run, not the rank);
+each takes every world_size-th row of a batch and scales its loss by its share, so the
+gradients DDP averages are those one process computes over the whole batch: the same update,
+up to the order floating-point sums are taken in. Rank 0 is the recorded job and the only
+rank that reads the store, evaluates and checkpoints (with every rank's RNG, so a resumed run
+draws the dropout masks an uninterrupted one would). It sends the others what they need once,
+at the start: the training data and targets, the step to start from and, on a resume, the
+optimizer's state; DDP then gives them rank 0's weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from kiwb.console import console
+from kiwb.errors import KiwbError
+from kiwb.workers.ranks import (
+    RankLost,
+    RankSetup,
+    SpawnedRank,
+    backend_for,
+    end_spawned,
+    expand_devices,
+    join_ranks,
+    launched_rank,
+    leave_ranks,
+    lost_outcome,
+    rank_device_name,
+    spawn_ranks,
+)
+
+
+@dataclass
+class TrainPlan:
+    """What rank 0 sends the other ranks before the first step."""
+
+    training: object  # the run's [training] settings, overrides applied
+    request: object   # TrainRequest
+    data: object      # TrainingData without the eval set
+    step: int
+    learning_rate: float
+    autocast_dtype: str
+    optimizer: dict | None  # the optimizer's, schedule's and scaler's state on a resume
+    rng_ranks: list | None  # every rank's RNG state at the checkpoint resumed from
+
+
+class TrainRanks:
+    """This rank's part in a data-parallel run: the collectives the Trainer calls."""
+
+    def __init__(self, setup: RankSetup, device: torch.device):
+        self.setup, self.device = setup, device
+
+    @property
+    def leads(self) -> bool:
+        return self.setup.leads
+
+    def share(self, rows: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """This rank's rows of a batch and its loss factor (world size x its share of the
+        rows). A batch smaller than the ranks leaves some without a row: they run one row at
+        factor 0, so every rank still takes part in averaging the gradients."""
+        mine = rows[self.setup.rank::self.setup.world_size]
+        if len(mine) == 0:
+            return rows[:1], 0.0
+        return mine, self.setup.world_size * len(mine) / len(rows)
+
+    def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
+        """The model under DDP: its construction gives every rank rank 0's weights."""
+        from torch.nn.parallel import DistributedDataParallel
+
+        return _collective(lambda: DistributedDataParallel(
+            model, device_ids=[self.device.index or 0] if self.device.type == "cuda" else None),
+            "sharing the weights")
+
+    def agree(self, stop: bool) -> bool:
+        """Rank 0's decision to stop at this step, for every rank."""
+        import torch.distributed as dist
+
+        flag = torch.tensor([int(stop)])
+        _collective(lambda: dist.broadcast(flag, src=0), "agreeing on the next step")
+        return bool(flag.item())
+
+    def mean(self, loss: torch.Tensor) -> torch.Tensor:
+        """The batch's loss from the ranks' scaled shares (still on the device)."""
+        import torch.distributed as dist
+
+        total = loss.detach().clone()
+        _collective(lambda: dist.all_reduce(total), "adding up the loss")
+        return total / self.setup.world_size
+
+    def gather_rng(self) -> list | None:
+        """Every rank's RNG state, at rank 0 (None elsewhere)."""
+        import torch.distributed as dist
+
+        mine = {"cpu": torch.get_rng_state()}
+        if self.device.type == "cuda":
+            mine["device"] = torch.cuda.get_rng_state(self.device)
+        states = [None] * self.setup.world_size if self.leads else None
+        _collective(lambda: dist.gather_object(mine, states, dst=0), "gathering the RNG states")
+        return states
+
+    def send_plan(self, trainer, state: dict | None) -> None:
+        """Rank 0: what the others need to take the same steps."""
+        import torch.distributed as dist
+
+        data = dataclasses.replace(trainer.data, eval_texts=None, eval_ids=None, eval_routing=None,
+                                   eval_reference=None)
+        plan = TrainPlan(trainer.training, trainer.request, data, trainer.step,
+                         trainer.learning_rate, trainer.autocast_dtype,
+                         trainer.steps.state_dict() if state is not None else None,
+                         (state or {}).get("rng_ranks"))
+        _collective(lambda: dist.broadcast_object_list([plan], src=0), "sending the plan")
+
+    def receive_plan(self) -> TrainPlan:
+        import torch.distributed as dist
+
+        holder = [None]
+        _collective(lambda: dist.broadcast_object_list(holder, src=0), "waiting for the plan")
+        return holder[0]
+
+
+def _collective(call, doing: str):
+    try:
+        return call()
+    except RuntimeError as error:  # a rank died or its machine went away
+        raise RankLost(f"{doing}: {error}".splitlines()[0]) from None
+
+
+def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: TrainRanks):
+    """A Trainer for ranks 1..: the same model, steps and batches as rank 0's, no store."""
+    from kiwb.workers.student import load_student_base, tokenize
+    from kiwb.workers.train import Trainer
+    from kiwb.workers.training_loop import OptimizerSteps
+
+    config = dataclasses.replace(config, training=plan.training)
+    trainer = Trainer(config, None, plan.request, plan.data, device, ranks=ranks)
+    rank = ranks.setup.rank
+    torch.manual_seed(trainer.training.seed + rank)  # each rank its own dropout masks
+    trainer.model, trainer.tokenizer = load_student_base(
+        config.resolve(trainer.training.student), plan.data.labels)
+    trainer.step, trainer.best = plan.step, None
+    trainer.learning_rate, trainer.autocast_dtype = plan.learning_rate, plan.autocast_dtype
+    trainer.model.to(device)
+    trainer.steps = OptimizerSteps(
+        trainer.model, device, learning_rate=trainer.learning_rate,
+        weight_decay=trainer.training.weight_decay, total_steps=trainer.total_steps,
+        warmup_ratio=trainer.training.warmup_ratio, batch_size=trainer.training.batch_size,
+        autocast_dtype=trainer.autocast_dtype)
+    if plan.optimizer is not None:
+        trainer.steps.load_state_dict(plan.optimizer)
+    if plan.rng_ranks and len(plan.rng_ranks) == ranks.setup.world_size:
+        torch.set_rng_state(plan.rng_ranks[rank]["cpu"])
+        if device.type == "cuda" and "device" in plan.rng_ranks[rank]:
+            torch.cuda.set_rng_state(plan.rng_ranks[rank]["device"], device)
+    trainer.features = tokenize(trainer.tokenizer, plan.data.texts, trainer.training.max_length)
+    trainer.eval_features, trainer.pool_check_rows = None, None
+    trainer.train_model = ranks.wrap(trainer.model)
+    return trainer
+
+
+def train_on_ranks(session, config, settings, request, devices: list[str] | None):
+    """Rank 0 of a training job: start the other ranks when kiwb starts them, then train."""
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.train import Trainer, prepare
+
+    setup = launched_rank()
+    spawned: list[SpawnedRank] = []
+    if setup is None:  # --devices: this worker starts the others
+        devices = expand_devices(devices or [])
+        for name in devices:  # a bad name is refused before any rank starts
+            resolve_device(name)
+        if len(devices) == 1:  # --devices all on a one-GPU machine: one process
+            from kiwb.workers.job_kinds import train_here
+
+            return train_here(session, config, settings, request, resolve_device(devices[0]))
+        spawned = spawn_ranks(session.root, session.job.id, devices,
+                              ProjectPaths(session.root).logs, "kiwb.workers.train_ranks")
+        setup = launched_rank()
+    device = resolve_device(rank_device_name(setup, devices, config.training.device))
+    session.started(device)
+    try:
+        console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}", highlight=False)
+        join_ranks(setup, backend_for(device))
+        ranks = TrainRanks(setup, device)
+        trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
+                          device, job_id=session.job.id, ranks=ranks)
+        from kiwb.workers.job_kinds import run_trainer
+
+        return run_trainer(session, trainer, request.run,
+                           where=f"{setup.world_size} ranks ({', '.join(devices or [])})"
+                           if spawned else f"{setup.world_size} ranks (torchrun)")
+    except RankLost as error:
+        return lost_outcome(error, spawned)
+    except RuntimeError as error:  # DDP's gradient averaging fails inside backward()
+        if not _rank_gone(error, spawned):
+            raise
+        return lost_outcome(RankLost(str(error).splitlines()[0]), spawned)
+    finally:
+        leave_ranks()
+        end_spawned(spawned)
+
+
+def _rank_gone(error: RuntimeError, spawned: list[SpawnedRank]) -> bool:
+    """Whether an error inside a step came from a rank that went away."""
+    if any(rank.process.poll() not in (None, 0) for rank in spawned):
+        return True
+    text = str(error).lower()
+    return any(sign in text for sign in ("gloo", "nccl", "connection closed", "connection reset",
+                                         "broken pipe"))
+
+
+def run_train_follower(root: Path, devices: list[str] | None) -> int:
+    """Ranks 1..: take the steps rank 0 takes, on this rank's share of each batch."""
+    from kiwb.project.config import load_config
+    from kiwb.workers.cpu_share import CpuShare
+    from kiwb.workers.quiet import quiet_libraries
+    from kiwb.workers.runtime import prepare_device, resolve_device
+
+    quiet_libraries()
+    setup = launched_rank()
+    assert setup is not None and not setup.leads
+    cpu = None
+    try:
+        config = load_config(root)
+        device = resolve_device(rank_device_name(setup, devices, config.training.device))
+        prepare_device(device)
+        cpu = CpuShare(f"rank {setup.rank} of a training job in {root}")
+        console.print(f"rank {setup.rank} of {setup.world_size} on {device}; {cpu.join()}",
+                      highlight=False, markup=False)
+        join_ranks(setup, backend_for(device))
+        ranks = TrainRanks(setup, device)
+        trainer = follower_trainer(config, ranks.receive_plan(), device, ranks)
+        console.print(f"rank {setup.rank}: steps {trainer.step:,} to {trainer.total_steps:,}",
+                      highlight=False, markup=False)
+        result = trainer.run(should_stop=lambda: False)
+    except (RankLost, RuntimeError) as error:  # RuntimeError: from DDP inside backward()
+        print(f"kiwb: rank {setup.rank}: {str(error).splitlines()[0]}; rank 0 has stopped",
+              file=sys.stderr)
+        return 1
+    except KiwbError as error:
+        print(f"kiwb: error: rank {setup.rank}: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if cpu is not None:
+            cpu.leave()
+        leave_ranks()
+    console.print(f"rank {setup.rank}: {'stopped' if result['stopped'] else 'done'} at step "
+                  f"{result['step']:,}", highlight=False)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kiwb.workers.train_ranks PROJECT JOB_ID`: a rank a training job started."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or launched_rank() is None:
+        print("usage: python -m kiwb.workers.train_ranks PROJECT JOB_ID (started by a kiwb "
+              "train job with --devices)", file=sys.stderr)
+        return 2
+    print(f"kiwb job {args[1]} · rank {os.environ['RANK']} · pid {os.getpid()} · "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
+    return run_train_follower(Path(args[0]).resolve(), None)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""Training data-parallel on two CPU ranks (gloo, DistributedDataParallel) with tiny real
+models: the same global batch gives the weights one process gets (a dropout-free student, so
+the only difference left is the order sums are taken in); evaluation and checkpoints run on
+rank 0; a run whose rank 0 is killed resumes on two ranks to the weights of a run never killed; a killed rank
+leaves the job lost with its log tail."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+from cli_helpers import kiwb_env, run_kiwb
+
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers import checkpoints as ckpt
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def project(scored_project, tmp_path_factory) -> Path:
+    """The scored project with a dropout-free student base and a short schedule."""
+    from tiny import tiny_bert_config, wordpiece_tokenizer
+    from transformers import BertForSequenceClassification
+
+    root = tmp_path_factory.mktemp("ddp")
+    base = root / "base"
+    torch.manual_seed(0)
+    tokenizer = wordpiece_tokenizer(base)
+    BertForSequenceClassification(tiny_bert_config(
+        ("x", "y"), len(tokenizer), hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    folder = root / "proj"
+    shutil.copytree(scored_project, folder, ignore=shutil.ignore_patterns("runs", "exports", "logs"))
+    config = folder / "kiwb.toml"
+    text = config.read_text()
+    text = "\n".join(line for line in text.splitlines() if not line.startswith("student = "))
+    config.write_text(text.replace("[training]", f'[training]\nstudent = "{base}"') + "\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def one_process_run(project, tmp_path_factory) -> str:
+    """Two epochs (20 steps, evaluated at 20) in one process: what the ranks must match."""
+    run_kiwb("train", project, "--run", "one", "--epochs", "2", "--foreground",
+             cwd=tmp_path_factory.mktemp("one"))
+    return "one"
+
+
+def weights(project: Path, run: str, step: int | None = None) -> dict[str, torch.Tensor]:
+    from safetensors.torch import load_file
+
+    run_dir = ProjectPaths(project).run_dir(run)
+    found = ckpt.list_checkpoints(run_dir)
+    folder = found[-1] if step is None else next(f for f in found if f.name == ckpt.step_name(step))
+    return load_file(folder / "model.safetensors")
+
+
+def assert_close(mine: dict, theirs: dict) -> None:
+    """Equal up to float summation order (which Adam's normalised steps carry along): within
+    1e-4 of weights that training moved by far more (checked in the first test)."""
+    assert mine.keys() == theirs.keys()
+    worst = max(float((mine[name] - theirs[name]).abs().max()) for name in theirs)
+    assert worst < 1e-4, f"largest weight difference {worst}"
+
+
+def test_two_ranks_with_the_same_global_batch_train_the_weights_one_process_does(
+        project, one_process_run, tmp_path):
+    done = run_kiwb("train", project, "--run", "two", "--epochs", "2", "--devices", "cpu,cpu",
+                    cwd=tmp_path)
+    said = done.stdout + done.stderr
+    assert "on 2 ranks (cpu, cpu)" in " ".join(said.split()) and "Done" in said
+    assert_close(weights(project, "two"), weights(project, one_process_run))
+    from safetensors.torch import load_file
+
+    base = load_file(Path(project.parent / "base" / "model.safetensors"))
+    trained = weights(project, one_process_run)
+    moved = max(float((trained[name] - base[name]).abs().max())
+                for name in base if name in trained and trained[name].shape == base[name].shape)
+    assert moved > 0.05  # training moved the weights far beyond the tolerance above
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+        evals = store.connection.execute(
+            "SELECT COUNT(*) FROM events WHERE job_id = ? AND kind = 'train.eval'",
+            (job.id,)).fetchone()[0]
+    assert job.status == "finished" and job.settings["devices"] == "cpu,cpu"
+    assert evals == 1  # rank 0 alone evaluated, at step 20
+    rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
+    assert "rank 1: done at step 20" in rank_log.read_text()
+
+
+def test_a_run_whose_rank_0_was_killed_resumes_to_the_weights_of_one_never_killed(
+        project, tmp_path):
+    run_kiwb("train", project, "--run", "whole", "--epochs", "6", "--devices", "cpu,cpu",
+             cwd=tmp_path)
+    run_kiwb("train", project, "--run", "cut", "--epochs", "6", "--devices", "cpu,cpu", "--detach",
+             cwd=tmp_path)
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+    run_dir = ProjectPaths(project).run_dir("cut")
+    deadline = time.monotonic() + 180
+    while not ckpt.list_checkpoints(run_dir):
+        assert time.monotonic() < deadline, "no checkpoint in 180 s"
+        time.sleep(0.1)
+    with Store(ProjectPaths(project).store) as store:
+        pid = store.jobs.get(job.id).pid
+    os.kill(pid, signal.SIGKILL)  # rank 0, the job's worker, between checkpoints
+    deadline = time.monotonic() + 60
+    while (state := _job(project, job.id)).live:
+        assert time.monotonic() < deadline, "the job is still live 60 s after its kill"
+        time.sleep(0.2)
+    assert state.status == "lost"
+    resumed = run_kiwb("train", project, "--run", "cut", "--epochs", "6", "--devices", "cpu,cpu",
+                       "--resume", cwd=tmp_path)
+    assert "steps to go" in resumed.stdout + resumed.stderr
+    cut, whole = weights(project, "cut", 60), weights(project, "whole", 60)
+    assert all(torch.equal(cut[name], whole[name]) for name in whole)  # as if never killed
+
+
+def test_a_killed_rank_leaves_the_training_job_lost_with_its_log(project, tmp_path):
+    run_kiwb("train", project, "--run", "victim", "--epochs", "40", "--devices", "cpu,cpu",
+             "--detach", cwd=tmp_path)
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+    rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
+    deadline = time.monotonic() + 120
+    while "steps" not in (rank_log.read_text() if rank_log.exists() else ""):
+        assert time.monotonic() < deadline, "rank 1 did not start in 120 s"
+        time.sleep(0.2)
+    pid = int(next(line for line in rank_log.read_text().splitlines()
+                   if " · pid " in line).split(" · pid ")[1].split()[0])
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 120
+    while (state := _job(project, job.id)).live:
+        assert time.monotonic() < deadline, "the job did not end in 120 s"
+        time.sleep(0.2)
+    assert state.status == "lost" and "rank 1 (cpu) died (killed by SIGKILL)" in state.error
+    assert any("rank 1 of 2" in line for line in state.log_tail)
+
+
+def test_torchrun_trains_under_one_job(project, one_process_run, tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         # "--": torchrun's own parser would take --run for its --run-path
+         "-m", "kiwb", "--", "train", str(project), "--run", "torchrun", "--epochs", "2"],
+        cwd=tmp_path, env=kiwb_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+    with Store(ProjectPaths(project).store) as store:
+        jobs = [job for job in store.jobs.all() if job.run == "torchrun"]
+    assert len(jobs) == 1 and jobs[0].status == "finished"
+    assert_close(weights(project, "torchrun"), weights(project, one_process_run))
+
+
+def _job(project: Path, job_id: int):
+    with Store(ProjectPaths(project).store) as store:
+        return store.jobs.get(job_id)
