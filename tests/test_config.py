@@ -193,7 +193,7 @@ ERRORS = [
     (
         'name = "p"\n[scoring]\nmc_pases = 4\n',
         "[scoring] mc_pases",
-        ['did you mean "mc_passes"?', "known: mc_passes, batch_size"],
+        ['did you mean "mc_passes"?', "known: mc_passes, max_mc_passes, settled_z, batch_size"],
     ),
     ('name = "p"\nnmae = "q"\n', "nmae", ['did you mean "name"?']),
     ('name = "p"\n[scorng]\n', "scorng", ['did you mean "scoring"?']),
@@ -206,7 +206,7 @@ ERRORS = [
     (
         'name = "p"\n[scoring]\nmc_passes = "16"\n',
         "[scoring] mc_passes",
-        ['must be an integer, got "16" (a string); write mc_passes = 16'],
+        ['must be an integer or "auto", got "16" (a string); write mc_passes = 16'],
     ),
     (
         'name = "p"\n[scoring]\nmc_passes = true\n',
@@ -248,6 +248,11 @@ ERRORS = [
     ),
     ('name = "p"\n[training]\nwarmup_ratio = 1\n', "[training] warmup_ratio", [">= 0 and < 1"]),
     ('name = "p"\n[training]\nepochs = nan\n', "[training] epochs", ["finite"]),
+    (
+        'name = "p"\n[scoring]\nmc_passes = "adaptive"\n',
+        "[scoring] mc_passes",
+        ['must be an integer or "auto", got "adaptive" (a string); for example mc_passes = "auto"'],
+    ),
     (
         'name = "p"\n[training]\nlearning_rate = "fast"\n',
         "[training] learning_rate",
@@ -482,7 +487,7 @@ def test_a_misspelt_rule_fails_when_the_schema_is_made() -> None:
 
     with pytest.raises(TypeError, match="minn"):
         _setting("A count.", 1, minn=1)
-    assert rules_of(dataclasses.fields(ScoringConfig)[0]) == Rules(min=1)
+    assert rules_of(dataclasses.fields(ScoringConfig)[0]) == Rules(min=1, keyword="auto")
 
 
 def test_the_environment_check_returns_what_is_missing_and_the_cli_raises_the_first(project: Path) -> None:

@@ -104,8 +104,9 @@ def _convert(value: Any, hint: Any, f: dataclasses.Field, loc: _Loc) -> Any:
         hint = next(arg for arg in typing.get_args(hint) if arg is not str)
         if isinstance(value, str):
             suggestion = _coerce(value, hint)
+            default = " (the default)" if f.default == keyword else ""
             fix = (f"; write {f.name} = {toml_value(suggestion)}" if suggestion is not None
-                   else f'; for example {f.name} = "{keyword}" (the default)')
+                   else f'; for example {f.name} = "{keyword}"{default}')
             raise loc.error(f.name, f'must be {_EXPECTED[hint]} or "{keyword}", got {_describe(value)}{fix}')
     hint = optional_inner(hint)
     if typing.get_origin(hint) is tuple:

@@ -131,7 +131,16 @@ class DataConfig:
 class ScoringConfig:
     """How the teachers score the unlabeled texts with Monte-Carlo dropout."""
 
-    mc_passes: int = _setting("Dropout-on forward passes per text and teacher (K).", 16, min=1)
+    mc_passes: int | str = _setting(
+        'Dropout-on forward passes per text and teacher (K), or "auto": 4 each, then 4 more '
+        "at a time only for texts whose routing is not yet settled, up to max_mc_passes.",
+        16, min=1, keyword="auto")
+    max_mc_passes: int = _setting(
+        'With mc_passes = "auto": the most passes a text gets from a teacher.', 16, min=2)
+    settled_z: float = _setting(
+        'With mc_passes = "auto": how sure a routing must be to stop sampling a text (the '
+        "leading teacher's score this many standard errors down still beats the others' as "
+        "many up); larger spends more passes.", 2.0, gt=0)
     batch_size: int = _setting("Texts per forward batch.", 32, min=1)
     max_length: int = _setting("Longest input in tokens; longer texts are truncated.", 128, min=8)
     device: str = _setting("Where to run: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)

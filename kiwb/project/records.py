@@ -279,6 +279,9 @@ class ScoreJobSummary(Record):
     left: int | None = since()
     precision: str | None = since()
     strategy: str | None = since()
+    # mc_passes = "auto": the MC passes drawn, and the passes K = max_mc_passes would have drawn
+    passes_drawn: int | None = since()
+    passes_at_max: int | None = since()
 
 
 # -- training ------------------------------------------------------------------------------

@@ -35,10 +35,18 @@ def score(session: JobSession) -> Outcome:
     device = resolve_device(devices[0] if devices else config.scoring.device)
     session.started(device)
 
-    def score_all(tasks, advance) -> None:
-        if advance is not None:
-            run_scoring(config, session.store, tasks, device=device, progress=advance,
-                        should_stop=session.should_stop, job_id=session.job.id)
+    def score_all(tasks, advance) -> tuple[int, int] | None:
+        if advance is None:
+            return None
+        if config.scoring.mc_passes == "auto":
+            from kiwb.workers.adaptive_scoring import run_adaptive_scoring
+
+            return run_adaptive_scoring(config, session.store, tasks, device=device,
+                                        progress=advance, should_stop=session.should_stop,
+                                        job_id=session.job.id)
+        run_scoring(config, session.store, tasks, device=device, progress=advance,
+                    should_stop=session.should_stop, job_id=session.job.id)
+        return None
 
     return run_score_job(session, config, device, str(device), score_all)
 

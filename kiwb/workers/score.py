@@ -77,7 +77,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
         for dataset, table in tables.items():
             content = {
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
-                "data": table.fingerprint, "passes": scoring.mc_passes,
+                "data": table.fingerprint, "passes": passes_setting(scoring),
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
             }
@@ -86,6 +86,16 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
             key = next((k for k in keys if len(store.done_shards(k)) >= num_shards), keys[0])
             tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
     return tasks
+
+
+def passes_setting(scoring) -> int | dict:
+    """What a score set's key says of its passes: K, or the adaptive rule."""
+    if scoring.mc_passes != "auto":
+        return scoring.mc_passes
+    from kiwb.core import adaptive_passes as adaptive
+
+    return {"auto": scoring.max_mc_passes, "z": scoring.settled_z, "first": adaptive.FIRST_PASSES,
+            "step": adaptive.STEP_PASSES, "routing": adaptive.DECISION_ROUTING}
 
 
 def drawing_key(device, dtype: str) -> dict:

@@ -3,10 +3,12 @@ sets, say what is left, score it, and say how it ended."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
 from kiwb.console import console
+from kiwb.core.adaptive_passes import FIRST_PASSES
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.score import (
@@ -17,8 +19,9 @@ from kiwb.workers.score import (
     score_job_summary,
 )
 
-# (the tasks, the progress callback or None when nothing is left to score)
-ScoreAll = Callable[[list[ScoreTask], Callable[[str, int], None] | None], None]
+# (the tasks, the progress callback or None when nothing is left to score); adaptive scoring
+# returns (passes drawn, passes K = max would draw)
+ScoreAll = Callable[[list[ScoreTask], Callable[[str, int], None] | None], tuple[int, int] | None]
 
 
 def run_score_job(session: JobSession, config: ProjectConfig, device, where: str,
@@ -33,14 +36,29 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
         score_all(tasks, None)  # ranks still wait to be told there is nothing to do
         console.print("All scores are up to date (cached); nothing to do.")
         return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
-    console.print(f"Scoring {todo:,} text×teacher pairs on {where} "
-                  f"(K = {config.scoring.mc_passes} MC-dropout passes each)", highlight=False)
-    with session.progress("scoring", total=todo, extra=extra) as advance:
-        score_all(tasks, advance)
+    scoring = config.scoring
+    if scoring.mc_passes == "auto":  # progress in passes: drawn, or found not needed
+        console.print(f"Scoring {todo:,} text×teacher pairs on {where} (K = auto: "
+                      f"{min(FIRST_PASSES, scoring.max_mc_passes)} MC-dropout passes each, then "
+                      f"more where the routing is undecided, up to {scoring.max_mc_passes})",
+                      highlight=False)
+        total, unit = todo * scoring.max_mc_passes, "passes"
+    else:
+        console.print(f"Scoring {todo:,} text×teacher pairs on {where} "
+                      f"(K = {scoring.mc_passes} MC-dropout passes each)", highlight=False)
+        total, unit = todo, "texts"
+    with session.progress("scoring", total=total, unit=unit, extra=extra) as advance:
+        passes = score_all(tasks, advance)
     left = pending_texts(store, tasks)
     if left:
         console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
-        return Outcome(data=score_job_summary(todo - left, config.scoring, device, left).to_dict(),
+        return Outcome(data=score_job_summary(todo - left, scoring, device, left).to_dict(),
                        exit_code=1)
+    summary = score_job_summary(todo, scoring, device)
+    if passes is not None:
+        drawn, at_max = passes
+        summary = dataclasses.replace(summary, passes_drawn=drawn, passes_at_max=at_max)
+        console.print(f"Drew {drawn:,} MC-dropout passes, {drawn / max(at_max, 1):.0%} of the "
+                      f"{at_max:,} that K = {scoring.max_mc_passes} would take", highlight=False)
     console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
-    return Outcome(data=score_job_summary(todo, config.scoring, device).to_dict())
+    return Outcome(data=summary.to_dict())

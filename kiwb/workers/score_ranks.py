@@ -38,6 +38,9 @@ from kiwb.workers.score_job import run_score_job
 def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str] | None) -> Outcome:
     """Rank 0 of a scoring job: start the other ranks when kiwb starts them, then deal out
     and store every pending shard."""
+    if config.scoring.mc_passes == "auto":
+        raise KiwbError('mc_passes = "auto" scores on one device: its rounds decide on all texts '
+                        "at once; drop --devices (or torchrun), or set a number of passes")
     setup = launched_rank()
     spawned: list[SpawnedRank] = []
     if setup is None:  # --devices: this worker starts the others

@@ -35,6 +35,7 @@ class ScoringSettings:
     strategy: str
     dtype: str
     seed: int
+    keep_passes: bool = False  # also store each pass's probabilities (adaptive MC passes)
 
 
 def prepare_tokenizer(tokenizer, model) -> None:
@@ -126,7 +127,7 @@ def _score_features(
         # one overflowing teacher would win every text. One check (one sync) per batch.
         if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
             raise NonFiniteLogits()
-        for name, values in _batch_scores(det, passes).items():
+        for name, values in _batch_scores(det, passes, settings.keep_passes).items():
             if name not in columns:
                 columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)
             columns[name][batch_rows] = values
@@ -134,10 +135,12 @@ def _score_features(
     return columns
 
 
-def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor) -> dict[str, np.ndarray]:
+def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor,
+                  keep_passes: bool = False) -> dict[str, np.ndarray]:
     det_logits = det_logits.float()  # the statistics in float32, whatever autocast computed in
     det_probs = det_logits.softmax(-1)
-    summary = summarize_passes(pass_logits.float().softmax(-1))  # pass_logits: (K, n, C)
+    pass_probs = pass_logits.float().softmax(-1)  # (K, n, C)
+    summary = summarize_passes(pass_probs)
     arrays = {
         "det_logits": det_logits,
         "det_probs": det_probs,
@@ -148,6 +151,8 @@ def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor) -> dict[s
         "mc_confidence": summary.confidence,
         "mutual_information": summary.mutual_information,
     }
+    if keep_passes:
+        arrays["pass_probs"] = pass_probs.transpose(0, 1)  # (n, K, C)
     # One device-to-host copy for the whole batch rather than one per array.
     n = det_logits.shape[0]
     packed = torch.cat([value.float().reshape(n, -1) for value in arrays.values()], dim=1).cpu().numpy()

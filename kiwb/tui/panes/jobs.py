@@ -141,13 +141,15 @@ class JobsPane(Pane):
         if config is None:
             return
         scoring = config.scoring
-        fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes)),
+        fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes),
+                        placeholder='a number, or "auto": more passes only where undecided'),
                   Field("batch_size", "batch size", str(scoring.batch_size)),
                   Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N")]
         root = self.root
 
         def start(values: dict) -> int:
-            passes = _whole(values["mc_passes"], "K")
+            passes = ("auto" if values["mc_passes"].strip().lower() == "auto"
+                      else _whole(values["mc_passes"], 'K (or "auto")'))
             batch = _whole(values["batch_size"], "batch size")
             updated = config_edit.set_scoring(config, mc_passes=passes)
             return launcher.launch(root, ScoreSpec(
