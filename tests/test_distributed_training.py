@@ -93,6 +93,8 @@ def test_two_ranks_with_the_same_global_batch_train_the_weights_one_process_does
             "SELECT COUNT(*) FROM events WHERE job_id = ? AND kind = 'train.eval'",
             (job.id,)).fetchone()[0]
     assert job.status == "finished" and job.settings["devices"] == "cpu,cpu"
+    ranks = job.progress["ranks"]  # each rank's share of the 20 batches of 16 texts
+    assert [(rank["rank"], rank["texts"]) for rank in ranks] == [(0, 160), (1, 160)]
     assert evals == 1  # rank 0 alone evaluated, at step 20
     rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
     assert "rank 1: done at step 20" in rank_log.read_text()

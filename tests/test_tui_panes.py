@@ -236,6 +236,35 @@ async def test_jobs_pane_follows_jobs_started_elsewhere_and_explains_failures(pr
 
 
 @run_async
+async def test_jobs_pane_shows_each_rank_of_a_distributed_job_and_the_one_that_died(project):
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        jobs = table(app, "#jobs-table")
+        with Store(ProjectPaths(project).store) as store:  # as a rank 0 records it
+            job = store.jobs.create("score", "scores", {"devices": "cuda:0,cuda:1"})
+            store.jobs.started(job, {"device": "cuda:0"})
+            ranks = [{"rank": 0, "device": "cuda:0", "host": "gpu-1", "pid": 11, "texts": 4096},
+                     {"rank": 1, "device": "cuda:1", "host": "gpu-1", "pid": 12, "texts": 2048}]
+            store.jobs.record_progress(job, {"done": 6144, "total": 20000, "unit": "texts",
+                                             "rate": 900.0, "eta_s": 15.3, "label": "a",
+                                             "ranks": ranks})
+            store.jobs.end(job, "lost", {"error": "rank 1 (cuda:1) died (killed by SIGKILL)",
+                                         "log_tail": ["rank 1: scored a · unlabeled shard 3"]})
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: any(row[2] == "lost" for row in cells(jobs)), what="the job")
+        jobs.move_cursor(row=next(number for number, row in enumerate(cells(jobs))
+                                  if row[2] == "lost"))
+        log = app.screen.query_one("#job-log")
+        await wait_for(pilot, lambda: "rank 1 cuda:1 on gpu-1 · pid 12 · 2,048 texts"
+                       in text_of(log), what="the ranks")
+        shown = text_of(log)
+        assert "rank 0 cuda:0 on gpu-1 · pid 11 · 4,096 texts" in shown
+        assert "rank 1 (cuda:1) died (killed by SIGKILL)" in shown
+        assert "rank 1: scored a · unlabeled shard 3" in shown
+
+
+@run_async
 async def test_a_form_submitted_twice_quickly_starts_one_job(project):
     from kiwb.tui.launcher import cancel
 

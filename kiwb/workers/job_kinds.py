@@ -116,7 +116,9 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {where}: "
                   f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} "
                   "steps to go")
-    with session.progress(f"train {run}", total=remaining, unit="steps") as advance:
+    ranks = trainer.ranks  # on several ranks, each one's share shows in the job's progress
+    extra = (lambda: ranks.figures(trainer.step, trainer.training.batch_size)) if ranks else None
+    with session.progress(f"train {run}", total=remaining, unit="steps", extra=extra) as advance:
         result = trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n),
                              should_stop=session.should_stop)
     if result["stopped"]:

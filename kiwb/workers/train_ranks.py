@@ -59,6 +59,7 @@ class TrainRanks:
 
     def __init__(self, setup: RankSetup, device: torch.device):
         self.setup, self.device = setup, device
+        self.members: list[dict] = []  # every rank's device, host and pid (at rank 0)
 
     @property
     def leads(self) -> bool:
@@ -119,13 +120,34 @@ class TrainRanks:
                          trainer.steps.state_dict() if state is not None else None,
                          (state or {}).get("rng_ranks"))
         _collective(lambda: dist.broadcast_object_list([plan], src=0), "sending the plan")
+        self._introduce()
 
     def receive_plan(self) -> TrainPlan:
         import torch.distributed as dist
 
         holder = [None]
         _collective(lambda: dist.broadcast_object_list(holder, src=0), "waiting for the plan")
+        self._introduce()
         return holder[0]
+
+    def _introduce(self) -> None:
+        """Every rank's device, host and pid, for the job's per-rank progress."""
+        import socket
+
+        import torch.distributed as dist
+
+        members: list = [None] * self.setup.world_size
+        mine = {"rank": self.setup.rank, "device": str(self.device), "host": socket.gethostname(),
+                "pid": os.getpid()}
+        _collective(lambda: dist.all_gather_object(members, mine), "introducing the ranks")
+        self.members = members
+
+    def figures(self, step: int, batch_size: int) -> dict:
+        """Per-rank progress: the texts each rank has trained on so far (its share of each
+        batch), in the shape kiwb jobs and the Jobs pane read."""
+        world = self.setup.world_size
+        return {"ranks": [{**member, "texts": step * len(range(member["rank"], batch_size, world))}
+                          for member in self.members]}
 
 
 def _collective(call, doing: str):
