@@ -131,19 +131,32 @@ def follow_job(root, job_id: int, label: str, project_label: str) -> int:
         return exit_code(store.jobs.get(job_id))
 
 
-def cmd_score(args: argparse.Namespace) -> int:
-    from kiwb.project.job_specs import ScoreSpec
+def serve_other_rank(args: argparse.Namespace, spec, module: str, follower: str) -> int | None:
+    """Under torchrun / accelerate launch (one process per rank): a rank other than 0 does
+    its share and returns its exit status (it keeps no record and never opens the store);
+    rank 0 goes on as the job, in torchrun's process (so in the foreground). None otherwise.
+    A malformed --devices is refused here, before any job is recorded."""
+    import importlib
+
     from kiwb.workers.ranks import launched_rank
 
-    spec = ScoreSpec.from_args(args)
-    spec.device_list()  # a malformed --devices is refused before any job is recorded
+    spec.device_list()
     rank = launched_rank()
-    if rank is not None:  # under torchrun / accelerate launch: one process per rank
-        if not rank.leads:  # the others keep no record and never open the store
-            from kiwb.workers.score_ranks import run_follower
+    if rank is None:
+        return None
+    if not rank.leads:
+        return getattr(importlib.import_module(module), follower)(args.project.resolve(),
+                                                                   spec.device_list())
+    args.foreground, args.detach = True, False
+    return None
 
-            return run_follower(args.project.resolve(), spec.device_list())
-        args.foreground, args.detach = True, False  # rank 0 is the job, in torchrun's process
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from kiwb.project.job_specs import ScoreSpec
+
+    spec = ScoreSpec.from_args(args)
+    if (served := serve_other_rank(args, spec, "kiwb.workers.score_ranks", "run_follower")) is not None:
+        return served
     open_project(args.project, scoring=True)[1].close()  # refuse a bad kiwb.toml before any job
     return run_or_launch(args, spec)
 
@@ -181,17 +194,11 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.config import check_routing
     from kiwb.project.job_specs import TrainSpec
-    from kiwb.workers.ranks import launched_rank
 
     spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
-    spec.device_list()  # a malformed --devices is refused before any job is recorded
-    rank = launched_rank()
-    if rank is not None:  # under torchrun / accelerate launch: one process per rank
-        if not rank.leads:  # the others keep no record and never open the store
-            from kiwb.workers.train_ranks import run_train_follower
-
-            return run_train_follower(args.project.resolve(), spec.device_list())
-        args.foreground, args.detach = True, False  # rank 0 is the job, in torchrun's process
+    if (served := serve_other_rank(args, spec, "kiwb.workers.train_ranks",
+                                   "run_train_follower")) is not None:
+        return served
     config, store = open_project(args.project)
     store.close()
     if spec.method != "supervised":  # refused here, before a job is started for it

@@ -50,3 +50,33 @@ def write_project(root: Path, teachers: dict[str, Path], unlabeled: Path, evalua
     lines += ["[scoring]", scoring, extra]
     (root / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+def wait_until(condition, *, timeout: float, what: str, every: float = 0.2):
+    """Poll `condition()` until it returns something true (returned), or fail naming `what`."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        time.sleep(every)
+    return found
+
+
+def rank_pid(log: Path) -> int:
+    """The pid a rank that a --devices job started wrote in the first line of its log."""
+    return int(next(line for line in log.read_text().splitlines()
+                    if " · pid " in line).split(" · pid ")[1].split()[0])
+
+
+def ended_job(project: Path, job_id: int, timeout: float = 120):
+    """The job's state once it is no longer live."""
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    def ended():
+        with Store(ProjectPaths(project).store) as store:
+            state = store.jobs.get(job_id)
+        return None if state.live else state
+
+    return wait_until(ended, timeout=timeout, what=f"job {job_id} to end")

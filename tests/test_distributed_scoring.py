@@ -10,12 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pytest
-from cli_helpers import kiwb_env, run_kiwb
+from cli_helpers import ended_job, kiwb_env, rank_pid, run_kiwb, wait_until
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -93,17 +92,10 @@ def test_a_killed_rank_leaves_the_job_lost_with_its_log_and_scoring_again_finish
     run_kiwb("score", project, "--devices", "cpu,cpu", "--detach", cwd=tmp_path)
     [job] = jobs_of(project)
     rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
-    deadline = time.monotonic() + 120
-    while "scored" not in (rank_log.read_text() if rank_log.exists() else ""):
-        assert time.monotonic() < deadline, "rank 1 scored nothing in 120 s"
-        time.sleep(0.2)
-    pid = int(next(line for line in rank_log.read_text().splitlines()
-                   if " · pid " in line).split(" · pid ")[1].split()[0])
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 120
-    while (state := jobs_of(project)[0]).live:
-        assert time.monotonic() < deadline, "the job did not end in 120 s"
-        time.sleep(0.2)
+    wait_until(lambda: rank_log.exists() and "scored" in rank_log.read_text(), timeout=120,
+               what="rank 1's first shard")
+    os.kill(rank_pid(rank_log), signal.SIGKILL)
+    state = ended_job(project, job.id)
     assert state.status == "lost"
     assert "rank 1 (cpu) died (killed by SIGKILL)" in state.error
     assert any("scored" in line for line in state.log_tail)  # rank 1's own log

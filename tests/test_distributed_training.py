@@ -11,12 +11,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import kiwb_env, run_kiwb
+from cli_helpers import ended_job, kiwb_env, rank_pid, run_kiwb, wait_until
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -109,18 +108,12 @@ def test_a_run_whose_rank_0_was_killed_resumes_to_the_weights_of_one_never_kille
     with Store(ProjectPaths(project).store) as store:
         job = store.jobs.all()[-1]
     run_dir = ProjectPaths(project).run_dir("cut")
-    deadline = time.monotonic() + 180
-    while not ckpt.list_checkpoints(run_dir):
-        assert time.monotonic() < deadline, "no checkpoint in 180 s"
-        time.sleep(0.1)
+    wait_until(lambda: ckpt.list_checkpoints(run_dir), timeout=180, what="a checkpoint",
+               every=0.05)
     with Store(ProjectPaths(project).store) as store:
         pid = store.jobs.get(job.id).pid
     os.kill(pid, signal.SIGKILL)  # rank 0, the job's worker, between checkpoints
-    deadline = time.monotonic() + 60
-    while (state := _job(project, job.id)).live:
-        assert time.monotonic() < deadline, "the job is still live 60 s after its kill"
-        time.sleep(0.2)
-    assert state.status == "lost"
+    assert ended_job(project, job.id, timeout=60).status == "lost"
     resumed = run_kiwb("train", project, "--run", "cut", "--epochs", "6", "--devices", "cpu,cpu",
                        "--resume", cwd=tmp_path)
     assert "steps to go" in resumed.stdout + resumed.stderr
@@ -134,17 +127,10 @@ def test_a_killed_rank_leaves_the_training_job_lost_with_its_log(project, tmp_pa
     with Store(ProjectPaths(project).store) as store:
         job = store.jobs.all()[-1]
     rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
-    deadline = time.monotonic() + 120
-    while "steps" not in (rank_log.read_text() if rank_log.exists() else ""):
-        assert time.monotonic() < deadline, "rank 1 did not start in 120 s"
-        time.sleep(0.2)
-    pid = int(next(line for line in rank_log.read_text().splitlines()
-                   if " · pid " in line).split(" · pid ")[1].split()[0])
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 120
-    while (state := _job(project, job.id)).live:
-        assert time.monotonic() < deadline, "the job did not end in 120 s"
-        time.sleep(0.2)
+    wait_until(lambda: rank_log.exists() and "steps" in rank_log.read_text(), timeout=120,
+               what="rank 1's first steps")
+    os.kill(rank_pid(rank_log), signal.SIGKILL)
+    state = ended_job(project, job.id)
     assert state.status == "lost" and "rank 1 (cpu) died (killed by SIGKILL)" in state.error
     assert any("rank 1 of 2" in line for line in state.log_tail)
 
@@ -160,8 +146,3 @@ def test_torchrun_trains_under_one_job(project, one_process_run, tmp_path):
         jobs = [job for job in store.jobs.all() if job.run == "torchrun"]
     assert len(jobs) == 1 and jobs[0].status == "finished"
     assert_close(weights(project, "torchrun"), weights(project, one_process_run))
-
-
-def _job(project: Path, job_id: int):
-    with Store(ProjectPaths(project).store) as store:
-        return store.jobs.get(job_id)

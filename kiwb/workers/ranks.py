@@ -218,3 +218,88 @@ def _kill(spawned: list[SpawnedRank]) -> None:
     for rank in spawned:
         if rank.process.poll() is None:
             rank.process.kill()
+
+
+def start_ranks(session, devices: list[str] | None, module: str
+                ) -> tuple[RankSetup | None, list[SpawnedRank], list[str] | None]:
+    """Rank 0's side of starting a job on several devices: under torchrun the ranks are
+    there already; with --devices this worker starts ranks 1.. (`python -m MODULE`). Returns
+    this process's setup (None: one device after all, as `--devices all` on a one-GPU
+    machine), the ranks it started, and the device names."""
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.workers.runtime import resolve_device
+
+    setup = launched_rank()
+    if setup is not None:
+        return setup, [], devices
+    devices = expand_devices(devices or [])
+    for name in devices:  # a bad name is refused before any rank starts
+        resolve_device(name)
+    if len(devices) == 1:
+        return None, [], devices
+    spawned = spawn_ranks(session.root, session.job.id, devices, ProjectPaths(session.root).logs,
+                          module)
+    return launched_rank(), spawned, devices
+
+
+def ranks_text(setup: RankSetup, spawned: list[SpawnedRank], devices: list[str] | None) -> str:
+    """`2 ranks (cuda:0, cuda:1)`, or `4 ranks (torchrun)`, for the job's first line."""
+    return f"{setup.world_size} ranks " + (f"({', '.join(devices or [])})" if spawned else "(torchrun)")
+
+
+def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_device,
+                  backend, work) -> int:
+    """Ranks 1..: join rank 0's job and do `work(config, device, setup, between)`, which
+    returns the line that ends the rank's log (`between()` between rounds or steps takes
+    this rank's share of the cores again); the exit status."""
+    from kiwb.console import console
+    from kiwb.errors import KiwbError
+    from kiwb.project.config import load_config
+    from kiwb.workers.cpu_share import CpuShare
+    from kiwb.workers.quiet import quiet_libraries
+    from kiwb.workers.runtime import prepare_device, resolve_device
+
+    quiet_libraries()
+    setup = launched_rank()
+    assert setup is not None and not setup.leads
+    cpu = None
+
+    def between() -> None:
+        line = cpu.rebalance()
+        if line:
+            console.print(line, highlight=False, markup=False)
+
+    try:
+        config = load_config(root)
+        device = resolve_device(rank_device_name(setup, devices, configured_device(config)))
+        prepare_device(device)
+        cpu = CpuShare(f"rank {setup.rank} of a {what} job in {root}")
+        console.print(f"rank {setup.rank} of {setup.world_size} on {device}; {cpu.join()}",
+                      highlight=False, markup=False)
+        join_ranks(setup, backend(device))
+        said = work(config, device, setup, between)
+    except (RankLost, RuntimeError) as error:  # RuntimeError: from DDP inside backward()
+        print(f"kiwb: rank {setup.rank}: {str(error).splitlines()[0]}; rank 0 has stopped",
+              file=sys.stderr)
+        return 1
+    except KiwbError as error:
+        print(f"kiwb: error: rank {setup.rank}: {error}", file=sys.stderr)
+        return 2
+    finally:
+        if cpu is not None:
+            cpu.leave()
+        leave_ranks()
+    console.print(f"rank {setup.rank}: {said}", highlight=False, markup=False)
+    return 0
+
+
+def rank_main(argv: list[str] | None, module: str, kind: str, serve) -> int:
+    """`python -m MODULE PROJECT JOB_ID`: a rank that a `kiwb KIND --devices` job started."""
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 2 or launched_rank() is None:
+        print(f"usage: python -m {module} PROJECT JOB_ID (started by a kiwb {kind} job with "
+              "--devices)", file=sys.stderr)
+        return 2
+    print(f"kiwb job {args[1]} · rank {os.environ['RANK']} · pid {os.getpid()} · "
+          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
+    return serve(Path(args[0]).resolve(), None)

@@ -8,30 +8,27 @@ dies records the job as lost with that rank's log tail.
 
 from __future__ import annotations
 
-import os
 import sys
-import time
 from pathlib import Path
 
 from kiwb.console import console
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
-from kiwb.project.paths import ProjectPaths
 from kiwb.workers.distributed_scoring import RankTally, follow_scoring, lead_scoring
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.ranks import (
     RankLost,
-    SpawnedRank,
     end_spawned,
-    expand_devices,
     join_ranks,
-    launched_rank,
     leave_ranks,
     lost_outcome,
     rank_device_name,
-    spawn_ranks,
+    rank_main,
+    ranks_text,
+    serve_as_rank,
+    start_ranks,
 )
-from kiwb.workers.runtime import prepare_device, resolve_device
+from kiwb.workers.runtime import resolve_device
 from kiwb.workers.score_job import run_score_job
 
 
@@ -41,16 +38,7 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
     if config.scoring.mc_passes == "auto":
         raise KiwbError('mc_passes = "auto" scores on one device: its rounds decide on all texts '
                         "at once; drop --devices (or torchrun), or set a number of passes")
-    setup = launched_rank()
-    spawned: list[SpawnedRank] = []
-    if setup is None:  # --devices: this worker starts the others
-        devices = expand_devices(devices or [])
-        for name in devices:  # a bad name is refused before any rank starts
-            resolve_device(name)
-        if len(devices) > 1:
-            spawned = spawn_ranks(session.root, session.job.id, devices,
-                                  ProjectPaths(session.root).logs, "kiwb.workers.score_ranks")
-            setup = launched_rank()
+    setup, spawned, devices = start_ranks(session, devices, "kiwb.workers.score_ranks")
     if setup is None:  # --devices all on a one-GPU machine: one process
         from kiwb.workers.score import run_scoring
 
@@ -68,8 +56,7 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
                      progress=advance, should_stop=session.should_stop, job_id=session.job.id,
                      on_ranks=lambda tally: ranks.update(tally=tally))
 
-    where = (f"{setup.world_size} ranks" + (f" ({', '.join(devices)})" if spawned and devices
-                                            else " (torchrun)"))
+    where = ranks_text(setup, spawned, devices)
     try:
         console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}", highlight=False)
         join_ranks(setup)
@@ -84,54 +71,16 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
 
 def run_follower(root: Path, devices: list[str] | None) -> int:
     """Ranks 1..: score what rank 0 deals out; the exit status."""
-    from kiwb.project.config import load_config
-    from kiwb.workers.cpu_share import CpuShare
-    from kiwb.workers.quiet import quiet_libraries
+    def work(config, device, setup, between) -> str:
+        scored = follow_scoring(config, rank=setup.rank, device=device, between_rounds=between)
+        return f"done, {scored:,} texts scored"
 
-    quiet_libraries()
-    setup = launched_rank()
-    assert setup is not None and not setup.leads
-    cpu = None
-    try:
-        config = load_config(root)
-        device = resolve_device(rank_device_name(setup, devices, config.scoring.device))
-        prepare_device(device)
-        cpu = CpuShare(f"rank {setup.rank} of a scoring job in {root}")
-        console.print(f"rank {setup.rank} of {setup.world_size} on {device}; "
-                      f"{cpu.join()}", highlight=False, markup=False)
-        join_ranks(setup)
-        scored = follow_scoring(config, rank=setup.rank, device=device,
-                                between_rounds=lambda: _rebalance(cpu))
-    except RankLost as error:
-        print(f"kiwb: rank {setup.rank}: {error}; rank 0 has stopped", file=sys.stderr)
-        return 1
-    except KiwbError as error:
-        print(f"kiwb: error: rank {setup.rank}: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if cpu is not None:
-            cpu.leave()
-        leave_ranks()
-    console.print(f"rank {setup.rank}: done, {scored:,} texts scored", highlight=False)
-    return 0
-
-
-def _rebalance(cpu) -> None:
-    line = cpu.rebalance()
-    if line:
-        console.print(line, highlight=False, markup=False)
+    return serve_as_rank(root, devices, "scoring", lambda config: config.scoring.device,
+                         lambda device: "gloo", work)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kiwb.workers.score_ranks PROJECT JOB_ID`: a rank a scoring job started."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or launched_rank() is None:
-        print("usage: python -m kiwb.workers.score_ranks PROJECT JOB_ID (started by a kiwb "
-              "score job with --devices)", file=sys.stderr)
-        return 2
-    print(f"kiwb job {args[1]} · rank {os.environ['RANK']} · pid {os.getpid()} · "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
-    return run_follower(Path(args[0]).resolve(), None)
+    return rank_main(argv, "kiwb.workers.score_ranks", "score", run_follower)
 
 
 if __name__ == "__main__":

@@ -16,27 +16,26 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
 from kiwb.console import console
-from kiwb.errors import KiwbError
 from kiwb.workers.ranks import (
     RankLost,
     RankSetup,
     SpawnedRank,
     backend_for,
     end_spawned,
-    expand_devices,
     join_ranks,
-    launched_rank,
     leave_ranks,
     lost_outcome,
     rank_device_name,
-    spawn_ranks,
+    rank_main,
+    ranks_text,
+    serve_as_rank,
+    start_ranks,
 )
 
 
@@ -191,23 +190,14 @@ def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: Train
 
 def train_on_ranks(session, config, settings, request, devices: list[str] | None):
     """Rank 0 of a training job: start the other ranks when kiwb starts them, then train."""
-    from kiwb.project.paths import ProjectPaths
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.train import Trainer, prepare
 
-    setup = launched_rank()
-    spawned: list[SpawnedRank] = []
-    if setup is None:  # --devices: this worker starts the others
-        devices = expand_devices(devices or [])
-        for name in devices:  # a bad name is refused before any rank starts
-            resolve_device(name)
-        if len(devices) == 1:  # --devices all on a one-GPU machine: one process
-            from kiwb.workers.job_kinds import train_here
+    setup, spawned, devices = start_ranks(session, devices, "kiwb.workers.train_ranks")
+    if setup is None:  # --devices all on a one-GPU machine: one process
+        from kiwb.workers.job_kinds import train_here
 
-            return train_here(session, config, settings, request, resolve_device(devices[0]))
-        spawned = spawn_ranks(session.root, session.job.id, devices,
-                              ProjectPaths(session.root).logs, "kiwb.workers.train_ranks")
-        setup = launched_rank()
+        return train_here(session, config, settings, request, resolve_device(devices[0]))
     device = resolve_device(rank_device_name(setup, devices, config.training.device))
     session.started(device)
     try:
@@ -218,9 +208,7 @@ def train_on_ranks(session, config, settings, request, devices: list[str] | None
                           device, job_id=session.job.id, ranks=ranks)
         from kiwb.workers.job_kinds import run_trainer
 
-        return run_trainer(session, trainer, request.run,
-                           where=f"{setup.world_size} ranks ({', '.join(devices or [])})"
-                           if spawned else f"{setup.world_size} ranks (torchrun)")
+        return run_trainer(session, trainer, request.run, where=ranks_text(setup, spawned, devices))
     except RankLost as error:
         return lost_outcome(error, spawned)
     except RuntimeError as error:  # DDP's gradient averaging fails inside backward()
@@ -243,54 +231,24 @@ def _rank_gone(error: RuntimeError, spawned: list[SpawnedRank]) -> bool:
 
 def run_train_follower(root: Path, devices: list[str] | None) -> int:
     """Ranks 1..: take the steps rank 0 takes, on this rank's share of each batch."""
-    from kiwb.project.config import load_config
-    from kiwb.workers.cpu_share import CpuShare
-    from kiwb.workers.quiet import quiet_libraries
-    from kiwb.workers.runtime import prepare_device, resolve_device
-
-    quiet_libraries()
-    setup = launched_rank()
-    assert setup is not None and not setup.leads
-    cpu = None
-    try:
-        config = load_config(root)
-        device = resolve_device(rank_device_name(setup, devices, config.training.device))
-        prepare_device(device)
-        cpu = CpuShare(f"rank {setup.rank} of a training job in {root}")
-        console.print(f"rank {setup.rank} of {setup.world_size} on {device}; {cpu.join()}",
-                      highlight=False, markup=False)
-        join_ranks(setup, backend_for(device))
+    def work(config, device, setup, between) -> str:
         ranks = TrainRanks(setup, device)
         trainer = follower_trainer(config, ranks.receive_plan(), device, ranks)
         console.print(f"rank {setup.rank}: steps {trainer.step:,} to {trainer.total_steps:,}",
                       highlight=False, markup=False)
-        result = trainer.run(should_stop=lambda: False)
-    except (RankLost, RuntimeError) as error:  # RuntimeError: from DDP inside backward()
-        print(f"kiwb: rank {setup.rank}: {str(error).splitlines()[0]}; rank 0 has stopped",
-              file=sys.stderr)
-        return 1
-    except KiwbError as error:
-        print(f"kiwb: error: rank {setup.rank}: {error}", file=sys.stderr)
-        return 2
-    finally:
-        if cpu is not None:
-            cpu.leave()
-        leave_ranks()
-    console.print(f"rank {setup.rank}: {'stopped' if result['stopped'] else 'done'} at step "
-                  f"{result['step']:,}", highlight=False)
-    return 0
+        def rebalance_only() -> bool:  # rank 0 decides when to stop; this rank shares cores
+            between()
+            return False
+
+        result = trainer.run(should_stop=rebalance_only)
+        return f"{'stopped' if result['stopped'] else 'done'} at step {result['step']:,}"
+
+    return serve_as_rank(root, devices, "training", lambda config: config.training.device,
+                         backend_for, work)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kiwb.workers.train_ranks PROJECT JOB_ID`: a rank a training job started."""
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 2 or launched_rank() is None:
-        print("usage: python -m kiwb.workers.train_ranks PROJECT JOB_ID (started by a kiwb "
-              "train job with --devices)", file=sys.stderr)
-        return 2
-    print(f"kiwb job {args[1]} · rank {os.environ['RANK']} · pid {os.getpid()} · "
-          f"{time.strftime('%Y-%m-%d %H:%M:%S')}", file=sys.stderr, flush=True)
-    return run_train_follower(Path(args[0]).resolve(), None)
+    return rank_main(argv, "kiwb.workers.train_ranks", "train", run_train_follower)
 
 
 if __name__ == "__main__":
