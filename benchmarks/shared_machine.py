@@ -4,7 +4,7 @@ the cores between them (kiwb/workers/cpu_share.py).
     python benchmarks/shared_machine.py            # needs benchmarks/out/cpu/teacher_A
     python benchmarks/shared_machine.py --texts 64 --passes 8
 
-Each job scores the same texts with the debian-8 teacher A (MC dropout, from scratch, in a
+Each job scores the same texts with the debian-8 teachers A and B (MC dropout, from scratch, in a
 project of its own). Measured in one run, on a machine with nothing else running:
 - alone: one job;
 - before: two jobs at once, each with as many torch threads as cores (torch's default, what
@@ -31,17 +31,17 @@ sys.path.insert(0, str(HERE.parent))
 from kiwb.workers.cpu_share import machine_cores  # noqa: E402
 
 
-def make_project(folder: Path, teacher: Path, texts: Path, passes: int) -> Path:
+def make_project(folder: Path, teachers: Path, texts: Path, passes: int) -> Path:
     folder.mkdir(parents=True)
     (folder / "kiwb.toml").write_text("\n".join([
-        'name = "shared-machine"', "[[teachers]]", 'name = "A"', f'path = "{teacher}"',
-        "[data.unlabeled]", f'path = "{texts}"', "[scoring]", f"mc_passes = {passes}",
+        'name = "shared-machine"', "[[teachers]]", 'name = "A"', f'path = "{teachers}/teacher_A"',
+        "[[teachers]]", 'name = "B"', f'path = "{teachers}/teacher_B"', "[data.unlabeled]", f'path = "{texts}"', "[scoring]", f"mc_passes = {passes}",
         "batch_size = 32", "max_length = 128", 'device = "cpu"']) + "\n", encoding="utf-8")
     return folder
 
 
-def start(project: Path, env: dict) -> tuple[subprocess.Popen, float]:
-    process = subprocess.Popen([sys.executable, "-m", "kiwb", "score", str(project), "--foreground"],
+def start(project: Path, env: dict, *options: str) -> tuple[subprocess.Popen, float]:
+    process = subprocess.Popen([sys.executable, "-m", "kiwb", "score", str(project), *options],
                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     return process, time.perf_counter()
 
@@ -54,11 +54,11 @@ def finish(process: subprocess.Popen, started: float) -> tuple[float, str]:
     return seconds, output
 
 
-def measure(work: Path, teacher: Path, texts: Path, passes: int, jobs: int, env: dict,
-            name: str) -> dict:
-    projects = [make_project(work / f"{name}-{number}", teacher, texts, passes)
+def measure(work: Path, teachers: Path, texts: Path, passes: int, jobs: int, env: dict,
+            name: str, *options: str) -> dict:
+    projects = [make_project(work / f"{name}-{number}", teachers, texts, passes)
                 for number in range(jobs)]
-    running = [start(project, env) for project in projects]
+    running = [start(project, env, *(options or ("--foreground",))) for project in projects]
     results = [finish(process, started) for process, started in running]
     lines = sorted({line.strip() for _, output in results for line in output.splitlines()
                     if line.startswith("CPU threads")})
@@ -69,17 +69,20 @@ def render(results: dict) -> str:
     alone = results["alone"]["seconds"][0]
     rows = [("one job alone", results["alone"]), ("two jobs, before (each takes every core)",
                                                   results["before"]),
-            ("two jobs, after (cores shared)", results["after"])]
+            ("two jobs, after (cores shared)", results["after"]),
+            ("one job on two CPU ranks (--devices cpu,cpu)", results["ranks"])]
     lines = ["## Two jobs on one machine", "",
-             f"Each job MC-scores {results['texts']} debian-8 test texts with teacher A (K = "
+             f"Each job MC-scores {results['texts']} debian-8 test texts with teachers A and B (K = "
              f"{results['passes']}) from scratch, on {results['cores']} cores; the jobs of a "
              "row start together. Slowdown: a job's wall time over the lone job's. Throughput: "
-             "texts scored per second by all the row's jobs together.", "",
-             "| jobs | wall time per job (s) | slowdown | throughput (texts/s) |", "|---|---|---|---|"]
+             "text×teacher pairs scored per second by all the row's jobs together. The last row is the "
+             "scaling of one job over processes on this CPU (two ranks share the two cores: "
+             "no GPU was lent).", "",
+             "| jobs | wall time per job (s) | slowdown | throughput (pairs/s) |", "|---|---|---|---|"]
     for name, row in rows:
         seconds = row["seconds"]
         slowdown = " / ".join(f"{value / alone:.2f}×" for value in seconds)
-        throughput = len(seconds) * results["texts"] / max(seconds)
+        throughput = len(seconds) * 2 * results["texts"] / max(seconds)
         lines.append(f"| {name} | {' / '.join(f'{value:.1f}' for value in seconds)} | "
                      f"{slowdown} | {throughput:.1f} |")
     lines += ["", "What the jobs logged: " + "; ".join(
@@ -101,9 +104,10 @@ def main() -> None:
         write_section("shared machine", "benchmarks/shared_machine.py",
                       render(json.loads(out.read_text())))
         return
-    teacher = HERE / "out" / "cpu" / "teacher_A"
-    if not (teacher / "config.json").exists():
-        raise SystemExit(f"{teacher} is missing: run benchmarks/debian8.py (or labels.py) first")
+    teachers = HERE / "out" / "cpu"
+    if not (teachers / "teacher_B" / "config.json").exists():
+        raise SystemExit(f"{teachers}/teacher_A and _B are missing: run benchmarks/debian8.py "
+                         "(or labels.py) first")
     cores = machine_cores()
     work = Path(tempfile.mkdtemp(prefix="kiwb-shared-"))
     try:
@@ -116,9 +120,11 @@ def main() -> None:
                     KIWB_CPU_SHARE_DIR=str(work / "running"))
         every_core = {**base, "OMP_NUM_THREADS": str(cores)}
         results = {"texts": len(rows), "passes": args.passes, "cores": cores,
-                   "alone": measure(work, teacher, texts, args.passes, 1, base, "alone"),
-                   "before": measure(work, teacher, texts, args.passes, 2, every_core, "before"),
-                   "after": measure(work, teacher, texts, args.passes, 2, base, "after")}
+                   "alone": measure(work, teachers, texts, args.passes, 1, base, "alone"),
+                   "before": measure(work, teachers, texts, args.passes, 2, every_core, "before"),
+                   "after": measure(work, teachers, texts, args.passes, 2, base, "after"),
+                   "ranks": measure(work, teachers, texts, args.passes, 1, base, "ranks",
+                                    "--devices", "cpu,cpu")}
     finally:
         shutil.rmtree(work, ignore_errors=True)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -145,8 +145,8 @@ def serve_other_rank(args: argparse.Namespace, spec, module: str, follower: str)
     if rank is None:
         return None
     if not rank.leads:
-        return getattr(importlib.import_module(module), follower)(args.project.resolve(),
-                                                                   spec.device_list())
+        return getattr(importlib.import_module(module), follower)(
+            args.project.resolve(), spec.device_list(), spec.device)
     args.foreground, args.detach = True, False
     return None
 

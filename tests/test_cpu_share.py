@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -19,7 +20,7 @@ def other_job(folder):
     """A real process registered as a running kiwb job, as CpuShare.join writes it."""
     process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / f"{process.pid}.json").write_text(json.dumps(
+    (folder / f"{socket.gethostname()}-{process.pid}.json").write_text(json.dumps(
         {"pid": process.pid, "start": process_start(process.pid), "job": "other"}))
     return process
 
@@ -38,12 +39,14 @@ def test_each_job_takes_its_share_and_takes_the_cores_back_when_the_other_ends(t
     try:
         assert share.rebalance() is None  # looked a moment ago: not again before LOOK_EVERY_S
         assert share.rebalance(force=True) == (
-            "CPU threads: 1 of 4 cores, shared with 2 other kiwb jobs on this machine")
+            "CPU threads: 1 of 4 cores, shared with 2 other kiwb processes on this machine "
+            "(jobs, or ranks of one)")
         others[0].kill()
         others[0].wait()
         assert share.rebalance(force=True) == (
-            "CPU threads: 2 of 4 cores, shared with 1 other kiwb job on this machine")
-        assert not (folder / f"{others[0].pid}.json").exists()  # the killed job's entry is gone
+            "CPU threads: 2 of 4 cores, shared with 1 other kiwb process on this machine "
+            "(jobs, or ranks of one)")
+        assert not (folder / f"{socket.gethostname()}-{others[0].pid}.json").exists()  # cleared
     finally:
         others[1].kill()
         others[1].wait()
@@ -92,7 +95,8 @@ def test_a_scoring_job_beside_another_says_it_shares_the_cores(scored_project, t
     said = done.stdout + done.stderr
     assert done.returncode == 0, said[-2000:]
     cores = machine_cores()
-    assert (f"CPU threads: {max(1, cores // 2)} of {cores} cores, shared with 1 other kiwb job "
-            "on this machine") in said
-    assert [entry.name for entry in folder.iterdir()] == [f"{other.pid}.json"]  # it left
+    assert (f"CPU threads: {max(1, cores // 2)} of {cores} cores, shared with 1 other kiwb "
+            "process on this machine") in said
+    assert [entry.name for entry in folder.iterdir()] == [
+        f"{socket.gethostname()}-{other.pid}.json"]  # it left; the other's entry stays
     run_kiwb("integrate", project, cwd=tmp_path)  # the scores it wrote are whole

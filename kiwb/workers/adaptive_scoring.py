@@ -64,6 +64,10 @@ class TaskPasses:
         parts = []
         for round_rows, probs in self.rounds:
             where = np.searchsorted(round_rows, rows)
+            if (where >= len(round_rows)).any() or not np.array_equal(round_rows[where], rows):
+                raise KiwbError(f"adaptive scores of teacher {self.task.teacher.name!r}: a round "
+                                "lacks texts it should hold; delete the score set's rounds "
+                                f"folder ({self.task.key}/rounds) and score again")
             parts.append(probs[where])
         return np.concatenate(parts, axis=1)
 
@@ -164,9 +168,8 @@ def _score_round(config, passes: TaskPasses, number: int, rows: np.ndarray, adde
     for part, start in enumerate(range(0, len(rows), size)):
         part_rows = rows[start:start + size]
         path = _round_file(config, task, number, part)
-        if path.exists():
-            with np.load(io.BytesIO(path.read_bytes())) as data:
-                arrays = {name: data[name] for name in data.files}
+        arrays = _kept_part(path, part_rows)
+        if arrays is not None:
             if progress is not None:
                 progress(label, len(part_rows) * added)
         else:
@@ -192,6 +195,15 @@ def _score_round(config, passes: TaskPasses, number: int, rows: np.ndarray, adde
     if number == 0:
         passes.det_logits = np.concatenate([part["det_logits"] for part in collected])
     passes.rounds.append((round_rows, probs))
+
+
+def _kept_part(path, rows: np.ndarray) -> dict | None:
+    """A part kept by an earlier run, if it holds exactly these texts (else it is redone)."""
+    if not path.exists():
+        return None
+    with np.load(io.BytesIO(path.read_bytes())) as data:
+        arrays = {name: data[name] for name in data.files}
+    return arrays if np.array_equal(arrays["rows"], rows) else None
 
 
 def _features(group: list[TaskPasses], rows: np.ndarray):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -48,7 +49,9 @@ class CpuShare:
         self.label = label
         self.folder = folder or share_folder()
         self.cores = cores or machine_cores()
-        self.entry = self.folder / f"{os.getpid()}.json"
+        # Named by host too: a home folder shared between machines holds other hosts' entries,
+        # which are neither counted nor cleared here.
+        self.entry = self.folder / f"{socket.gethostname()}-{os.getpid()}.json"
         self.fixed = os.environ.get("OMP_NUM_THREADS")  # the user's choice stands
         self._set_threads = set_threads or _torch_threads
         self.threads: int | None = None
@@ -60,10 +63,13 @@ class CpuShare:
         if self.fixed:
             return (f"CPU threads: {self.fixed} (OMP_NUM_THREADS is set, so kiwb does not "
                     "share the cores between jobs)")
+        self._write_entry()
+        return self.rebalance(force=True) or ""
+
+    def _write_entry(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.entry.write_text(json.dumps({"pid": os.getpid(), "start": process_start(os.getpid()),
                                           "job": self.label}), encoding="utf-8")
-        return self.rebalance(force=True) or ""
 
     def rebalance(self, force: bool = False) -> str | None:
         """Take this job's share of the cores again if the running jobs changed (looked at
@@ -75,6 +81,8 @@ class CpuShare:
         if not force and now - self._looked < LOOK_EVERY_S:
             return None
         self._looked = now
+        if not self.entry.exists():  # cleared by a job that took our pid for a dead one's
+            self._write_entry()
         others = self._other_jobs()
         threads = max(1, self.cores // (others + 1))
         if threads == self.threads and not force:
@@ -84,14 +92,14 @@ class CpuShare:
         if not others:
             return f"CPU threads: {threads} of {self.cores} cores (no other kiwb job runs here)"
         return (f"CPU threads: {threads} of {self.cores} cores, shared with {others} other kiwb "
-                f"job{'s' if others > 1 else ''} on this machine")
+                f"process{'es' if others > 1 else ''} on this machine (jobs, or ranks of one)")
 
     def leave(self) -> None:
         self.entry.unlink(missing_ok=True)
 
     def _other_jobs(self) -> int:
         count = 0
-        for path in self.folder.glob("*.json"):
+        for path in self.folder.glob(f"{socket.gethostname()}-*.json"):
             if path == self.entry:
                 continue
             try:

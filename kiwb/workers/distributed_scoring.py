@@ -22,7 +22,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
-from kiwb.workers.ranks import RankLost
+from kiwb.workers.ranks import RankLost, refuse_mixed_devices
 from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.score import (
     ScoreTask,
@@ -104,6 +104,10 @@ def _score_item(tasks: list[ScoreTask], item, settings: ScoringSettings, teacher
         return ("error", non_finite_message(task, rows, settings.dtype))
     except KiwbError as error:
         return ("error", str(error))
+    except InterruptedError:
+        raise
+    except Exception as error:  # noqa: BLE001  (rank 0 records the cause; the job then fails)
+        return ("error", f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}")
     return arrays, time.perf_counter() - started
 
 
@@ -119,6 +123,7 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
                   task.table.fingerprint) for task in tasks], settings)
     _send(dist.broadcast_object_list, [plan], "sending the plan")
     ranks = _gather_all(RankInfo(0, str(device), socket.gethostname(), os.getpid()))
+    refuse_mixed_devices([info.device for info in ranks])
     tally = RankTally(ranks)
     if on_ranks is not None:
         on_ranks(tally)
@@ -209,7 +214,8 @@ def follow_scoring(config: ProjectConfig, *, rank: int, device,
                             f"data or teachers than rank 0's ({teacher}, {dataset}); every "
                             "machine needs the same kiwb.toml, data files and teachers")
         tasks.append(ScoreTask(teachers_by_name[teacher], dataset, table, key, shards, size))
-    _gather_all(RankInfo(rank, str(device), socket.gethostname(), os.getpid()))
+    ranks = _gather_all(RankInfo(rank, str(device), socket.gethostname(), os.getpid()))
+    refuse_mixed_devices([info.device for info in ranks])
     loaded, scored = _Teachers(device), 0
     while (round_items := _receive(dist.broadcast_object_list, "the next shards")) is not None:
         if between_rounds is not None:

@@ -49,6 +49,17 @@ class RankSetup:
         return self.rank == 0
 
 
+def refuse_mixed_devices(devices: list[str]) -> None:
+    """Every rank of a job on one kind of device: CPU and CUDA draw other dropout masks (so
+    scores would mix two score sets), and a training job's ranks must share a backend."""
+    kinds = sorted({name.split(":")[0] for name in devices})
+    if len(kinds) > 1:
+        from kiwb.errors import KiwbError
+
+        raise KiwbError(f"the ranks run on {' and '.join(kinds)} devices ({', '.join(devices)}); "
+                        "give every rank the same kind (--devices, or --device under torchrun)")
+
+
 def launched_rank() -> RankSetup | None:
     """Where this process stands among ranks that torchrun, accelerate launch or a kiwb worker
     started (their environment says so); None when it runs alone."""
@@ -262,6 +273,8 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
     quiet_libraries()
     setup = launched_rank()
     assert setup is not None and not setup.leads
+    if setup.spawned:
+        _leave_with_parent()
     cpu = None
 
     def between() -> None:
@@ -278,9 +291,11 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
                       highlight=False, markup=False)
         join_ranks(setup, backend(device))
         said = work(config, device, setup, between)
-    except (RankLost, RuntimeError) as error:  # RuntimeError: from DDP inside backward()
-        print(f"kiwb: rank {setup.rank}: {str(error).splitlines()[0]}; rank 0 has stopped",
-              file=sys.stderr)
+    except RankLost as error:
+        print(f"kiwb: rank {setup.rank}: {error}; rank 0 has stopped", file=sys.stderr)
+        return 1
+    except RuntimeError as error:  # a collective inside backward(), or this rank's own fault
+        print(f"kiwb: rank {setup.rank}: {str(error).splitlines()[0]}", file=sys.stderr)
         return 1
     except KiwbError as error:
         print(f"kiwb: error: rank {setup.rank}: {error}", file=sys.stderr)
@@ -291,6 +306,24 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
         leave_ranks()
     console.print(f"rank {setup.rank}: {said}", highlight=False, markup=False)
     return 0
+
+
+def _leave_with_parent() -> None:
+    """A rank that a worker started ends when that worker (rank 0) is gone, rather than wait
+    in a collective for half an hour holding its GPU."""
+    import threading
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                print("kiwb: rank 0 (this rank's worker) is gone; leaving", file=sys.stderr,
+                      flush=True)
+                os._exit(1)
+
+    threading.Thread(target=watch, name="kiwb-rank-parent", daemon=True).start()
 
 
 def rank_main(argv: list[str] | None, module: str, kind: str, serve) -> int:

@@ -71,15 +71,20 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
     scoring = config.scoring
     drawings = ([drawing_key(device, scoring.dtype)] if device is not None
                 else readable_drawings(scoring.device, scoring.dtype))
+    hashes = [teacher_content_hash(teacher, store) for teacher in teachers]
+    # Adaptive passes decide which texts get more passes from every teacher's scores and from
+    # the routing fitted on the pool: a teacher's adaptive scores depend on those too.
+    context = ({"teachers": hashes, "pool": tables["unlabeled"].fingerprint}
+               if scoring.mc_passes == "auto" else None)
     tasks = []
-    for teacher in teachers:
-        teacher_hash = teacher_content_hash(teacher, store)
+    for teacher, teacher_hash in zip(teachers, hashes, strict=True):
         for dataset, table in tables.items():
             content = {
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
                 "data": table.fingerprint, "passes": passes_setting(scoring),
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
+                **({"adaptive_context": context} if context else {}),
             }
             num_shards = -(-len(table) // scoring.shard_size)
             keys = [settings_key({**content, **drawing}) for drawing in drawings]

@@ -69,14 +69,14 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
         end_spawned(spawned)
 
 
-def run_follower(root: Path, devices: list[str] | None) -> int:
+def run_follower(root: Path, devices: list[str] | None, device: str | None = None) -> int:
     """Ranks 1..: score what rank 0 deals out; the exit status."""
     def work(config, device, setup, between) -> str:
         scored = follow_scoring(config, rank=setup.rank, device=device, between_rounds=between)
         return f"done, {scored:,} texts scored"
 
-    return serve_as_rank(root, devices, "scoring", lambda config: config.scoring.device,
-                         lambda device: "gloo", work)
+    return serve_as_rank(root, devices, "scoring", lambda config: device or config.scoring.device,
+                         lambda _device: "gloo", work)
 
 
 def main(argv: list[str] | None = None) -> int:

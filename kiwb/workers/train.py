@@ -333,7 +333,8 @@ class Trainer:
             return self.steps.step(rows, self._loss)
         mine, factor = self.ranks.share(rows)
         loss = self.steps.step(mine, lambda piece: self._loss(piece) * factor,
-                               quiet=self.train_model.no_sync)
+                               quiet=self.train_model.no_sync,
+                               reduce=lambda: self.ranks.average_gradients(self.model))
         return self.ranks.mean(loss)
 
     def _loss(self, rows: torch.Tensor) -> torch.Tensor:

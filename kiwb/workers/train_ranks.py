@@ -34,6 +34,7 @@ from kiwb.workers.ranks import (
     rank_device_name,
     rank_main,
     ranks_text,
+    refuse_mixed_devices,
     serve_as_rank,
     start_ranks,
 )
@@ -74,12 +75,32 @@ class TrainRanks:
         return mine, self.setup.world_size * len(mine) / len(rows)
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        """The model under DDP: its construction gives every rank rank 0's weights."""
+        """The model under DDP: its construction gives every rank rank 0's weights and
+        buffers. Buffers are not broadcast again at each forward (they do not change), so a
+        forward that runs out of memory on one rank leaves no collective half made."""
         from torch.nn.parallel import DistributedDataParallel
 
         return _collective(lambda: DistributedDataParallel(
-            model, device_ids=[self.device.index or 0] if self.device.type == "cuda" else None),
-            "sharing the weights")
+            model, device_ids=[self.device.index or 0] if self.device.type == "cuda" else None,
+            broadcast_buffers=False), "sharing the weights")
+
+    def average_gradients(self, model: torch.nn.Module) -> None:
+        """Average the whole batch's gradients across ranks, in one flat all-reduce (every
+        piece ran under no_sync, so however many pieces a rank's memory needed, each rank
+        makes this one collective per step)."""
+        import torch.distributed as dist
+        from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
+
+        params = [param for param in model.parameters() if param.requires_grad]
+        for param in params:  # a part no row reached still takes part, with zeros
+            if param.grad is None:
+                param.grad = torch.zeros_like(param)
+        grads = [param.grad for param in params]
+        flat = _flatten_dense_tensors(grads)
+        _collective(lambda: dist.all_reduce(flat), "averaging the gradients")
+        flat /= self.setup.world_size
+        for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads), strict=True):
+            grad.copy_(averaged)
 
     def agree(self, stop: bool) -> bool:
         """Rank 0's decision to stop at this step, for every rank."""
@@ -116,7 +137,9 @@ class TrainRanks:
                                    eval_reference=None)
         plan = TrainPlan(trainer.training, trainer.request, data, trainer.step,
                          trainer.learning_rate, trainer.autocast_dtype,
-                         trainer.steps.state_dict() if state is not None else None,
+                         # as the checkpoint holds it, on the CPU: rank 0's copy is on its GPU
+                         {part: state[part] for part in ("optimizer", "scheduler", "scaler")
+                          if part in state} if state is not None else None,
                          (state or {}).get("rng_ranks"))
         _collective(lambda: dist.broadcast_object_list([plan], src=0), "sending the plan")
         self._introduce()
@@ -140,6 +163,7 @@ class TrainRanks:
                 "pid": os.getpid()}
         _collective(lambda: dist.all_gather_object(members, mine), "introducing the ranks")
         self.members = members
+        refuse_mixed_devices([member["device"] for member in members])
 
     def figures(self, step: int, batch_size: int) -> dict:
         """Per-rank progress: the texts each rank has trained on so far (its share of each
@@ -229,7 +253,7 @@ def _rank_gone(error: RuntimeError, spawned: list[SpawnedRank]) -> bool:
                                          "broken pipe"))
 
 
-def run_train_follower(root: Path, devices: list[str] | None) -> int:
+def run_train_follower(root: Path, devices: list[str] | None, device: str | None = None) -> int:
     """Ranks 1..: take the steps rank 0 takes, on this rank's share of each batch."""
     def work(config, device, setup, between) -> str:
         ranks = TrainRanks(setup, device)
@@ -243,8 +267,8 @@ def run_train_follower(root: Path, devices: list[str] | None) -> int:
         result = trainer.run(should_stop=rebalance_only)
         return f"{'stopped' if result['stopped'] else 'done'} at step {result['step']:,}"
 
-    return serve_as_rank(root, devices, "training", lambda config: config.training.device,
-                         backend_for, work)
+    return serve_as_rank(root, devices, "training",
+                         lambda config: device or config.training.device, backend_for, work)
 
 
 def main(argv: list[str] | None = None) -> int:

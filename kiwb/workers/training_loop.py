@@ -56,17 +56,21 @@ class OptimizerSteps:
         self.micro_batch = batch_size  # what fits in memory, carried from step to step
 
     def step(self, rows: torch.Tensor, loss_of: Callable[[torch.Tensor], torch.Tensor],
-             quiet: Callable[[], contextlib.AbstractContextManager] | None = None) -> torch.Tensor:
+             quiet: Callable[[], contextlib.AbstractContextManager] | None = None,
+             reduce: Callable[[], None] | None = None) -> torch.Tensor:
         """One optimizer step over the batch `rows`; returns its loss, still on the device.
 
         `loss_of(piece)` is the mean loss of a piece of the batch. After an out-of-memory
-        error the pieces halve: their gradients accumulate to the same update. `quiet()`:
-        under DistributedDataParallel, its no_sync, so that however many pieces a rank's
-        memory needs, only its last backward averages the gradients across ranks.
+        error the pieces halve: their gradients accumulate to the same update. Under
+        DistributedDataParallel, `quiet` is its no_sync, around every piece, and `reduce`
+        averages the gradients across ranks once they are whole: an out-of-memory error on
+        one rank is then retried there alone, without a collective the others do not make.
         """
         loss, self.micro_batch = halving_on_oom(
             lambda size: self.accumulate(rows, size, loss_of, quiet), self.micro_batch,
             self.device, "training on")
+        if reduce is not None:
+            reduce()
         self.update()
         return loss
 
@@ -75,10 +79,8 @@ class OptimizerSteps:
                    quiet: Callable[[], contextlib.AbstractContextManager] | None = None) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
         total = torch.zeros((), device=self.device)
-        pieces = rows.split(micro_batch)
-        for number, piece in enumerate(pieces):
-            last = number == len(pieces) - 1
-            with (contextlib.nullcontext() if last or quiet is None else quiet()):
+        for piece in rows.split(micro_batch):
+            with quiet() if quiet is not None else contextlib.nullcontext():
                 with autocast_context(self.device, self.autocast_dtype):
                     loss = loss_of(piece) * (len(piece) / len(rows))
                 self.scaler.scale(loss).backward()
