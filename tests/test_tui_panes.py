@@ -303,12 +303,18 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
         await wait_for(pilot, lambda: "min steps must be a whole number" in text_of(form.query_one("#form-error")),
                        what="the bad minimum refused in place")
         form.query_one("#field-min_steps", Input).value = "50"
+        form.query_one("#field-devices", Input).value = "cpu,,all"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "give a comma list of devices" in text_of(
+            form.query_one("#form-error")), what="the bad device list refused in place")
+        form.query_one("#field-devices", Input).value = "cpu,cpu"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
         with Store(ProjectPaths(project).store) as store:
             jobs = store.jobs.all()
-    assert [(job.kind, job.settings["run"], job.settings["routing"], job.settings["min_steps"])
-            for job in jobs] == [("train", "muki-hard-mixture", "mixture", 50)]
+    assert [(job.kind, job.settings["run"], job.settings["routing"], job.settings["min_steps"],
+             job.settings["devices"]) for job in jobs] == [
+        ("train", "muki-hard-mixture", "mixture", 50, "cpu,cpu")]
     for _ in range(2):   # its placeholder teachers would fail it; a second cancel ends it at once
         cancel(project, jobs[0].id)
 

@@ -144,7 +144,9 @@ class JobsPane(Pane):
         fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes),
                         placeholder='a number, or "auto": more passes only where undecided'),
                   Field("batch_size", "batch size", str(scoring.batch_size)),
-                  Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N")]
+                  Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N"),
+                  Field("devices", "several devices", "",
+                        placeholder="optional: cuda:0,cuda:1 or all (one process each)")]
         root = self.root
 
         def start(values: dict) -> int:
@@ -154,7 +156,8 @@ class JobsPane(Pane):
             updated = config_edit.set_scoring(config, mc_passes=passes)
             return launcher.launch(root, ScoreSpec(
                 device=values["device"] if values["device"] != updated.scoring.device else None,
-                batch_size=batch if batch != updated.scoring.batch_size else None))
+                batch_size=batch if batch != updated.scoring.batch_size else None,
+                devices=_devices(values["devices"])))
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
@@ -178,6 +181,8 @@ class JobsPane(Pane):
             Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
             Field("device", "device", training.device),
+            Field("devices", "several devices", "",
+                  placeholder="optional: cuda:0,cuda:1 or all (data-parallel)"),
             Field("run", "run name", "", placeholder="default: from the method"),
             Field("resume", "resume", False, "continue the run from its last checkpoint", flag=True),
         ]
@@ -202,7 +207,8 @@ class JobsPane(Pane):
                 labels=values["labels"] if values["labels"] != integration.labels else None,
                 student=student or None, epochs=epochs,
                 min_steps=min_steps if min_steps != training.min_steps else None,
-                device=values["device"] or None, resume=values["resume"]))
+                device=values["device"] or None, devices=_devices(values["devices"]),
+                resume=values["resume"]))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
@@ -280,6 +286,17 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
         text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(24))
         text.append(hbar(share, 20), "green" if score_set.complete else "")
         text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")
+    return text
+
+
+def _devices(value: str) -> str | None:
+    """The form's several devices (none: one process); a malformed list is refused here."""
+    from kiwb.project.job_specs import device_list
+
+    text = value.strip()
+    if not text:
+        return None
+    device_list(text)
     return text
 
 
