@@ -40,7 +40,7 @@ def draw() -> None:
     from kiwb.workers.shard_scoring import ScoringSettings, prepare_tokenizer, score_texts
 
     share = CpuShare("benchmarks/adaptive_passes.py --draw")
-    print(share.join(), flush=True)
+    print(share.join() or "CPU threads: every core (no other kiwb job runs here)", flush=True)
     from transformers import AutoTokenizer
 
     folder = OUT / "passes"

@@ -58,13 +58,14 @@ class CpuShare:
         self.others = 0
         self._looked = 0.0
 
-    def join(self) -> str:
-        """Register this job and take its share; the line for its log."""
+    def join(self) -> str | None:
+        """Register this job and take its share; the line for its log when it shares the
+        cores (a job alone, or one whose threads the user set, has nothing to say)."""
         if self.fixed:
-            return (f"CPU threads: {self.fixed} (OMP_NUM_THREADS is set, so kiwb does not "
-                    "share the cores between jobs)")
+            return None
         self._write_entry()
-        return self.rebalance(force=True) or ""
+        line = self.rebalance(force=True)
+        return line if self.others else None
 
     def _write_entry(self) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)

@@ -90,7 +90,9 @@ class JobSession:
         prepare_device(device)
         self.device = device
         self._cpu = CpuShare(f"job {self.job.id} {self.job.label} in {self.root}")
-        console.print(self._cpu.join(), highlight=False, markup=False)
+        shared = self._cpu.join()
+        if shared:
+            console.print(shared, highlight=False, markup=False)
         self.store.jobs.started(self.job.id, {**device_description(device), "pid": os.getpid(),
                                               "host": socket.gethostname()})
 

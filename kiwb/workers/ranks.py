@@ -287,8 +287,9 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
         device = resolve_device(rank_device_name(setup, devices, configured_device(config)))
         prepare_device(device)
         cpu = CpuShare(f"rank {setup.rank} of a {what} job in {root}")
-        console.print(f"rank {setup.rank} of {setup.world_size} on {device}; {cpu.join()}",
-                      highlight=False, markup=False)
+        shared = cpu.join()
+        console.print(f"rank {setup.rank} of {setup.world_size} on {device}"
+                      + (f"; {shared}" if shared else ""), highlight=False, markup=False)
         join_ranks(setup, backend(device))
         said = work(config, device, setup, between)
     except RankLost as error:
