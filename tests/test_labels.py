@@ -114,6 +114,24 @@ def test_the_useful_order_takes_the_lowest_margin_of_each_teacher_and_class_in_t
     assert count(store.connection, "i1", useful) == 5
 
 
+def test_the_sample_order_lists_unlabeled_texts_by_content_hash_whatever_the_margin(store):
+    """The random sample: texts in the order of their content hash, so no score steers which
+    come first; pages by keyset join up to the whole order, and labeled texts drop out."""
+    _integrate(store)
+    sample = InstanceFilter(order="sample")
+    by_hash = [row for _, row in sorted((text_hash(f"text {row}"), row) for row, *_ in ROWS)]
+    assert _rows(store, sample) == by_hash
+    assert by_hash != [1, 3, 5, 6, 0, 2, 4, 7]  # not the margin order in disguise
+    give_label(store.connection, f"text {by_hash[0]}", "sports")
+    give_label(store.connection, f"text {by_hash[3]}", None)  # none of these labels: labeled too
+    rest = [row for row in by_hash if row not in (by_hash[0], by_hash[3])]
+    first = page(store.connection, "i1", sample, limit=2)
+    assert [item.row for item in first] + _rows(store, sample, after=key_of(first[-1], sample)) == rest
+    assert count(store.connection, "i1", sample) == 6
+    assert _rows(store, InstanceFilter(order="sample", routed=1)) == [
+        row for row in rest if ROWS[row][2] == 1]  # the filters still apply
+
+
 def test_filters_show_labeled_or_unlabeled_texts_with_their_labels(store):
     _integrate(store)
     give_label(store.connection, "text 3", "politics")

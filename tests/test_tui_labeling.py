@@ -117,6 +117,14 @@ async def test_the_header_counts_agreement_and_the_useful_order_skips_labeled_te
                        what="the useful order")
         labeled = {rows[0][TEXT_COLUMN], rows[1][TEXT_COLUMN]}
         assert not labeled & {row[TEXT_COLUMN] for row in cells(table)}
+        useful = [row[TEXT_COLUMN] for row in cells(table)]
+        await pilot.press("o")  # a random sample: the same unlabeled texts, by content hash
+        await wait_for(pilot, lambda: "random sample" in text_of(status), what="the sample order")
+        await wait_for(pilot, lambda: table.row_count == 6, what="the sample's rows")
+        assert sorted(row[TEXT_COLUMN] for row in cells(table)) == sorted(useful)
+        await pilot.press("o")  # and round to lowest margin first, still the unlabeled texts
+        await wait_for(pilot, lambda: "lowest margin first" in text_of(status)
+                       and table.row_count == 6, what="the margin order")
 
 
 @run_async

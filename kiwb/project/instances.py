@@ -11,6 +11,10 @@ to be loaded at once. Two orders:
   the group already has, and turns come first, margin second. So the lowest margins lead,
   and labels spread over teachers and classes instead of piling into one. Labeling the first
   text leaves the turns of the others as they were: the order a user works down is stable.
+- `sample`: the unlabeled texts in the order of their content hash, which no score steers: the
+  first n are a random sample of the pool. Labels from the conflicts list are not a sample,
+  and past a few dozen of them a routing fitted on a sample learns more (BENCHMARKS.md,
+  "Labeling conflicts on debian-8").
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import dataclass, replace
 
 from kiwb.project.labels import text_hash
 
-ORDERS = ("margin", "useful")
+ORDERS = ("margin", "useful", "sample")
 LABEL_SCOPES = ("all", "labeled", "unlabeled")
 
 
@@ -70,7 +74,7 @@ class InstanceFilter:
     target: int | None = None
     search: str | None = None
     labels: str = "all"       # one of LABEL_SCOPES
-    order: str = "margin"     # one of ORDERS; `useful` lists unlabeled texts only
+    order: str = "margin"     # one of ORDERS; `useful` and `sample` list unlabeled texts only
 
     def where(self) -> tuple[str, list]:
         clauses, params = [], []
@@ -87,7 +91,7 @@ class InstanceFilter:
             clauses.append("i.text LIKE ? ESCAPE '\\'")
             escaped = self.search.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
             params.append(f"%{escaped}%")
-        if self.order == "useful" or self.labels == "unlabeled":  # useful lists unlabeled texts
+        if self.order != "margin" or self.labels == "unlabeled":  # they list unlabeled texts
             clauses.append("l.text_hash IS NULL")
         elif self.labels == "labeled":
             clauses.append("l.text_hash IS NOT NULL")
@@ -107,15 +111,17 @@ _GIVEN_PER_GROUP = ("SELECT i.routed, i.target, COUNT(*) FROM text_labels l CROS
 def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter(),
          *, after: tuple | None = None, limit: int = 100) -> list[Instance]:
     """Up to `limit` instances in the filter's order, starting after the key `after`:
-    (margin, row), or (turn, margin, row) in the `useful` order (`key_of` gives it)."""
+    (margin, row), (turn, margin, row) in the `useful` order, (text hash, row) in the `sample`
+    order (`key_of` gives it)."""
     if filters.order == "useful":
         return _useful_page(db, integration, filters, after, limit)
     where, params = filters.where()
+    columns = ("i.text_hash", "i.row") if filters.order == "sample" else ("i.margin", "i.row")
     if after is not None:
-        where += " AND (i.margin, i.row) > (?, ?)"
+        where += f" AND ({', '.join(columns)}) > (?, ?)"
         params += list(after)
     query = (f"SELECT {_COLUMNS}, NULL {_FROM} WHERE i.integration = ?{where} "
-             f"ORDER BY i.margin, i.row LIMIT ?")
+             f"ORDER BY {', '.join(columns)} LIMIT ?")
     return [_instance(r) for r in db.execute(query, [integration, *params, limit])]
 
 
@@ -148,6 +154,8 @@ def key_of(item: Instance, filters: InstanceFilter) -> tuple:
     """The keyset position of `item` in the filter's order: the `after` of the next page."""
     if filters.order == "useful":
         return (item.turn, item.margin, item.row)
+    if filters.order == "sample":
+        return (item.text_hash, item.row)
     return (item.margin, item.row)
 
 

@@ -17,7 +17,9 @@ from kiwb.project.labels import NONE
 from kiwb.project.queries import LabelProgress
 
 NUMBERED = 9  # labels on the number keys; the picker (p) has every label
-ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next"}
+ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next",
+               "sample": "random sample"}
+NEXT_ORDER = {"margin": "useful", "useful": "sample", "sample": "margin"}
 SCOPE_NAMES = {"all": "all", "unlabeled": "unlabeled", "labeled": "labeled"}
 NEXT_SCOPE = {"all": "unlabeled", "unlabeled": "labeled", "labeled": "all"}
 

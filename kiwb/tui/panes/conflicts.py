@@ -36,6 +36,7 @@ from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
 from kiwb.tui.label_writer import LabelWriter
 from kiwb.tui.labeling import (
+    NEXT_ORDER,
     NEXT_SCOPE,
     ORDER_NAMES,
     SCOPE_NAMES,
@@ -285,11 +286,12 @@ class ConflictsPane(Pane):
             self.reload()
 
     def action_order(self) -> None:
-        """Lowest margin first, or most useful next (unlabeled texts, spread over teachers
-        and classes: so the scope is the unlabeled texts while it lasts)."""
-        useful = self.filters.order == "margin"
-        self._refilter(replace(self.filters, order="useful" if useful else "margin",
-                               labels="unlabeled" if useful else self.filters.labels))
+        """Lowest margin first, most useful next (unlabeled texts, spread over teachers and
+        classes), or a random sample of the unlabeled texts: the last two list unlabeled
+        texts, so the scope is the unlabeled texts while they last."""
+        order = NEXT_ORDER[self.filters.order]
+        self._refilter(replace(self.filters, order=order,
+                               labels="unlabeled" if order != "margin" else self.filters.labels))
 
     def action_scope(self) -> None:
         """Every text, the unlabeled ones, or the labeled ones (in margin order)."""

@@ -24,7 +24,8 @@ PANE_EXTRAS = {"Conflicts": (
     ("enter", "details of the text (label it there with the same keys)"),
     ("l, then 1 … 9", "labeling on: give the selected text a label; the cursor moves on"),
     ("0 or n / s / u / p", "while labeling: none of these labels / skip / undo / every label"),
-    ("o / f", "lowest margin or most useful next / all, unlabeled or labeled texts"),
+    ("o / f", "lowest margin, most useful next or a random sample / all, unlabeled or "
+               "labeled texts"),
     ("r / t", "integrate with the labels (stacked routing) / train a student from them"),
 )}
 
