@@ -10,7 +10,8 @@ settings make; the control labels as many pool texts drawn at random (seed 0). E
 goes into the store as the workbench would put it (kiwb.project.labels). Figures: routing
 accuracy on dev and test of stacked and trust routing fitted on the pool with those labels, and
 MUKI-Hard students (`kiwb train --labels --routing stacked`, the workbench's re-integration)
-evaluated on test. The lowest-margin order without spreading is measured for routing only.
+evaluated on test. The lowest-margin order without spreading and the pane's own random sample
+(content-hash order) are measured for routing only.
 Uses the teachers and scores of `debian8.py` (copied, never rescored); on a fresh machine it
 trains the teachers and scores the pool, dev and test itself, without the baselines' students.
 Writes benchmarks/out/PRESET/labels.json and its section of BENCHMARKS.md.
@@ -34,7 +35,7 @@ from kiwb.core.choices import LABELS_ROUTING  # noqa: E402
 
 COUNTS = (16, 64, 256)
 ROUTINGS = ("stacked", "trust")
-ORDERS = ("useful", "random", "margin")
+ORDERS = ("useful", "random", "sample", "margin")
 STUDENT_ORDERS = ("useful", "random")
 SEED = 0
 
@@ -57,7 +58,7 @@ def project_copy(out: Path, preset: dict) -> tuple[Path, dict]:
 
 
 def offered_texts(project: Path, out: Path) -> dict[str, list[int]]:
-    """Pool rows in the order the pane offers them (useful, margin) and a random order."""
+    """Pool rows in the orders the pane offers them (useful, sample, margin) and a random order."""
     from kiwb.project.instances import InstanceFilter, page
     from kiwb.project.labels import replace_all
     from kiwb.project.store import Store
@@ -69,7 +70,7 @@ def offered_texts(project: Path, out: Path) -> dict[str, list[int]]:
     with Store(project / "store.sqlite") as store:
         orders = {order: [item.row for item in page(store.connection, said["key"],
                                                     InstanceFilter(order=order), limit=limit)]
-                  for order in ("useful", "margin")}
+                  for order in ("useful", "sample", "margin")}
     orders["random"] = random.Random(SEED).sample(range(said["num_texts"]), limit)
     orders["base_routing"] = said["routing"]["name"]
     return orders
@@ -129,10 +130,12 @@ def render(results: dict) -> str:
              "those labels; routing accuracy on dev / test (share of texts whose top-scored "
              "teacher knows the gold label). Students: MUKI-Hard, `kiwb train --labels --routing "
              f"{LABELS_ROUTING}`, 8-way test accuracy, one seed. \"lowest margin\" is the pane's "
-             "margin order without spreading over teachers and classes (routing only).", "",
+             "margin order without spreading over teachers and classes, \"random sample\" the pane's "
+             "sample order (content-hash order; both routing only).", "",
              "| labels | order | stacked routing dev / test (%) | trust routing dev / test (%) "
              "| MUKI-Hard test (%) | macro-F1 (%) |", "|---|---|---|---|---|---|"]
-    names = {"useful": "most useful next", "random": "random", "margin": "lowest margin"}
+    names = {"useful": "most useful next", "random": "random", "sample": "random sample",
+             "margin": "lowest margin"}
     base = results.get("without_labels")
     if base:
         lines.append(f"| 0 | – ({results['base_routing']}) | {100 * base['dev']:.1f} / "
