@@ -131,7 +131,8 @@ def test_a_hung_up_job_keeps_running_and_a_reader_sees_its_events_live(tmp_path,
     # A stand-in for an SSH login: its own session and process group, like a terminal's.
     shell = subprocess.Popen(
         ["bash", "-c", f"'{sys.executable}' -m kiwb score '{root}' --detach; sleep 30"],
-        start_new_session=True, env=kiwb_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        start_new_session=True, env=kiwb_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        preexec_fn=_signals_as_a_login_has_them)
     try:
         job_id = wait_for(lambda: jobs(root) and jobs(root)[0].heartbeat_at and jobs(root)[0].id,
                           "the job's first heartbeat")
@@ -274,6 +275,14 @@ def test_the_cancel_signal_after_the_heartbeat_saw_the_request_is_still_the_firs
     assert signal.getsignal(signal.SIGTERM) is not session._on_sigterm
 
 
+def _signals_as_a_login_has_them() -> None:
+    """SIGINT and SIGHUP at their defaults, as in an SSH login. A test run started in the
+    background (`nohup`, or `&` in a script) passes them on ignored, and an ignored signal
+    stays ignored in every child: the Ctrl-C and hang-up these tests send would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
 def _in_a_terminal(*args: str) -> tuple[subprocess.Popen, int]:
     """`python -m kiwb ARGS` on a pseudo-terminal, in a session of its own: an SSH login."""
     import pty
@@ -281,6 +290,7 @@ def _in_a_terminal(*args: str) -> tuple[subprocess.Popen, int]:
     terminal, its_side = pty.openpty()
     process = subprocess.Popen([sys.executable, "-m", "kiwb", *args], stdin=its_side, stdout=its_side,
                                stderr=its_side, start_new_session=True,
+                               preexec_fn=_signals_as_a_login_has_them,
                                env={**kiwb_env(), "TERM": "xterm-256color"})
     os.close(its_side)
     return process, terminal
