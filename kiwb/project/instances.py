@@ -3,7 +3,7 @@
 One row per (integration, text), in the `instances` table that a store migration creates, with
 the text's content hash so each row finds the label a user gave the text (`text_labels`,
 kiwb.project.labels). Readers page with keyset queries, so a million scored texts never have
-to be loaded at once. Two orders:
+to be loaded at once. Three orders:
 
 - `margin`: lowest margin first, every text.
 - `useful`: the unlabeled texts a label helps most next. Texts are grouped by (winning
@@ -27,6 +27,8 @@ from dataclasses import dataclass, replace
 from kiwb.project.labels import text_hash
 
 ORDERS = ("margin", "useful", "sample")
+# The keyset of the orders read straight off an index (`useful` is read group by group).
+_KEYSET = {"margin": ("margin", "row"), "sample": ("text_hash", "row")}
 LABEL_SCOPES = ("all", "labeled", "unlabeled")
 
 
@@ -116,12 +118,12 @@ def page(db: sqlite3.Connection, integration: str, filters: InstanceFilter = Ins
     if filters.order == "useful":
         return _useful_page(db, integration, filters, after, limit)
     where, params = filters.where()
-    columns = ("i.text_hash", "i.row") if filters.order == "sample" else ("i.margin", "i.row")
+    columns = ", ".join(f"i.{name}" for name in _KEYSET[filters.order])
     if after is not None:
-        where += f" AND ({', '.join(columns)}) > (?, ?)"
+        where += f" AND ({columns}) > (?, ?)"
         params += list(after)
     query = (f"SELECT {_COLUMNS}, NULL {_FROM} WHERE i.integration = ?{where} "
-             f"ORDER BY {', '.join(columns)} LIMIT ?")
+             f"ORDER BY {columns} LIMIT ?")
     return [_instance(r) for r in db.execute(query, [integration, *params, limit])]
 
 
@@ -154,9 +156,7 @@ def key_of(item: Instance, filters: InstanceFilter) -> tuple:
     """The keyset position of `item` in the filter's order: the `after` of the next page."""
     if filters.order == "useful":
         return (item.turn, item.margin, item.row)
-    if filters.order == "sample":
-        return (item.text_hash, item.row)
-    return (item.margin, item.row)
+    return tuple(getattr(item, name) for name in _KEYSET[filters.order])
 
 
 def count(db: sqlite3.Connection, integration: str, filters: InstanceFilter = InstanceFilter()) -> int:

@@ -11,7 +11,7 @@ from rich.text import Text
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, LABELS_ROUTING
 from kiwb.project.config import ProjectConfig
-from kiwb.project.instances import Instance
+from kiwb.project.instances import ORDERS, Instance
 from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.labels import NONE
 from kiwb.project.queries import LabelProgress
@@ -19,7 +19,7 @@ from kiwb.project.queries import LabelProgress
 NUMBERED = 9  # labels on the number keys; the picker (p) has every label
 ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next",
                "sample": "random sample"}
-NEXT_ORDER = {"margin": "useful", "useful": "sample", "sample": "margin"}
+NEXT_ORDER = dict(zip(ORDERS, ORDERS[1:] + ORDERS[:1], strict=True))  # what `o` goes on to
 SCOPE_NAMES = {"all": "all", "unlabeled": "unlabeled", "labeled": "labeled"}
 NEXT_SCOPE = {"all": "unlabeled", "unlabeled": "labeled", "labeled": "all"}
 
