@@ -6,6 +6,7 @@ import argparse
 import json
 
 from kiwb.errors import KiwbError
+from kiwb.project.opening import open_existing_store, open_project
 from kiwb.workers.quiet import quiet_libraries
 
 RECENT_JOBS = 10  # ended jobs that `kiwb jobs` shows without --all
@@ -48,24 +49,6 @@ def cmd_init(args: argparse.Namespace) -> int:
     stdout.print(f"Created {written}")
     stdout.print(f"Next: edit it if needed, then run [bold]kiwb score {args.project}[/bold]")
     return 0
-
-
-def open_project(project, *, scoring: bool = False):
-    """Load and validate a project's config, then open its store (created on first use).
-
-    `scoring`: the command needs two or more teachers and unlabeled texts; a config without
-    them is refused before anything is written.
-    """
-    from kiwb.project.config import load_config
-    from kiwb.project.paths import ProjectPaths
-    from kiwb.project.store import Store
-
-    config = load_config(project)
-    if scoring:
-        config.require_scoring_inputs()
-    paths = ProjectPaths(config.root)
-    paths.make_layout()
-    return config, Store(paths.store)
 
 
 def run_or_launch(args: argparse.Namespace, spec) -> int:
@@ -180,7 +163,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     from kiwb.project.queries import recorded_integration
     from kiwb.report import integration_tables
 
-    with _open_store(args.project) as store:
+    with open_existing_store(args.project) as store:
         key = store.jobs.get(job_id).ending["integration"]
     record = recorded_integration(args.project, key)
     if args.json:
@@ -220,25 +203,13 @@ def cmd_export(args: argparse.Namespace) -> int:
     return run_or_launch(args, ExportSpec.from_args(args))
 
 
-def _open_store(project):
-    """The store of an existing project, for commands that only read or signal jobs."""
-    from kiwb.project.paths import ProjectPaths
-    from kiwb.project.store import Store
-
-    path = ProjectPaths(project.resolve()).store
-    if not path.is_file():
-        raise KiwbError(f"{project}: no kiwb project store here; run kiwb score or kiwb train "
-                        "there first (or name the project folder)")
-    return Store(path)
-
-
 def cmd_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from kiwb.console import stdout
     from kiwb.project.jobs import rank_lines
 
-    with _open_store(args.project) as store:
+    with open_existing_store(args.project) as store:
         jobs = store.jobs.all()
     if not args.all:  # live jobs and the most recent others
         recent = {job.id for job in jobs if not job.live}
@@ -322,7 +293,7 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
     from kiwb.launch import follow_log
 
-    with _open_store(args.project) as store:
+    with open_existing_store(args.project) as store:
         for chunk in follow_log(store.jobs, args.job, follow=args.follow):
             sys.stdout.write(chunk)
             sys.stdout.flush()
@@ -333,7 +304,7 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
     from kiwb.launch import cancel_job
 
-    with _open_store(args.project) as store:
+    with open_existing_store(args.project) as store:
         stdout.print(cancel_job(store, args.job), highlight=False)
     return 0
 

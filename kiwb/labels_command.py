@@ -45,7 +45,7 @@ def run_labels(args: argparse.Namespace) -> int:
 
 
 def _store(project: Path):
-    from kiwb.commands import open_project
+    from kiwb.project.opening import open_project
 
     return open_project(project)
 

@@ -15,7 +15,7 @@ from kiwb.project.store import Store
 
 SCORER = """
 import sys, torch
-from kiwb.commands import open_project
+from kiwb.project.opening import open_project
 from kiwb.workers.quiet import quiet_libraries
 from kiwb.workers.score import plan_scoring, register_tasks, run_scoring
 quiet_libraries()

@@ -12,7 +12,7 @@ from pathlib import Path
 from kiwb.console import console
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
-from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
+from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.quiet import quiet_libraries
 
 
@@ -92,52 +92,10 @@ def train(session: JobSession) -> Outcome:
         from kiwb.workers.train_ranks import train_on_ranks
 
         return train_on_ranks(session, config, settings, request, devices)
+    from kiwb.workers.train_job import train_here
+
     device = resolve_device(devices[0] if devices else config.training.device)
     return train_here(session, config, settings, request, device)
-
-
-def train_here(session: JobSession, config, settings, request, device) -> Outcome:
-    """A training job in this one process, on `device`."""
-    from kiwb.workers.train import Trainer, prepare
-
-    session.started(device)
-    trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
-                      device, job_id=session.job.id)
-    return run_trainer(session, trainer, request.run, where=str(device))
-
-
-def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
-    """Set up a prepared Trainer, train with progress, and say how it ended."""
-    from kiwb.core.learning_check import check_of
-
-    settings = trainer.request.settings
-    trainer.setup()
-    remaining = trainer.total_steps - trainer.step
-    console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {where}: "
-                  f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} "
-                  "steps to go")
-    ranks = trainer.ranks  # on several ranks, each one's share shows in the job's progress
-    extra = (lambda: ranks.figures(trainer.step, trainer.training.batch_size)) if ranks else None
-    with session.progress(f"train {run}", total=remaining, unit="steps", extra=extra) as advance:
-        result = trainer.run(progress=lambda n, loss: advance(f"train {run} · loss {loss:.4f}", n),
-                             should_stop=session.should_stop)
-    if result["stopped"]:
-        console.print(f"Stopped at step {result['step']} of {trainer.total_steps}, checkpointed.")
-        return Outcome("cancelled", {"step": result["step"]}, EXIT_CANCELLED)
-    best = result["best"] or {}
-    if best.get("accuracy") is not None:
-        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
-    check = check_of(best)  # the verdict on the checkpoint the run keeps
-    if check is not None and check.flagged:
-        console.print(check.line(f"the student of run {run} (step {best['step']})"),
-                      style="bold yellow", highlight=False, markup=False, soft_wrap=True)
-        console.print(f"Done, with the warning above. Export it anyway with: "
-                      f"kiwb export {session.project_label} --run {run}", highlight=False, markup=False)
-    else:
-        console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
-    return Outcome(data={"step": result["step"], "best": result["best"],
-                         "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
-                         "check": check.to_dict() if check else None})
 
 
 def export(session: JobSession) -> Outcome:

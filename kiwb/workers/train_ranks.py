@@ -219,7 +219,7 @@ def train_on_ranks(session, config, settings, request, devices: list[str] | None
 
     setup, spawned, devices = start_ranks(session, devices, "kiwb.workers.train_ranks")
     if setup is None:  # --devices all on a one-GPU machine: one process
-        from kiwb.workers.job_kinds import train_here
+        from kiwb.workers.train_job import train_here
 
         return train_here(session, config, settings, request, resolve_device(devices[0]))
     device = resolve_device(rank_device_name(setup, devices, config.training.device))
@@ -230,7 +230,7 @@ def train_on_ranks(session, config, settings, request, devices: list[str] | None
         ranks = TrainRanks(setup, device)
         trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
                           device, job_id=session.job.id, ranks=ranks)
-        from kiwb.workers.job_kinds import run_trainer
+        from kiwb.workers.train_job import run_trainer
 
         return run_trainer(session, trainer, request.run, where=ranks_text(setup, spawned, devices))
     except RankLost as error:
