@@ -11,6 +11,7 @@ from cli_helpers import run_kiwb
 from textual.widgets import TabbedContent
 from tui_support import (
     cells,
+    drawn_cells,
     record_notifications,
     run_async,
     synthetic_project,
@@ -87,6 +88,19 @@ async def test_five_labels_one_undone_survive_a_restart(tmp_path):
             text for text in expected), what="the labeled texts")
         status = restarted.screen.query_one("#conflict-status")
         assert "· labeled ·" in text_of(status)
+
+
+@run_async
+async def test_the_label_column_widens_to_show_each_label_whole(tmp_path):
+    project = synthetic_project(tmp_path / "proj")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        pane, table = await open_conflicts(pilot, app)
+        assert drawn_cells(table)[0][LABEL_COLUMN] == "label"  # as wide as its header: no labels
+        await pilot.press("l", "2", "4", "0")
+        await wait_for(pilot, lambda: [row[LABEL_COLUMN] for row in drawn_cells(table)[1:5]]
+                       == ["politics", "cooking", "none", ""], what="the labels drawn whole")
+        await wait_for(pilot, lambda: len(stored(project)) == 3, what="the labels stored")
 
 
 @run_async

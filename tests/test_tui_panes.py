@@ -9,8 +9,10 @@ import pytest
 from textual.widgets import DataTable, DirectoryTree, Input, Select, Static, TabbedContent
 from tui_support import (
     INTEGRATION_KEY,
+    JOB_CLOCK,
     UNION,
     cells,
+    drawn_cells,
     integration_summary,
     record_integration,
     record_notifications,
@@ -29,6 +31,7 @@ from kiwb.launch import cancel_job
 from kiwb.project.config import load_config
 from kiwb.project.job_specs import IntegrateSpec
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import TrainStart
 from kiwb.project.store import Store
 from kiwb.tui.screens.detail import ConflictDetailScreen
 from kiwb.tui.screens.forms import FormScreen
@@ -308,6 +311,11 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
         await wait_for(pilot, lambda: "give a comma list of devices" in text_of(
             form.query_one("#form-error")), what="the bad device list refused in place")
         form.query_one("#field-devices", Input).value = "cpu,cpu"
+        form.query_one("#field-device", Input).value = "gpu"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "--device 'gpu': unknown device; use auto, cpu" in text_of(
+            form.query_one("#form-error")), what="the misspelt device refused in place")
+        form.query_one("#field-device", Input).value = "auto"
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: app.screen is not form, what="the form to close")
         with Store(ProjectPaths(project).store) as store:
@@ -377,6 +385,43 @@ async def test_a_finished_integration_job_says_what_the_integration_did(project)
                        what="the integration note")
     done = next(n for n in notifications if "Integration done" in n)
     assert "integrated 10 texts with mixture routing (a won 5, b won 5)" in done
+
+
+@run_async
+async def test_jobs_table_widens_its_columns_as_a_job_goes_from_queued_to_finished(project):
+    app = workbench(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("3")
+        jobs = table(app, "#jobs-table")
+        with Store(ProjectPaths(project).store) as store:  # as the launcher records a job
+            score = store.jobs.create("score", "scores", {})
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: drawn_cells(jobs)[1:] == [
+            [str(score), "score", "queued", "", "", "", ""]], what="the queued job")
+        with Store(ProjectPaths(project).store) as store:   # its worker runs it, then ends it
+            store.jobs.started(score, {"device": "cpu"})
+            store.jobs.record_progress(score, {"done": 3200, "total": 3200, "unit": "texts",
+                                               "rate": 50.0, "eta_s": 0.0, "label": "a"})
+            store.jobs.end(score, "finished", {"texts": 3200})
+            store.connection.execute("UPDATE jobs SET started_at=?, ended_at=? WHERE id=?",
+                                     (JOB_CLOCK, JOB_CLOCK + 187, score))
+            integrate = store.jobs.create("integrate", "integration", IntegrateSpec().settings())
+        app.screen.refresh_now()
+        finished = [str(score), "score", "finished", "3,200/3,200 texts", "", "took 3m 07s", "cpu"]
+        await wait_for(pilot, lambda: drawn_cells(jobs)[1:] == [
+            finished, [str(integrate), "integrate", "queued", "", "", "", ""]],
+            what="the finished job's cells whole")
+        assert drawn_cells(jobs)[0] == ["job", "kind", "status", "progress", "rate", "time",
+                                        "device"]
+        with Store(ProjectPaths(project).store) as store:
+            store.jobs.started(integrate, {"device": "cpu"})
+            store.jobs.end(integrate, "finished", {"integration": INTEGRATION_KEY})
+            store.connection.execute("UPDATE jobs SET started_at=?, ended_at=? WHERE id=?",
+                                     (JOB_CLOCK, JOB_CLOCK + 5, integrate))
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: drawn_cells(jobs)[1:] == [
+            finished, [str(integrate), "integrate", "finished", "", "", "took 0m 05s", "cpu"]],
+            what="the integration's cells whole")
 
 
 @run_async
@@ -463,6 +508,26 @@ async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
         assert "music" in text_of(app.screen.query_one("#per-class", Plot))
         assert "45.0%" in text_of(app.screen.query_one("#per-class", Plot))
         assert not app.screen.query_one("#check").display  # nothing wrong, nothing said
+
+
+@run_async
+async def test_accuracy_runs_table_widens_its_columns_as_a_run_is_evaluated(tmp_path):
+    project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
+    with Store(ProjectPaths(project).store) as store:   # the run has just started
+        store.append_event(TrainStart.kind, TrainStart(step=0, total_steps=20,
+                                                       method="muki-hard").to_dict(), run="muki-hard")
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = table(app, "#runs-table")
+        await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [
+            ["muki-hard", "running 0%", "–", "–", "–", "–"]], what="the running run")
+        with Store(ProjectPaths(project).store) as store:
+            write_run(project, store)   # its steps, evaluations and end
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [
+            ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "mixture 85.0% (MC 90.0%)"]],
+            what="the evaluated run's cells whole")
 
 
 @run_async
@@ -559,6 +624,24 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
         app.screen.query_one(DataTable).focus()
         await pilot.pause()
         assert str(project / "out") in text_of(app.screen.query_one("#export-how"), width=200)
+
+
+@run_async
+async def test_export_runs_table_widens_its_columns_as_a_run_writes_its_files(tmp_path):
+    project = synthetic_project(tmp_path / "proj", trained=False)
+    first = ProjectPaths(project).run_dir("muki-hard") / "checkpoints" / "step-0000010"
+    first.mkdir(parents=True)   # a first checkpoint, before the manifest and best.json
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("7")
+        runs = table(app, "#export-runs")
+        await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [["muki-hard", "", "1", "–", "–"]],
+                       what="the run in training")
+        with Store(ProjectPaths(project).store) as store:
+            write_run(project, store)   # its evaluations, then its files
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [
+            ["muki-hard", "muki-hard", "2", "20", "75.0%"]], what="the finished run's cells whole")
 
 
 @pytest.mark.slow

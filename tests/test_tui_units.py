@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 from tui_support import (
     LABELS_A,
+    drawn_cells,
     integration_summary,
     record_integration,
     run_async,
@@ -32,6 +33,7 @@ from kiwb.tui.inspect import human_size, inspect_dataset, inspect_teacher, union
 from kiwb.tui.panes.accuracy import _routing
 from kiwb.tui.panes.jobs import integration_note
 from kiwb.tui.panes.uncertainty import accuracy_line, split_line
+from kiwb.tui.widgets import fit_widths
 
 # -- renderers -------------------------------------------------------------------------------
 
@@ -403,3 +405,83 @@ async def test_table_header_follows_columns_widened_after_a_repaint():
         await pilot.pause()
         header, row = (strip.text for strip in table.render_lines(Region(0, 0, 40, 2)))
         assert header.index("b") == row.index("x") == len(" a long first cell  ")
+
+
+@pytest.mark.parametrize(("widths", "room", "expected"), [
+    ([3, 5, 10], 20, [3, 5, 10]),                    # room for all: each its own width
+    ([3, 5, 10], 17, [3, 5, 9]),                     # the widest gives up what is missing
+    ([6, 6, 8, 8, 5, 160], 78, [6, 6, 8, 8, 5, 45]),  # a long text column takes what is left
+    ([2, 30, 30], 33, [2, 16, 15]),                  # cut alike; the spare cell to the first
+    ([10, 10, 10], 5, [4, 4, 4]),                    # no narrower than 4: the table scrolls
+])
+def test_fit_widths_cuts_the_widest_columns_first(widths, room, expected):
+    assert fit_widths(widths, room) == expected
+
+
+def _one_table(width: int):
+    """An app showing one Table `width` cells wide, with columns a and b."""
+    from textual.app import App
+
+    from kiwb.tui.widgets import Table
+
+    class OneTable(App):
+        CSS = f"Table {{ width: {width}; }}"
+
+        def compose(self):
+            table = Table(id="t", cursor_type="row")
+            table.add_column("a", key="a")
+            table.add_column("b", key="b")
+            yield table
+
+    return OneTable()
+
+
+@run_async
+async def test_table_columns_follow_cells_updated_in_place():
+    app = _one_table(40)
+    async with app.run_test(size=(40, 6)) as pilot:
+        table = app.query_one("#t")
+        table.add_row("queued", "", key="job")
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["queued", ""]]
+        table.update_cell("job", "a", "finished")
+        table.update_cell_at((0, 1), "3,200/3,200 texts")
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["finished", "3,200/3,200 texts"]]
+        table.update_cell("job", "a", "ok")   # narrower again, to what it shows
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["ok", "3,200/3,200 texts"]]
+        assert table.columns["a"].width == 2
+        table.clear()   # refilled with shorter rows: narrower too
+        table.add_row("x", "y")
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["x", "y"]]
+        assert [column.width for column in table.columns.values()] == [1, 1]
+
+
+@run_async
+async def test_a_table_too_narrow_for_its_cells_cuts_the_widest_with_an_ellipsis():
+    from rich.text import Text
+
+    app = _one_table(20)
+    async with app.run_test(size=(40, 6)) as pilot:
+        table = app.query_one("#t")
+        table.add_row("score", Text("a text far too long for the table", "bold"))
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["score", "a text far …"]]
+        assert table.virtual_size.width <= table.size.width   # no horizontal scrolling
+        assert table.get_row_at(0)[1].plain == "a text far too long for the table"  # kept whole
+
+
+@run_async
+async def test_table_cells_are_plain_text_not_markup():
+    # cells hold what users wrote: `[/r/news]` read as markup crashed the table, `[b]` vanished
+    app = _one_table(60)
+    async with app.run_test(size=(60, 6)) as pilot:
+        table = app.query_one("#t")
+        table.add_row("see [/r/news]", "a [b] c", key="text")
+        await pilot.pause()
+        assert drawn_cells(table) == [["a", "b"], ["see [/r/news]", "a [b] c"]]
+        table.update_cell("text", "b", "[bold]not bold[/bold]")
+        await pilot.pause()
+        assert drawn_cells(table)[1] == ["see [/r/news]", "[bold]not bold[/bold]"]

@@ -329,6 +329,21 @@ def cells(table) -> list[list[str]]:
     return [[str(cell) for cell in table.get_row_at(index)] for index in range(table.row_count)]
 
 
+def drawn_cells(table) -> list[list[str]]:
+    """What a DataTable draws, cut at its columns' drawn widths: the header, then the rows in
+    view (a cell too narrow for its text shows it cut, as the user sees it)."""
+    from itertools import accumulate, pairwise
+
+    from textual.geometry import Region
+
+    region = Region(0, 0, table.size.width, table.size.height)
+    lines = [strip.text for strip in table.render_lines(region)]
+    edges = list(accumulate((column.get_render_width(table) for column in table.ordered_columns),
+                            initial=0))
+    return [[line[start:end].strip() for start, end in pairwise(edges)]
+            for line in lines[:1 + table.row_count]]
+
+
 async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0,
                    what: str = "the condition") -> None:
     """Let the app run until `condition()` is true; fail after `timeout` seconds."""
