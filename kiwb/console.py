@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import sys
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
+from rich.measure import Measurement
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -18,12 +21,96 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column, Table
 from rich.text import Text
 
 from kiwb.project.jobs import is_progress_line
 
 console = Console(stderr=True)
+# As wide as $COLUMNS, else as the terminal on stdin, stdout or stderr, else 80 columns
+# (Rich's default: output piped from a script, CI).
 stdout = Console()
+
+
+class FittedTable(Table):
+    """A table for the CLI that fits a narrow terminal (80 columns by default) by narrowing
+    only the columns named `wrap` (their text wraps onto more lines) or `cut` (free text on
+    one line, cut with …); every other column keeps the width of its widest cell. Columns
+    also named `optional` are left out, the last named first, where the others would not
+    fit beside them with a word of theirs on each line.
+
+    A column added later may wrap with Rich's own `add_column(..., no_wrap=False)`."""
+
+    def __init__(self, *headers: str, wrap: Collection[str] = (), cut: Collection[str] = (),
+                 optional: Sequence[str] = (), **options: Any):
+        self._wrap, self._cut, self._optional = set(wrap), set(cut), tuple(optional)
+        super().__init__(*headers, **options)
+
+    def add_column(self, header: RenderableType = "", *args: Any, **options: Any) -> None:
+        # Rich narrows the columns that may wrap, widest first, and every column evenly only
+        # when that is not enough: a plain Table of short cells beside one long one of
+        # no_wrap text squeezes the short ones to nothing. So only the flexible columns wrap.
+        flexible = _name(header) in self._wrap | self._cut
+        super().add_column(header, *args, **{"no_wrap": not flexible, **options})
+
+    def add_row(self, *cells: RenderableType | None, **options: Any) -> None:
+        names = [_name(column.header) for column in self.columns]
+        if unknown := sorted((self._wrap | self._cut | set(self._optional)) - set(names)):
+            raise ValueError(f"no column {', '.join(map(repr, unknown))} in this table")
+        super().add_row(*(_one_line(cell) if index < len(names) and names[index] in self._cut
+                          else cell for index, cell in enumerate(cells)), **options)
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        fitted = self._fitted(console, options)
+        if fitted is self:
+            yield from super().__rich_console__(console, options)
+        else:
+            yield fitted
+
+    def _fitted(self, console: Console, options: ConsoleOptions) -> Table:
+        """This table, or a copy without the optional columns that leave the others too
+        little room."""
+        if not self._optional:
+            return self
+        unbounded = options.update_width(10_000)
+        shown = self.columns
+        for leaving in (None, *reversed(self._optional)):
+            shown = [column for column in shown if _name(column.header) != leaving]
+            table = self if len(shown) == len(self.columns) else self._showing(shown)
+            spare = sum(_spare(console, unbounded, column) for column in shown
+                        if not column.no_wrap)
+            if Measurement.get(console, unbounded, table).maximum - spare <= options.max_width:
+                break
+        return table
+
+    def _showing(self, columns: list[Column]) -> Table:
+        table = copy.copy(self)
+        table._optional = ()
+        table.columns = [dataclasses.replace(column, _index=index)
+                         for index, column in enumerate(columns)]
+        return table
+
+
+def _name(header: RenderableType) -> str | None:
+    return header if isinstance(header, str) else None
+
+
+def _spare(console: Console, options: ConsoleOptions, column: Column) -> int:
+    """How much narrower than its widest line a column that wraps can be: down to its
+    longest word."""
+    widths = [Measurement.get(console, options, cell) for cell in (column.header, *column.cells)]
+    return max(width.maximum for width in widths) - max(width.minimum for width in widths)
+
+
+def _one_line(cell: RenderableType | None) -> RenderableType | None:
+    """A cut column's cell: its text on one line, cut with … where the column is narrower
+    (plain text, never markup: such a column holds what users wrote)."""
+    if isinstance(cell, str):
+        return Text(cell, no_wrap=True, overflow="ellipsis")
+    if isinstance(cell, Text):
+        cell = cell.copy()
+        cell.no_wrap, cell.overflow = True, "ellipsis"
+    return cell
 
 
 class RateColumn(ProgressColumn):

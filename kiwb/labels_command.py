@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from kiwb.errors import KiwbError
-from kiwb.project.labels import text_hash
+from kiwb.project.labels import GivenLabel, text_hash
 
 TEXT_CHARS = 70
 
@@ -51,8 +51,6 @@ def _store(project: Path):
 
 
 def list_labels(args: argparse.Namespace) -> int:
-    from rich.table import Table
-
     from kiwb.console import stdout
     from kiwb.project.labels import all_labels
 
@@ -67,20 +65,29 @@ def list_labels(args: argparse.Namespace) -> int:
         stdout.print("No labels yet: give them in the workbench's Conflicts pane, or run "
                      "kiwb labels import DIR FILE.")
         return 0
-    table = Table(title=f"{len(given):,} labels", title_justify="left")
-    for column in ("label", "text", "by"):
-        table.add_column(column, overflow="ellipsis", no_wrap=column == "text")
-    for item in given:
-        text = item.text.replace("\n", " ")
-        text = text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…"
-        table.add_row(item.shown, text, f"{item.user}@{item.host}")
-    stdout.print(table)
+    stdout.print(labels_table(given))
     counts: dict[str, int] = {}
     for item in given:
         counts[item.shown] = counts.get(item.shown, 0) + 1
     stdout.print(", ".join(f"{name} {count}" for name, count in sorted(counts.items())),
                  highlight=False)
     return 0
+
+
+def labels_table(given: list[GivenLabel]):
+    """The labels given: label, text, by whom. The label is what the list is for, so it and
+    `by` keep their width on a narrow terminal and the text is cut."""
+    from rich.markup import escape
+
+    from kiwb.console import FittedTable
+
+    table = FittedTable("label", "text", "by", cut=("text",), title=f"{len(given):,} labels",
+                        title_justify="left")
+    for item in given:
+        text = item.text.replace("\n", " ")
+        text = text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…"
+        table.add_row(escape(item.shown), text, escape(f"{item.user}@{item.host}"))
+    return table
 
 
 def export_labels(args: argparse.Namespace) -> int:

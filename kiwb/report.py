@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.table import Table
 
+from kiwb.console import FittedTable
 from kiwb.project.records import IntegrationRecord, TeacherRouting
 
 
@@ -23,18 +24,16 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     routing = summary.routing
     routing_name = routing.name if routing is not None else "?"
     probabilistic = routing is not None and routing.name != "confidence"
-    head = Table(title=f"Integration · {settings.method} · routing {routing_name}"
-                 + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
-                 + ("" if settings.use_mc else " · no MC dropout")
-                 + ("" if settings.reweight else " · no re-weighting"))
-    head.add_column("teacher")
-    head.add_column("texts won", justify="right")
-    head.add_column("share", justify="right")
-    head.add_column("est. in its labels", justify="right")
-    head.add_column("routed above confidence", justify="right")
+    head = FittedTable(title=f"Integration · {settings.method} · routing {routing_name}"
+                       + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
+                       + ("" if settings.use_mc else " · no MC dropout")
+                       + ("" if settings.reweight else " · no re-weighting"))
+    head.add_column("teacher")  # kept whole; the figures' long headers wrap
+    for figure in ("texts won", "share", "est. in its labels", "routed above confidence"):
+        head.add_column(figure, justify="right", no_wrap=False)
     labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
-        head.add_column(f"calibration error ({labeled} labels)", justify="right")
+        head.add_column(f"calibration error ({labeled} labels)", justify="right", no_wrap=False)
     total = max(summary.num_texts, 1)
     for teacher, wins in summary.wins.items():
         facts = routing.teachers.get(teacher) if routing is not None else None
@@ -46,14 +45,14 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
             row.append(_calibration(facts))
         head.add_row(*row)
 
-    margins = Table(title="Routing margin (top score − second)")
+    margins = FittedTable(title="Routing margin (top score − second)")
     for quantile in summary.margin_quantiles:
         margins.add_column(_quantile_name(quantile), justify="right")
     margins.add_row(*(f"{v:.3f}" for v in summary.margin_quantiles.values()))
 
-    facts = Table(show_header=False, title="Summary")
-    facts.add_column()
-    facts.add_column(justify="right")
+    # Both wrap, the wider first: long names of facts, a long list of labels.
+    facts = FittedTable("fact", show_header=False, title="Summary", wrap=("fact", "value"))
+    facts.add_column("value", justify="right")
     facts.add_row("texts", f"{summary.num_texts:,}")
     facts.add_row("union labels", ", ".join(summary.labels))
     if summary.overlapping_labels:
@@ -96,7 +95,7 @@ def _quantile_name(quantile: str) -> str:
 
 def evaluation_table(report: dict) -> Table:
     """Overall and per-class accuracy of one evaluation."""
-    table = Table(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
+    table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
     table.add_column("label")
     table.add_column("accuracy", justify="right")
     for label, value in report["per_class_accuracy"].items():

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from kiwb.console import console
+from kiwb.console import FittedTable, console
 from kiwb.demo.recipe import EXPORTED, STUDENTS, TEACHERS
 from kiwb.errors import KiwbError
 from kiwb.project.config import load_config
@@ -93,12 +93,13 @@ def _percent(value: float | None) -> str:
 def results_table(results: dict) -> Table:
     """Accuracy on the labeled eval texts: each teacher alone, the Ensemble, each student."""
     labels = sum(len(labels) for labels in TEACHERS.values())
-    table = Table(title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts",
-                  caption="A teacher alone is right only on its own labels. Teacher routing: how "
-                  "often the teacher a routing picks knows the text's true label (the students "
-                  "use the project's routing; MC dropout and plain entropy compare raw "
-                  "confidences).")
-    table.add_column("method")
+    table = FittedTable(
+        title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts",
+        caption="A teacher alone is right only on its own labels. Teacher routing: how "
+        "often the teacher a routing picks knows the text's true label (the students "
+        "use the project's routing; MC dropout and plain entropy compare raw "
+        "confidences).")
+    table.add_column("method", no_wrap=False)  # the names wrap; the figures keep their width
     table.add_column("accuracy", justify="right")
     table.add_column("macro-F1", justify="right")
     for name, accuracy in results["teachers"].items():
