@@ -118,12 +118,12 @@ def serve_other_rank(args: argparse.Namespace, spec, module: str, follower: str)
     """Under torchrun / accelerate launch (one process per rank): a rank other than 0 does
     its share and returns its exit status (it keeps no record and never opens the store);
     rank 0 goes on as the job, in torchrun's process (so in the foreground). None otherwise.
-    A malformed --devices is refused here, before any job is recorded."""
+    A misspelt --device or --devices is refused here, before any rank or job starts."""
     import importlib
 
     from kiwb.workers.ranks import launched_rank
 
-    spec.device_list()
+    spec.check()
     rank = launched_rank()
     if rank is None:
         return None
@@ -171,6 +171,10 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     else:
         for table in integration_tables(record):
             stdout.print(table)
+        check = record.summary.check
+        if check is not None and check.flagged:
+            stdout.print(check.line(), style="bold yellow", highlight=False, markup=False,
+                         soft_wrap=True)
     return 0
 
 
@@ -229,10 +233,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
             for line in lines:
                 stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
     for job in jobs:
-        check = learning_check(job)
-        if check is not None and check.flagged:
-            stdout.print(f"\n[bold]job {job.id} ({job.kind} {escape(job.run)})[/bold]: "
-                         f"{escape(check.line('its student'))}", highlight=False, soft_wrap=True)
+        for subject, check in job_checks(job):
+            if check.flagged:
+                stdout.print(f"\n[bold]job {job.id} ({job.kind} {escape(job.run)})[/bold]: "
+                             f"{escape(check.line(subject))}", highlight=False, soft_wrap=True)
     for job in jobs:
         if job.status in ("failed", "lost"):
             stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
@@ -249,17 +253,22 @@ def jobs_table(jobs):
     """A table of jobs: id, kind, run, status, progress, start, duration, device."""
     import time
 
-    from rich.table import Table
-
+    from kiwb.console import FittedTable
     from kiwb.project.jobs import format_duration
 
-    table = Table("job", "kind", "run", "status", "progress", "started", "duration", "device")
+    # Eight columns: borderless, as a listing, so that they fit 80 columns; the start and the
+    # device wrap before any other column narrows, and give way (the device first) on a
+    # terminal too narrow for them.
+    table = FittedTable("job", "kind", "run", "status", "progress", "started", "duration",
+                        "device", wrap=("started", "device"), optional=("started", "device"),
+                        box=None, pad_edge=False)
     for job in jobs:
         progress = job.progress
         shown = f"{progress['done']:,}/{progress['total']:,}" if progress else ""
         started = job.started_at or job.created_at
-        check = learning_check(job)
-        status = job.status + (check.mark if check is not None else "")
+        # Each check's mark on a line of its own under the status keeps the column narrow.
+        status = "\n".join([job.status, *(check.mark.strip() for _, check in job_checks(job)
+                                          if check.flagged)])
         table.add_row(
             str(job.id), job.kind, "" if job.label == job.kind else job.run, status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
@@ -268,11 +277,19 @@ def jobs_table(jobs):
     return table
 
 
-def learning_check(job):
-    """The learning check a finished training job recorded, if any."""
+def job_checks(job) -> list:
+    """(subject, check) for each check a finished job recorded: the routing check of an
+    integration (an integrate job's, or a training job's own), and a student's learning check."""
     from kiwb.core.learning_check import check_of
+    from kiwb.core.routing_check import RoutingCheck
 
-    return check_of(job.ending) if job.kind == "train" else None
+    found = []
+    routing = RoutingCheck.from_dict((job.ending or {}).get("routing_check"))
+    if routing is not None:
+        found.append(("its routing", routing))
+    if job.kind == "train" and (learning := check_of(job.ending)) is not None:
+        found.append(("its student", learning))
+    return found
 
 
 def device_text(job) -> str:
@@ -328,33 +345,38 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def cmd_teach(args: argparse.Namespace) -> int:
     quiet_libraries()
-    import math
     from pathlib import Path
 
     from kiwb.console import console, progress_bar
     from kiwb.core.learning_check import check_of
+    from kiwb.core.training_defaults import AUTO, total_steps
     from kiwb.project.job_specs import TeachSpec
     from kiwb.workers.data import load_table
     from kiwb.workers.runtime import prepare_device, resolve_device
     from kiwb.workers.teach import TeachSettings, subset_rows, teach
 
     spec = TeachSpec.from_args(args)
+    spec.check()
     out = Path(spec.out)
     _check_teacher_destination(out, spec.force)
     columns = {"text_column": spec.text_column, "label_column": spec.label_column}
     train = load_table(spec.data, role="teach", **columns)
     dev = load_table(spec.dev, role="teach", **columns) if spec.dev else None
-    settings = TeachSettings(epochs=spec.epochs, learning_rate=spec.learning_rate,
+    settings = TeachSettings(epochs=spec.epochs, min_steps=spec.min_steps,
+                             learning_rate=spec.learning_rate, balance=spec.balance,
                              batch_size=spec.batch_size, max_length=spec.max_length, seed=spec.seed)
     labels = spec.label_list
     rows = len(subset_rows(train, labels)[0])
-    total = max(1, math.ceil(settings.epochs * math.ceil(rows / settings.batch_size)))
+    total = total_steps(rows, settings.batch_size, settings.epochs, settings.min_steps)
     device = resolve_device(spec.device)
     prepare_device(device)
-    console.print(f"Teaching {', '.join(labels)} from {rows:,} texts on {device}")
+    console.print(f"Teaching {', '.join(labels)} from {rows:,} texts on {device}: {total:,} steps"
+                  + ("" if settings.balance == "none" else f", classes balanced by {settings.balance}"))
     with progress_bar("teach", total=total, unit="steps") as advance:
         best = teach(spec.base, labels, train, dev, out, settings, device,
                      progress=lambda n, loss: advance(f"teach · loss {loss:.4f}", n))
+    chosen = "" if settings.learning_rate != AUTO else " (auto for the base's width)"
+    console.print(f"Learning rate {best['learning_rate']:.2e}{chosen}", highlight=False)
     if best.get("accuracy") is not None:
         console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
     console.print(f"Wrote {out}")

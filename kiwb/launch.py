@@ -40,6 +40,7 @@ def launch_job(project_root: str | Path, spec: JobSpec) -> int:
     paths = ProjectPaths(root)
     if not paths.config.is_file():
         raise KiwbError(f"{root}: no kiwb.toml here; create a project with: kiwb init {root}")
+    spec.check()
     kind = spec.kind
     paths.make_layout()
     with Store(paths.store) as store:

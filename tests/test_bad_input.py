@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from tiny import TEACHER_A_LABELS, tiny_bert_config, wordpiece_tokenizer
 
+DEVICE_FORMS = "auto, cpu, cuda, cuda:N or mps"  # every device refusal lists them
 SMALL_SCORING = 'mc_passes = 2\nshard_size = 16\ndevice = "cpu"\n'
 GOOD_TEACHERS = (("a", "teacher_a", None), ("b", "teacher_b", None))
 
@@ -122,6 +123,7 @@ class Case:
     scoring: str = SMALL_SCORING
     command: str = "score"
     at_config_load: bool = False  # refused before the project folder is even opened
+    options: tuple[str, ...] = ()  # after the project folder on the command line
 
 
 REFUSALS = {
@@ -181,7 +183,30 @@ REFUSALS = {
     "integrate-before-score": Case(
         ("teacher 'a'", "incomplete", "run: kiwb score"), command="integrate"
     ),
+    # A misspelt device never reaches torch.device (a traceback, a failed job and a resume hint
+    # that repeats the typo): refused before a job is recorded, naming the accepted forms.
+    "devices-typo": Case(
+        ("--devices 'foo'", "unknown device 'foo'", DEVICE_FORMS, "or all"),
+        options=("--devices", "foo", "--foreground"), at_config_load=True,
+    ),
+    "devices-typo-in-a-list": Case(
+        ("--devices 'cpu,cuda:01'", "unknown device 'cuda:01'", DEVICE_FORMS, "or all"),
+        options=("--devices", "cpu,cuda:01"), at_config_load=True,
+    ),
+    "device-typo": Case(
+        ("--device 'foo'", "unknown device", DEVICE_FORMS), options=("--device", "foo"),
+        at_config_load=True,
+    ),
+    "train-device-typo": Case(
+        ("--device 'gpu'", "unknown device", DEVICE_FORMS), command="train",
+        options=("--device", "gpu", "--foreground"), at_config_load=True,
+    ),
+    "config-device-typo": Case(
+        ("kiwb.toml", "[scoring] device", 'got "gpu"', DEVICE_FORMS),
+        scoring=SMALL_SCORING.replace('device = "cpu"', 'device = "gpu"'), at_config_load=True,
+    ),
 }
+DEVICE_TYPOS = [case for case in REFUSALS if "device" in case]
 # The generic-labels teacher again, now with its real names given in kiwb.toml: it scores.
 ACCEPTED = "generic-labels-with-override"
 ACCEPTED_TEACHERS = (("generic", "generic", ("news", "weather")), ("b", "teacher_b", None))
@@ -199,7 +224,7 @@ def cli_runs(tmp_path_factory, teachers_dir, data_dir, bad_teachers, bad_data):
         spec = cases[case]
         teachers = [(name, folders.get(where, where), labels) for name, where, labels in spec.teachers]
         project = write_project(root / case / "proj", teachers, files[spec.data], scoring=spec.scoring)
-        return project, run_kiwb(spec.command, project, cwd=root / case)
+        return project, run_kiwb(spec.command, project, *spec.options, cwd=root / case)
 
     with ThreadPoolExecutor(max_workers=min(4, os.cpu_count() or 1)) as pool:
         return dict(zip(cases, pool.map(run, cases), strict=True))
@@ -214,6 +239,28 @@ def test_bad_input_is_refused_in_one_line(cli_runs, case):
     if REFUSALS[case].at_config_load:
         assert not (project / "store.sqlite").exists()
         assert not (project / "scores").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", DEVICE_TYPOS)
+def test_a_misspelt_device_records_no_job(cli_runs, case):
+    """Exit 2 as for any bad input, no resume hint, and no job: not even the store exists,
+    so `kiwb jobs` has nothing to list."""
+    project, result = cli_runs[case]
+    assert result.returncode == 2, result.stderr
+    assert "Resume with" not in result.stdout + result.stderr
+    assert not (project / "store.sqlite").exists()
+    listed = run_kiwb("jobs", project, cwd=project.parent)
+    assert_refused(listed, "no kiwb project store here")
+
+
+def test_teach_refuses_a_misspelt_device_before_reading_anything(tmp_path, data_dir):
+    result = run_kiwb("teach", "--base", tmp_path / "base", "--data", data_dir / "eval.jsonl",
+                      "--labels", "a,b", "--out", tmp_path / "out", "--device", "cuda:1.0",
+                      cwd=tmp_path)
+    assert result.returncode == 2
+    assert_refused(result, "--device 'cuda:1.0'", "unknown device", DEVICE_FORMS)
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.slow

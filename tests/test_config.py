@@ -281,6 +281,11 @@ ERRORS = [
         "[scoring] device",
         ["must be auto, cpu, cuda, cuda:N or mps", 'device = "auto"'],
     ),
+    (  # torch refuses a leading zero: refused here, not as a worker's traceback
+        'name = "p"\n[training]\ndevice = "cuda:01"\n',
+        "[training] device",
+        ['must be auto, cpu, cuda, cuda:N or mps, got "cuda:01"'],
+    ),
     (
         'name = "p"\n[training]\nmixed_precision = "fp32"\n',
         "[training] mixed_precision",

@@ -363,8 +363,8 @@ def test_a_gpu_that_is_not_here_is_refused_in_one_line(tmp_path, models):
     root = make_project(tmp_path / "nogpu", models, texts=8)
     refused = run_kiwb("score", root, "--device", "cuda:1", cwd=tmp_path, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.strip() == ("kiwb: error: device 'cuda:1': CUDA is not available here; "
-                                      'use device = "auto" or "cpu"')
+    assert refused.stderr.strip() == ("kiwb: error: device 'cuda:1': CUDA is not available here "
+                                      '(available here: cpu); use device = "auto" or "cpu"')
 
 
 def test_kiwb_jobs_shows_the_gpu_and_memory_a_job_recorded(tmp_path):

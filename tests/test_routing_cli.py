@@ -91,6 +91,11 @@ def test_train_with_few_label_routing_uses_the_labels(labeled_project):
     assert score_jobs(labeled_project) == before
     jobs = json.loads(run_kiwb("jobs", labeled_project, "--json", cwd=labeled_project).stdout)
     assert jobs[-1]["settings"]["routing"] == "trust"
+    # the run's routing is checked as kiwb integrate checks the same integration
+    integrated = json.loads(run_kiwb("integrate", labeled_project, "--routing", "trust", "--json",
+                                     cwd=labeled_project).stdout)
+    assert manifest["routing_check"] == integrated["check"] == jobs[-1]["ending"]["routing_check"]
+    assert integrated["check"]["status"] in ("ok", "one-teacher", "worse-than-mc")
 
 
 def test_few_label_routing_without_labels_is_refused(tmp_path, teachers_dir, data_dir):

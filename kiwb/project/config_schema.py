@@ -11,11 +11,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS
+from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
+from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
 
 CONFIG_NAME = "kiwb.toml"
 
-_DEVICE = {"pattern": r"auto|cpu|cuda(:\d+)?|mps", "expected": "auto, cpu, cuda, cuda:N or mps"}
+_DEVICE = {"pattern": DEVICE_PATTERN, "expected": DEVICE_FORMS}
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
 
 
@@ -205,9 +207,10 @@ class TrainingConfig:
         path="model",
         example="google-bert/bert-base-uncased",
     )
-    epochs: float = _setting("Passes over the unlabeled texts.", 3.0, gt=0)
+    epochs: float = _setting("Passes over the unlabeled texts.", DEFAULT_EPOCHS, gt=0)
     min_steps: int = _setting(
-        "Train at least this many optimizer steps: a small pool gets more epochs.", 300, min=0
+        "Train at least this many optimizer steps: a small pool gets more epochs.",
+        DEFAULT_MIN_STEPS, min=0,
     )
     learning_rate: float | str = _setting(
         'Peak AdamW learning rate, or "auto": 2e-5 x (768 / the student\'s hidden size)^2, '

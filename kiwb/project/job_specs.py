@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
+from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
+from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 
 # The fields of IntegrationSettings a job may set (kiwb.project.records).
 INTEGRATION_CHOICES = ("method", "tau", "reweight", "use_mc", "routing", "labels",
@@ -125,6 +127,13 @@ class JobSpec:
         """The command that continues (or repeats) this job from where it stopped."""
         return self.command(project)
 
+    def check(self) -> None:
+        """Refuse, in one line, a device no worker could name (a typo in --device or
+        --devices); called before the job is recorded, so a refused job leaves no row."""
+        if getattr(self, "device", None) is not None:
+            check_device(self.device)
+        device_list(getattr(self, "devices", None))
+
     def overrides(self, *names: str) -> dict[str, Any]:
         """The given (not None) values among `names`, to put over a config section."""
         return {name: getattr(self, name) for name in names if getattr(self, name) is not None}
@@ -136,7 +145,7 @@ class ScoreSpec(JobSpec):
 
     kind: ClassVar[str] = "score"
     shared_run: ClassVar[str] = SCORE_RUN
-    device: str | None = flag("--device", "override [scoring] device (auto, cpu, cuda, cuda:N)")
+    device: str | None = flag("--device", f"override [scoring] device ({DEVICE_FORMS})")
     batch_size: int | None = flag("--batch-size", "override [scoring] batch_size", type=int)
     devices: str | None = flag("--devices", "score on several devices at once, one process "
                                "each: a comma list (cuda:0,cuda:1 or cpu,cpu) or all (every "
@@ -144,17 +153,6 @@ class ScoreSpec(JobSpec):
 
     def device_list(self) -> list[str] | None:
         return device_list(self.devices)
-
-
-def device_list(devices: str | None) -> list[str] | None:
-    """The --devices names, `all` kept for the worker to expand (None: one process)."""
-    if devices is None:
-        return None
-    names = [name.strip() for name in devices.split(",") if name.strip()]
-    if not names or ("all" in names and len(names) > 1):
-        raise KiwbError(f"--devices {devices!r}: give a comma list of devices "
-                        "(cuda:0,cuda:1 or cpu,cpu) or all")
-    return names
 
 
 @dataclass(frozen=True)
@@ -202,7 +200,7 @@ class TrainSpec(_MethodOptions):
                                 "min_steps steps or more)", type=float)
     min_steps: int | None = flag("--min-steps", "override [training] min_steps (0: exactly "
                                  "--epochs)", type=int, metavar="N")
-    device: str | None = flag("--device", "override [training] device (auto, cpu, cuda, cuda:N)")
+    device: str | None = flag("--device", f"override [training] device ({DEVICE_FORMS})")
     devices: str | None = flag("--devices", "train data-parallel on several devices, one "
                                "process each (DistributedDataParallel, the same global batch): "
                                "a comma list (cuda:0,cuda:1 or cpu,cpu) or all", metavar="LIST")
@@ -248,6 +246,19 @@ class ExportSpec(JobSpec):
     force: bool = flag("--force", "replace an existing destination", type=bool, default=False)
 
 
+def learning_rate_value(text: str) -> float | str:
+    """--learning-rate's value: a positive number, or auto."""
+    if text == AUTO:
+        return AUTO
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a positive number like 5e-5, or auto")
+    return value
+
+
 @dataclass(frozen=True)
 class TeachSpec(JobSpec):
     """Fine-tuning a teacher on a subset of labels (`kiwb teach`; runs in the foreground)."""
@@ -264,18 +275,35 @@ class TeachSpec(JobSpec):
                             default="text")
     label_column: str = flag("--label-column", "label column of the data (default: label)",
                              default="label")
-    epochs: float = flag("--epochs", "passes over the data (default 3)", type=float, default=3.0)
-    learning_rate: float = flag("--learning-rate", "peak learning rate (default 5e-5)",
-                                type=float, default=5e-5)
+    # The length and learning rate default as the student's [training] do: one rule for both.
+    epochs: float = flag("--epochs", f"passes over the data (default {DEFAULT_EPOCHS:g}; a "
+                         "teacher still takes --min-steps steps or more)", type=float,
+                         default=DEFAULT_EPOCHS)
+    min_steps: int = flag("--min-steps", f"train at least this many optimizer steps (default "
+                          f"{DEFAULT_MIN_STEPS}; 0: exactly --epochs)", type=int, metavar="N",
+                          default=DEFAULT_MIN_STEPS)
+    learning_rate: float | str = flag(
+        "--learning-rate", "peak learning rate, or auto: 2e-5 x (768 / the base's hidden "
+        "size)^2 within 1e-5 and 3e-3, as for students (default auto)",
+        type=learning_rate_value, default=AUTO)
+    balance: str = flag("--balance", "balance the classes: none, loss (weights n / (C n_c)) or "
+                        "sampler (texts drawn so each class comes up alike) (default none)",
+                        choices=("none", "loss", "sampler"), default="none")
     batch_size: int = flag("--batch-size", "texts per step (default 32)", type=int, default=32)
     max_length: int = flag("--max-length", "tokens per text (default 128)", type=int, default=128)
     seed: int = flag("--seed", "random seed (default 0)", type=int, default=0)
-    device: str = flag("--device", "auto (default), cpu, cuda, cuda:N or mps", default="auto")
+    device: str = flag("--device", f"{DEVICE_FORMS} (default: auto)", default="auto")
     force: bool = flag("--force", "replace an existing --out folder", type=bool, default=False)
 
     @property
     def label_list(self) -> list[str]:
         return [label.strip() for label in self.labels.split(",") if label.strip()]
+
+    def check(self) -> None:
+        super().check()
+        if self.min_steps < 0:
+            raise KiwbError(f"--min-steps {self.min_steps}: give 0 (teach exactly --epochs) or "
+                            "a positive number of steps")
 
 
 JOB_SPECS: dict[str, type[JobSpec]] = {spec.kind: spec for spec in

@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
 from kiwb.core.learning_check import LearningCheck
+from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import ProjectConfig, check_routing
 
@@ -229,6 +230,7 @@ class IntegrationSummary(Record):
     eval: EvalSummary | None = since(record=EvalSummary)
     teacher_labels: dict[str, list[str]] | None = since()  # each teacher's own labels
     gold_labels: GoldLabelUse | None = since(record=GoldLabelUse)  # with settings.labels
+    check: RoutingCheck | None = since(record=RoutingCheck)  # kiwb.core.routing_check's verdict
 
     @property
     def teacher_names(self) -> list[str]:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kiwb import __version__
 from kiwb.core.learning_check import check_of
+from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
@@ -67,6 +68,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "student_base": manifest.get("student"),
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         "evaluation": _evaluation_of(project_root, run, progress),
+        "routing_check": manifest.get("routing_check"),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -132,6 +134,10 @@ def model_card(manifest: dict) -> str:
     for key, value in (manifest.get("training") or {}).items():
         chosen = manifest.get("learning_rate") if key == "learning_rate" and value == "auto" else None
         lines.append(f"- {key}: `{value}`" + (f" ({chosen:.2e})" if chosen is not None else ""))
+    routing = RoutingCheck.from_dict(manifest.get("routing_check"))
+    if routing is not None:  # a student trained on a collapsed routing lost a teacher's labels
+        lines.append(f"- kiwb's routing check: {routing.status}"
+                     + (f" ({routing.problem}; {routing.hint})" if routing.flagged else ""))
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
               'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',

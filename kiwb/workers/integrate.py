@@ -12,6 +12,7 @@ from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.core.metrics import classification_report
+from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -293,6 +294,32 @@ def summarize(scores: TeacherScores, pool: PoolTargets,
     )
 
 
+def routing_check(scores: TeacherScores, pool: PoolTargets, settings: IntegrationSettings,
+                  accuracy: RoutingAccuracy | None, num_labeled: int,
+                  where: str = "eval") -> RoutingCheck:
+    """kiwb.core.routing_check's verdict on a pool's routing: did it starve a teacher, and
+    (`accuracy` on `num_labeled` labeled texts) does it route much worse than MC confidence?"""
+    num_teachers = len(scores.teachers)
+    wins = torch.bincount(pool.result.routed, minlength=num_teachers).tolist()
+    mc_wins = torch.bincount(scores.mc_confidence.argmax(1), minlength=num_teachers)
+    mc_shares = (mc_wins.double() / max(1, len(scores.mc_confidence))).tolist()
+    expected = {}
+    for name, mc_share, router in zip(scores.teachers, mc_shares, pool.fitted.routers, strict=True):
+        # The routing's own estimate of the texts in a teacher's labels counts too, but a
+        # temperature router's "share" is its mean scaled confidence, not such an estimate.
+        own = None if isinstance(router, routes.TemperatureRouter) else router.share
+        expected[name] = max(mc_share, own or 0.0)
+    comparison = None  # MC confidence's own routing needs no comparison with itself
+    if (accuracy is not None and accuracy.chosen is not None
+            and (settings.routing != "confidence" or not settings.use_mc)):
+        comparison = RoutingComparison(accuracy.chosen, accuracy.mc_dropout, num_labeled, where)
+    given = len(pool.routing_labels.true_labels) if pool.routing_labels is not None else 0
+    return check_routing_outcome(
+        settings.routing, dict(zip(scores.teachers, wins, strict=True)), expected,
+        uses_labels=settings.uses_labels, use_mc=settings.use_mc, labels_given=given,
+        comparison=comparison)
+
+
 def eval_summary(eval_scores: TeacherScores, fitted: routes.FittedRouting) -> EvalSummary:
     """The untrained references on the eval set: routing, the Ensemble, each teacher alone."""
     true_ids = eval_scores.true_label_ids()
@@ -478,6 +505,14 @@ def run_integration(config: ProjectConfig, store: Store,
             labeled=len(gold.rows), left_out=len(gold.left_out),
             routing_labels=len(pool.routing_labels.true_labels) if pool.routing_labels else 0,
             eval_left_out=eval_left_out, fingerprint=gold.fingerprint))
+    if summary.eval is not None:
+        check = routing_check(scores, pool, settings, summary.eval.routing_accuracy,
+                              summary.eval.num_texts)
+    else:  # a labeled pool is measured on its texts without a given label
+        measured = summary.num_texts - (len(pool.gold.decided) if pool.gold is not None else 0)
+        check = routing_check(scores, pool, settings, summary.routing_accuracy, measured,
+                              where="the unlabeled texts' own labels")
+    summary = replace(summary, check=check)
     key = settings_key(used)
     store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
                              summary=summary.to_dict())

@@ -71,7 +71,12 @@ def integrate(session: JobSession) -> Outcome:
     console.print(f"Integrated {summary.num_texts:,} texts ({settings.method}, "
                   f"{settings.routing} routing{labels}): {wins}; {summary.conflicts:,} conflicts "
                   f"under margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
-    return Outcome(data={"integration": record.key})
+    check = summary.check
+    if check is not None and check.flagged:
+        console.print(check.line(), style="bold yellow", highlight=False, markup=False,
+                      soft_wrap=True)
+    return Outcome(data={"integration": record.key,
+                         "routing_check": check.to_dict() if check is not None else None})
 
 
 def train(session: JobSession) -> Outcome:

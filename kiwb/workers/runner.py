@@ -25,6 +25,7 @@ from kiwb.workers.job_kinds import WORK
 
 def run_in_foreground(store: Store, spec: JobSpec, project_label: str) -> tuple[int, int]:
     """Record a job for `spec` and run it in this process; its id and exit status."""
+    spec.check()
     job_id = store.jobs.create(spec.kind, spec.job_run(), spec.settings())
     return job_id, run_job(store, job_id, project_label=project_label)
 

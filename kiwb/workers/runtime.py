@@ -11,6 +11,7 @@ import torch
 
 from kiwb.console import console
 from kiwb.errors import KiwbError
+from kiwb.project.devices import check_device
 
 Result = TypeVar("Result")
 
@@ -31,23 +32,38 @@ def load_classifier(folder, **options):
 
 
 def resolve_device(name: str) -> torch.device:
-    """`auto` picks CUDA when present, then Apple MPS, else the CPU."""
+    """`auto` picks CUDA when present, then Apple MPS, else the CPU. A misspelt name, or a
+    device this machine lacks, is refused in one line naming it and what is here."""
+    check_device(name, "device")
     if name == "auto":
         if torch.cuda.is_available():
             return torch.device("cuda")
-        if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        if _mps_available():
             return torch.device("mps")
         return torch.device("cpu")
     device = torch.device(name)
+    here = f"available here: {', '.join(available_devices())}"
     if device.type == "cuda":
         if not torch.cuda.is_available():
-            raise KiwbError(f"device {name!r}: CUDA is not available here; use device = \"auto\" or \"cpu\"")
+            raise KiwbError(f"device {name!r}: CUDA is not available here ({here}); "
+                            'use device = "auto" or "cpu"')
         if device.index is not None and device.index >= torch.cuda.device_count():
-            raise KiwbError(
-                f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) here; "
-                f"use cuda:0 .. cuda:{torch.cuda.device_count() - 1}"
-            )
+            raise KiwbError(f"device {name!r}: only {torch.cuda.device_count()} CUDA device(s) "
+                            f"here ({here})")
+    if device.type == "mps" and not _mps_available():
+        raise KiwbError(f"device {name!r}: Apple MPS is not available here ({here}); "
+                        'use device = "auto" or "cpu"')
     return device
+
+
+def available_devices() -> list[str]:
+    """The devices this machine has, by the names kiwb accepts: cpu, each GPU, mps."""
+    gpus = [f"cuda:{index}" for index in range(torch.cuda.device_count())]
+    return ["cpu", *gpus, *(["mps"] if _mps_available() else [])]
+
+
+def _mps_available() -> bool:
+    return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
 def scoring_precision(dtype: str, device: torch.device) -> str:

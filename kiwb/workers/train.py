@@ -21,6 +21,7 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
     BestCheckpoint,
+    RoutingAccuracy,
     TrainCheck,
     TrainDone,
     TrainEval,
@@ -39,6 +40,7 @@ from kiwb.workers.integrate import (
     labeled_file_scores,
     labeled_targets,
     routing_accuracies,
+    routing_check,
     scores_from_tasks,
 )
 from kiwb.workers.runtime import FittedBatch, load_classifier, training_precision
@@ -97,7 +99,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     labels = union_labels(label_sets)
     unlabeled_table = by_dataset["unlabeled"][0].table
     texts = unlabeled_table.texts
-    targets = weights = label_ids = fitted = labeled_fingerprint = gold = None
+    targets = weights = label_ids = fitted = labeled_fingerprint = gold = pool = None
     if method == SUPERVISED:
         if unlabeled_table.labels is None:
             raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
@@ -135,6 +137,10 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         if eval_scores is not None:
             eval_routing = routing_accuracies(eval_scores, eval_ids, fitted)
             eval_reference = ensemble_reference(eval_scores)
+    check = None  # the integration's routing, checked as `kiwb integrate` checks it
+    if pool is not None:
+        check = routing_check(scores, pool, settings, eval_routing and RoutingAccuracy(**eval_routing),
+                              len(eval_ids) if eval_ids is not None else 0)
     manifest = {
         "kiwb_version": __version__,
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
@@ -147,6 +153,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         "eval_data": eval_fingerprint,
         "student": config.training.student,
         "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+        "routing_check": check.to_dict() if check is not None else None,
     }
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,

@@ -21,6 +21,7 @@ def train_here(session: JobSession, config, settings, request, device) -> Outcom
 def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     """Set up a prepared Trainer, train with progress, and say how it ended."""
     from kiwb.core.learning_check import check_of
+    from kiwb.core.routing_check import RoutingCheck
 
     settings = trainer.request.settings
     trainer.setup()
@@ -28,6 +29,10 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     console.print(f"Training run [bold]{run}[/bold] ({settings.method}) on {where}: "
                   f"{len(trainer.data.texts):,} texts, {remaining:,} of {trainer.total_steps:,} "
                   "steps to go")
+    routing = RoutingCheck.from_dict(trainer.data.manifest.get("routing_check"))
+    if routing is not None and routing.flagged:  # said before training, not after an hour
+        console.print(routing.line(f"the routing run {run} trains with"), style="bold yellow",
+                      highlight=False, markup=False, soft_wrap=True)
     ranks = trainer.ranks  # on several ranks, each one's share shows in the job's progress
     extra = (lambda: ranks.figures(trainer.step, trainer.training.batch_size)) if ranks else None
     with session.progress(f"train {run}", total=remaining, unit="steps", extra=extra) as advance:
@@ -49,4 +54,5 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
         console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
     return Outcome(data={"step": result["step"], "best": result["best"],
                          "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
-                         "check": check.to_dict() if check else None})
+                         "check": check.to_dict() if check else None,
+                         "routing_check": routing.to_dict() if routing else None})

@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import VerticalScroll
+from textual.widgets import Static
 
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
@@ -26,6 +27,9 @@ class UncertaintyPane(Pane):
     """Live confidence histograms while scoring; the routing figures and margins after integrating."""
 
     TITLE = "Uncertainty"
+    DEFAULT_CSS = """
+    UncertaintyPane #routing-check { height: auto; padding: 0 1; color: $warning; }
+    """
 
     def __init__(self, root: Path, **kwargs):
         super().__init__(root, **kwargs)
@@ -34,6 +38,7 @@ class UncertaintyPane(Pane):
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="uncertainty-scroll"):
+            yield Static("", id="routing-check")
             yield Plot(id="teacher-confidence")
             yield Plot(id="routing-split")
             yield Plot(id="routing")
@@ -58,10 +63,19 @@ class UncertaintyPane(Pane):
 
     def redraw(self) -> None:
         with self.app.batch_update():
+            self._show_routing_check()
             self._draw_teachers()
             self._draw_split()
             self._draw_routing()
             self._draw_margins()
+
+    def _show_routing_check(self) -> None:
+        """The routing check's warning above the plots, when the integration shown is flagged."""
+        warning = self.query_one("#routing-check", Static)
+        check = self.summary.check if self.summary is not None else None
+        line = check.line() if check is not None else ""
+        warning.update(Text(line))  # Text: "[integration]" is no markup
+        warning.display = bool(line)
 
     def _draw_teachers(self) -> None:
         plot = self.query_one("#teacher-confidence", Plot)
