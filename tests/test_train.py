@@ -409,7 +409,7 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
     data = write_jsonl(tmp_path / "labeled.jsonl", make_texts(120, seed=31))
     out = tmp_path / "teacher"
     result = run_kiwb("teach", "--base", student_base, "--data", data, "--dev", data,
-                      "--labels", "music,cooking", "--out", out, "--epochs", "4",
+                      "--labels", "music,cooking", "--out", out, "--epochs", "4", "--min-steps", "0",
                       "--learning-rate", "0.006", "--batch-size", "16", cwd=tmp_path)
     assert "Best dev accuracy" in result.stderr
     model = AutoModelForSequenceClassification.from_pretrained(out)
@@ -514,12 +514,17 @@ def test_a_teacher_that_learned_nothing_is_refused_where_it_is_added(tmp_path, s
     out = tmp_path / "brief-teacher"
     taught = run_kiwb("teach", "--base", student_base, "--data", data, "--dev", data,
                       "--labels", "music,cooking", "--out", out, "--epochs", "0.05",
-                      "--learning-rate", "1e-6", "--batch-size", "16", cwd=tmp_path)
+                      "--min-steps", "0", "--learning-rate", "1e-6", "--batch-size", "16",
+                      cwd=tmp_path)
     check = read_check(out)
     assert check is not None and check.status == "collapsed" and len(check.collapsed) == 1
     never = check.collapsed[0]
-    assert f"this teacher has collapsed classes: never predicts {never}" in " ".join(taught.stderr.split())
+    said = " ".join(taught.stderr.split())
+    assert f"this teacher has collapsed classes: never predicts {never}" in said
     assert "kiwb will refuse it as a teacher" in taught.stderr
+    # what to try, for a teacher taught without balancing: more steps, a higher rate, balance
+    assert ("teach it again with more steps (--min-steps or --epochs) or a higher "
+            "--learning-rate, or balance its classes (--balance sampler)") in said
 
     refused = run_kiwb("init", tmp_path / "proj", "--teacher", f"brief={out}",
                        "--teacher", f"a={teachers_dir / 'teacher_a'}", cwd=tmp_path, check=False)

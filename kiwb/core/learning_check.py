@@ -30,7 +30,8 @@ STUDENT_HINT = ("try more steps ([training] min_steps or --epochs) or a higher l
 TARGETS_HINT = ("the training targets pick {labels} for {share} of the texts, so more steps "
                 "will not help: the teachers or the routing seldom give {them} (try another "
                 "--routing or method), or the pool holds few texts of {them}")
-TEACHER_HINT = "teach it again with more --epochs or a higher --learning-rate"
+TEACHER_HINT = ("teach it again with more steps (--min-steps or --epochs) or a higher "
+                "--learning-rate")
 WEAK_HINT = (STUDENT_HINT + "; with Vanilla KD or UHC the targets themselves may be at fault: "
              "try muki-hard")
 

@@ -22,6 +22,7 @@ from pathlib import Path
 import torch
 
 from kiwb.console import console, progress_bar
+from kiwb.core.training_defaults import total_steps
 from kiwb.demo.corpus import generate, split_by_label
 from kiwb.demo.recipe import TEACHERS, DemoPaths, DemoRecipe
 from kiwb.errors import KiwbError
@@ -215,11 +216,14 @@ def train_teacher(paths: DemoPaths, name: str, labels: tuple[str, ...], rows: li
     texts = [row["text"] for row in rows]
     table = TextTable(str(paths.split("teach")), texts, [row["label"] for row in rows],
                       texts_fingerprint(texts))
-    settings = TeachSettings(epochs=recipe.teacher_epochs, learning_rate=recipe.teacher_learning_rate,
+    # The recipe sets the teachers' length by hand: exactly its epochs (min_steps 0), so the
+    # demo's teachers, and its figures, stay what they were before teach took min_steps.
+    settings = TeachSettings(epochs=recipe.teacher_epochs, min_steps=0,
+                             learning_rate=recipe.teacher_learning_rate,
                              batch_size=recipe.batch_size, max_length=recipe.max_length,
                              seed=recipe.seed)
     count = len(subset_rows(table, list(labels))[0])
-    total = max(1, math.ceil(settings.epochs * math.ceil(count / settings.batch_size)))
+    total = total_steps(count, settings.batch_size, settings.epochs, settings.min_steps)
     with progress_bar(f"teacher {name}", total=total, unit="steps") as advance:
         teach(str(paths.base), list(labels), table, None, paths.teacher(name), settings, device,
               progress=lambda n, loss: advance(f"teacher {name} · loss {loss:.3f}", n))
