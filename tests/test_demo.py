@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from importlib import resources
+from pathlib import Path
 
 import pytest
 from cli_helpers import kiwb_env, run_kiwb
@@ -138,6 +139,52 @@ def test_the_full_demo_is_honest():
     assert results["routing"]["mc_dropout"] > results["routing"]["plain_entropy"]
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["ensemble"] + 0.10
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["students"]["Vanilla KD"]["accuracy"]
+    assert (results["students"]["MUKI-Hard"]["accuracy"]
+            > results["students"]["MUKI-Hard without MC dropout"]["accuracy"])
+    assert results["students"]["Vanilla KD"]["check"]["status"] == "collapsed"
+
+
+# The README's table of the demo's spread over CPUs and library releases: its rows by name,
+# and where the demo's results file keeps each.
+SPREAD_ROWS = {
+    "Ensemble": lambda results: results["ensemble"],
+    **{f"student · {method}": (lambda results, method=method: results["students"][method]["accuracy"])
+       for method in ("Vanilla KD", "UHC", "MUKI-Hard", "MUKI-Soft", "MUKI-Hard without MC dropout")},
+    "teacher routing · rank": lambda results: results["routing"]["chosen"],
+}
+SPREAD_MARGIN = 2.0  # points beyond the spread the README gives, for a CPU not yet seen
+
+
+def readme_spread() -> dict[str, tuple[float, float]]:
+    """Each row of the README's spread table: (lowest, highest) over the machines it lists."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    table = readme[readme.index("| method | AVX-512 (above) |"):].split("\n\n")[0]
+    spread = {}
+    for line in table.splitlines()[2:]:
+        name, *cells = [cell.strip() for cell in line.strip("|").split("|")]
+        values = [float(value) for value in re.findall(r"(\d+\.\d)%", " ".join(cells))]
+        if name in SPREAD_ROWS:
+            spread[name] = (min(values), max(values))
+    return spread
+
+
+def test_the_readme_gives_a_spread_for_every_row_it_compares():
+    assert set(readme_spread()) == set(SPREAD_ROWS)
+    low, high = readme_spread()["student · UHC"]
+    assert low < high  # a spread, not one figure said to hold everywhere
+
+
+@pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
+def test_the_full_demo_is_within_the_readmes_spread():
+    """The figures this machine's demo produced lie within the spread the README gives over
+    CPUs and library releases, widened by SPREAD_MARGIN points."""
+    results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
+    outside = []
+    for name, (low, high) in readme_spread().items():
+        value = 100 * SPREAD_ROWS[name](results)
+        if not low - SPREAD_MARGIN <= value <= high + SPREAD_MARGIN:
+            outside.append(f"{name}: {value:.1f}% here, README {low}%–{high}%")
+    assert not outside, "; ".join(outside)
 
 
 def test_the_full_demo_trains_its_students_with_kiwbs_defaults():
