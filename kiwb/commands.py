@@ -235,7 +235,7 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     for job in jobs:
         for subject, check in job_checks(job):
             if check.flagged:
-                stdout.print(f"\n[bold]job {job.id} ({job.kind} {escape(job.run)})[/bold]: "
+                stdout.print(f"\n[bold]job {job.id} ({escape(job.label)})[/bold]: "
                              f"{escape(check.line(subject))}", highlight=False, soft_wrap=True)
     for job in jobs:
         if job.status in ("failed", "lost"):
