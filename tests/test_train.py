@@ -209,7 +209,10 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
         "method": run_manifest["method"], "training": run_manifest["training"],
         "learning_rate": 0.006, "student_base": run_manifest["student"], "data": run_manifest["data"],
         "eval_data": run_manifest["eval_data"], "evaluation": metrics,
+        "routing_check": run_manifest["routing_check"],
     }
+    # the run's routing check travels into the card, as the learning check does
+    assert f"- kiwb's routing check: {run_manifest['routing_check']['status']}" in card
 
 
 def _assert_force_replaces_only_an_empty_folder_or_an_export(project: Path, tmp_path: Path) -> None:
