@@ -378,7 +378,9 @@ def cmd_teach(args: argparse.Namespace) -> int:
     chosen = "" if settings.learning_rate != AUTO else " (auto for the base's width)"
     console.print(f"Learning rate {best['learning_rate']:.2e}{chosen}", highlight=False)
     if best.get("accuracy") is not None:
-        console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
+        macro = (f", macro-F1 {100 * best['macro_f1']:.2f}%" if best.get("macro_f1") is not None
+                 else "")
+        console.print(f"Best dev accuracy {100 * best['accuracy']:.2f}%{macro} at step {best['step']}")
     console.print(f"Wrote {out}")
     check = check_of(best)
     if check is not None and check.flagged:

@@ -8,7 +8,13 @@ from typing import Any
 from rich.table import Table
 
 from kiwb.console import FittedTable
-from kiwb.project.records import IntegrationRecord, TeacherRouting
+from kiwb.project.records import (
+    POOL_COLUMNS,
+    RECALL_COLUMNS,
+    ClassFunnel,
+    IntegrationRecord,
+    TeacherRouting,
+)
 
 
 def _percent(value: float | None) -> str:
@@ -76,7 +82,36 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
             facts.add_row(f"routing accuracy on {scope}: plain confidence", _percent(accuracy.plain_entropy))
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
         facts.add_row("Ensemble accuracy on eval", _percent(evaluation.ensemble_accuracy))
-    return [head, margins, facts]
+    tables = [head, margins, facts]
+    if summary.funnel is not None:
+        tables += funnel_tables(summary.funnel)
+    return tables
+
+
+def funnel_tables(funnel: ClassFunnel,
+                  student_recall: Mapping[str, float | None] | None = None) -> list[Table]:
+    """Where each class goes: the pool's counts and shares, and (with labels) each recall step
+    with the step that loses the class; two tables, so each fits 80 columns."""
+    rows = funnel.rows(student_recall)
+    pool = _columns_table(f"Where each class goes ({funnel.num_texts:,} pool texts)",
+                          POOL_COLUMNS, rows)
+    if funnel.labeled is None:
+        return [pool]
+    shown = [column for column in RECALL_COLUMNS if column in rows[0]]
+    return [pool, _columns_table(f"Recall of each class, step by step, on {funnel.labeled.where}",
+                                 shown, rows)]
+
+
+def _columns_table(title: str, columns, rows: list[dict[str, str]]) -> Table:
+    # Class and owner names stay whole; the figures' headers wrap.
+    table = FittedTable(title=title, wrap=[name for name in columns
+                                           if name not in ("class", "owner", "lost at")])
+    for name in columns:
+        table.add_column(name, justify="left" if name in ("class", "owner", "lost at")
+                         else "right")
+    for row in rows:
+        table.add_row(*(row[name] for name in columns))
+    return table
 
 
 def _calibration(facts: TeacherRouting | None) -> str:

@@ -530,9 +530,9 @@ def test_few_label_routing_needs_labeled_texts(name):
 
 
 def test_unknown_routing_lists_the_names():
-    assert list(ROUTINGS) == ["confidence", "rank", "mixture", "quantile-mixture", "joint-mixture",
-                              "stacked", "trust", "temperature"]
-    with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, mixture, "
+    assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mixture", "quantile-mixture",
+                              "joint-mixture", "stacked", "trust", "temperature"]
+    with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mixture, "
                                          r"quantile-mixture, joint-mixture, stacked, trust, temperature"):
         fit_routing("oracle", [from_confidences([0.5, 0.6])])
 

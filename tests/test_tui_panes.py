@@ -343,7 +343,7 @@ async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(p
                            what="the refusal")
             message = text_of(error, width=400).strip()
             assert f'routing "{routing}" needs a few labeled texts' in message
-            assert "choose a label-free routing (confidence, rank, mixture" in message
+            assert "choose a label-free routing (confidence, rank, class-rank, mixture" in message
             assert "\n" not in message and app.screen is form
             await pilot.press("escape")
         with Store(ProjectPaths(project).store) as store:

@@ -208,7 +208,7 @@ DEFAULT_CONFUSION = [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]]
 
 def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard",
               accuracies=(0.5, 0.75), routing: str | None = ROUTING,
-              confusion=DEFAULT_CONFUSION) -> None:
+              confusion=DEFAULT_CONFUSION, funnel=None) -> None:
     """Training events of a finished run, and its folder with checkpoints as a worker leaves it
     (`routing` None: as older versions of kiwb recorded it, without the chosen routing). The
     learning check comes from kiwb's own check of `confusion`."""
@@ -222,7 +222,7 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
     if routing is not None:
         routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85, routing=routing)
     total = 20
-    event(TrainStart(step=0, total_steps=total, method=method))
+    event(TrainStart(step=0, total_steps=total, method=method, funnel=funnel))
     for step in range(2, total + 1, 2):
         event(TrainStep(step=step, loss=1.5 / step, lr=1e-4, texts_per_s=100.0, total_steps=total))
         if step % 10 == 0:

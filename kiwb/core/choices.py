@@ -7,6 +7,8 @@ from __future__ import annotations
 ROUTINGS = {
     "confidence": "compare the teachers' confidences as they are (MUKI)",
     "rank": "each teacher's confidence read as its quantile over the pool",
+    "class-rank": "each teacher's confidence read as its quantile among the pool texts it gives "
+    "the same class (a class it is less sure of keeps its texts)",
     "mixture": "per teacher, a two-component mixture (in / out of its labels) fitted by EM on "
     "its uncertainty features; route by the posterior of 'in'",
     "quantile-mixture": "the mixture, fitted on the features' per-teacher quantiles",

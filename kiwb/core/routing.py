@@ -116,6 +116,49 @@ class RankRouter:
         return empirical_cdf(self.reference, features.confidence(self.use_mc).double())
 
 
+# A class a teacher says on fewer pool texts than this is ranked against all its texts: a CDF
+# over a handful of values is too coarse to say anything.
+MIN_CLASS_REFERENCE = 20
+
+
+@dataclass(frozen=True)
+class ClassRankRouter:
+    """Empirical CDF of the teacher's confidence among the pool texts it gives the same class.
+
+    A teacher is less sure of a class that is rare or close to another (mail beside net), so
+    plain rank routing ranks even its right answers on that class low and sends those texts to
+    a teacher that cannot say it. Ranked among its own answers of that class, they keep their
+    place."""
+
+    use_mc: bool
+    references: tuple[Tensor, ...]  # per class of the teacher: sorted pool confidences
+    share: float | None = None
+
+    def scores(self, features: TeacherFeatures) -> Tensor:
+        values = features.confidence(self.use_mc).double()
+        said = features.det_logits.argmax(dim=1)  # the class the teacher's targets would carry
+        found = torch.empty_like(values)
+        for label, reference in enumerate(self.references):
+            here = said == label
+            if bool(here.any()):
+                found[here] = empirical_cdf(reference, values[here])
+        return found
+
+
+def fit_class_rank(pool: TeacherFeatures, use_mc: bool,
+                   min_reference: int = MIN_CLASS_REFERENCE) -> ClassRankRouter:
+    """Per class the teacher says, its sorted pool confidences on the texts it says it on; a
+    class said on fewer than `min_reference` texts is read against every pool text."""
+    values = pool.confidence(use_mc).double()
+    said = pool.det_logits.argmax(dim=1)
+    every = values.sort().values
+    references = []
+    for label in range(pool.det_logits.shape[1]):
+        own = values[said == label].sort().values
+        references.append(own if len(own) >= min_reference else every)
+    return ClassRankRouter(use_mc, tuple(references))
+
+
 def empirical_cdf(sorted_reference: Tensor, values: Tensor) -> Tensor:
     """Share of the reference at or below each value, ties counted half (mid-rank), in [0, 1]."""
     values = values.contiguous()
@@ -300,7 +343,7 @@ def fit_temperature(logits: Tensor, classes: Tensor) -> float:
 
 # ---- all teachers -------------------------------------------------------------------------
 
-Router = ConfidenceRouter | RankRouter | MixtureRouter | TrustRouter | TemperatureRouter | OwnerRouter
+Router = ConfidenceRouter | RankRouter | ClassRankRouter | MixtureRouter | TrustRouter | TemperatureRouter | OwnerRouter
 
 
 @dataclass(frozen=True)
@@ -394,6 +437,8 @@ def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set:
         return ConfidenceRouter(use_mc)
     if name == "rank":
         return RankRouter(use_mc, pool.confidence(use_mc).double().sort().values)
+    if name == "class-rank":
+        return fit_class_rank(pool, use_mc)
     matrix = pool.matrix(use_mc, feature_set)
     transform = (QuantileTransform if name == "quantile-mixture" else Standardiser).fit(matrix)
     mixture = fit_two_component_mixture(transform(matrix))

@@ -195,6 +195,19 @@ class IntegrationConfig:
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1
     )
+    prior_correction: bool = _setting(
+        "Re-weight the targets per class so that their class mix matches the pool's as the "
+        "teachers estimate it (rare classes a routing starves get their share back).", False
+    )
+    class_weighting: float = _setting(
+        "Divide each text's weight by its target class's share to this power (0: off, 1: fully "
+        "balanced).", 0.0, min=0, max=1
+    )
+    logit_adjustment: float = _setting(
+        "Train the student on its logits plus this times log(the targets' class mix) (logit "
+        "adjustment; 0: off); it predicts with the plain logits, which favour rare classes.",
+        0.0, min=0, max=2
+    )
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 
 # The fields of IntegrationSettings a job may set (kiwb.project.records).
 INTEGRATION_CHOICES = ("method", "tau", "reweight", "use_mc", "routing", "labels",
-                       "conflict_threshold")
+                       "conflict_threshold", "prior_correction", "class_weighting",
+                       "logit_adjustment")
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
 
@@ -170,6 +171,15 @@ class _MethodOptions(JobSpec):
                                "labels import: one-hot targets, none left out, and a few-label "
                                "routing (stacked, trust, temperature) fitted on them (default: "
                                "[integration] labels)", type=bool)
+    prior_correction: bool | None = flag("--prior-correction", "re-weight the targets per class to "
+                                         "the pool's estimated class mix (default: [integration] "
+                                         "prior_correction)", type=bool)
+    class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
+                                         "target class's share to this power, 0 to 1", type=float,
+                                         metavar="POWER")
+    logit_adjustment: float | None = flag("--logit-adjustment", "train on the logits plus TAU x "
+                                          "log(the targets' class mix); 0 is off", type=float,
+                                          metavar="TAU")
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""
@@ -230,7 +240,8 @@ class TrainSpec(_MethodOptions):
 
         return dataclasses.replace(self, run=default_run_name(
             given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
-            given("labels")))
+            given("labels"), given("prior_correction"), given("class_weighting"),
+            given("logit_adjustment")))
 
 
 @dataclass(frozen=True)
@@ -325,7 +336,9 @@ def job_label(kind: str, run: str) -> str:
 
 
 def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
-                     routing: str = DEFAULT_ROUTING, labels: bool = False) -> str:
+                     routing: str = DEFAULT_ROUTING, labels: bool = False,
+                     prior_correction: bool = False, class_weighting: float = 0.0,
+                     logit_adjustment: float = 0.0) -> str:
     """The run name `kiwb train` picks for these settings: the method, then what differs
     from the defaults (the workbench and the CLI both name runs with this)."""
     name = method
@@ -338,6 +351,10 @@ def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
         name += "" if reweight else "-no-reweight"
     if method != "supervised" and labels:
         name += "-labels"
+    if method != "supervised":
+        name += "-prior" if prior_correction else ""
+        name += f"-cw{class_weighting:g}" if class_weighting else ""
+        name += f"-la{logit_adjustment:g}" if logit_adjustment else ""
     return name
 
 

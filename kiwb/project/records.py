@@ -109,6 +109,10 @@ class IntegrationSettings(Record):
     routing: str = since("confidence", omit_none=False, default=DEFAULT_ROUTING)
     # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
     labels: bool = since(False, default=False)
+    # Rare classes (kiwb.core.class_priors): off in integrations recorded before them.
+    prior_correction: bool = since(False, default=False)
+    class_weighting: float = since(0.0, default=0.0)
+    logit_adjustment: float = since(0.0, default=0.0)  # read by training only
 
     @classmethod
     def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
@@ -118,6 +122,9 @@ class IntegrationSettings(Record):
             "method": section.method, "tau": section.tau, "reweight": section.reweight,
             "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
             "routing": section.routing, "labels": section.labels,
+            "prior_correction": section.prior_correction,
+            "class_weighting": section.class_weighting,
+            "logit_adjustment": section.logit_adjustment,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)
@@ -131,10 +138,21 @@ class IntegrationSettings(Record):
         return self.routing in FEW_LABEL_ROUTINGS
 
     def check(self, config: ProjectConfig) -> None:
-        """Refuse a routing that does not exist, or one that needs labels the project lacks."""
+        """Refuse a routing that does not exist or needs labels the project lacks, and
+        rare-class settings out of range or that do not apply to the method."""
         if self.routing not in ROUTINGS:
             raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
         check_routing(config, self.routing, labels=self.labels)
+        if not 0 <= self.class_weighting <= 1:
+            raise ConfigError(f"class_weighting {self.class_weighting:g} is out of range; give a "
+                              "power from 0 (off) to 1 (fully balanced)")
+        if not 0 <= self.logit_adjustment <= 2:
+            raise ConfigError(f"logit_adjustment {self.logit_adjustment:g} is out of range; give "
+                              "tau from 0 (off) to 2 (1 is the usual logit adjustment)")
+        if self.prior_correction and self.method == "uhc":
+            raise ConfigError("prior_correction re-weights one target per text, and uhc keeps "
+                              "one per teacher; use it with muki-hard, muki-soft or vanilla-kd, "
+                              "or turn it off for uhc")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -207,6 +225,89 @@ class EvalSummary(Record):
 
 
 @dataclass(frozen=True, kw_only=True)
+class LabeledFunnel(Record):
+    """The class funnel on labeled texts: per class its gold count, and the share of those an
+    owning teacher says, the routing sends to an owner saying it, the target has on top."""
+
+    what: ClassVar[str] = "labeled class funnel"
+
+    where: str  # which texts: "eval", or the pool's own labels
+    gold: list[int]
+    owner_recall: list[float | None]
+    routed_recall: list[float | None]
+    target_recall: list[float | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClassFunnel(Record):
+    """Where each union class goes between the teachers and the targets (kiwb.core.class_funnel),
+    one list entry per label of `labels`."""
+
+    what: ClassVar[str] = "class funnel"
+
+    labels: list[str]
+    owners: dict[str, list[str]]  # label -> the teachers that know it
+    num_texts: int
+    owner_says: list[int]
+    routed_to_owner: list[int]
+    target_texts: list[int]
+    target_share: list[float]
+    estimated_share: list[float]
+    labeled: LabeledFunnel | None = since(record=LabeledFunnel)
+
+    def rows(self, student_recall: Mapping[str, float | None] | None = None) -> list[dict[str, str]]:
+        """One row per class as text, for the CLI's tables, the model card and the workbench:
+        the pool's counts and shares (POOL_COLUMNS) and, with labels, each recall step (the
+        student's from `student_recall`) and the first step that loses the class
+        (RECALL_COLUMNS)."""
+        rows = []
+        for index, label in enumerate(self.labels):
+            says, routed = self.owner_says[index], self.routed_to_owner[index]
+            row = {
+                "class": label,
+                "owner": ", ".join(self.owners.get(label, [])),
+                "owner says": f"{says:,}",
+                "routed to it": f"{routed:,}" + (f" ({routed / says:.0%})" if says else ""),
+                "targets": f"{self.target_texts[index]:,}",
+                "est. share": f"{self.estimated_share[index]:.1%}",
+                "target share": f"{self.target_share[index]:.1%}",
+            }
+            if self.labeled is not None:
+                steps = [self.labeled.owner_recall[index], self.labeled.routed_recall[index],
+                         self.labeled.target_recall[index],
+                         None if student_recall is None else student_recall.get(label)]
+                for name, value in zip(RECALL_STEPS, steps, strict=True):
+                    row[name] = "–" if value is None else f"{value:.0%}"
+                if student_recall is None:
+                    del row[RECALL_STEPS[-1]]
+                row["lost at"] = losing_step(*steps) or ""
+            rows.append(row)
+        return rows
+
+
+POOL_COLUMNS = ("class", "owner", "owner says", "routed to it", "targets", "est. share",
+                "target share")
+RECALL_STEPS = ("owner recall", "routed recall", "target recall", "student recall")
+RECALL_COLUMNS = ("class", *RECALL_STEPS, "lost at")
+
+
+FUNNEL_STEPS = ("owner", "routing", "targets", "student")
+
+
+def losing_step(*recalls: float | None, drop: float = 0.5) -> str | None:
+    """The first step of a class's recall funnel (owner, routing, targets, student) that loses
+    at least `drop` of what reached it, or None; a step without a figure is skipped."""
+    reached = 1.0
+    for step, value in zip(FUNNEL_STEPS, recalls, strict=False):
+        if value is None:
+            continue
+        if reached > 0 and value < reached * (1 - drop):
+            return step
+        reached = value
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
 class IntegrationSummary(Record):
     """What one integration found: wins per teacher, margins, conflicts, the routing's
     diagnostics and the score sets it read (`score_keys`: teacher -> score-set key)."""
@@ -231,6 +332,7 @@ class IntegrationSummary(Record):
     teacher_labels: dict[str, list[str]] | None = since()  # each teacher's own labels
     gold_labels: GoldLabelUse | None = since(record=GoldLabelUse)  # with settings.labels
     check: RoutingCheck | None = since(record=RoutingCheck)  # kiwb.core.routing_check's verdict
+    funnel: ClassFunnel | None = since(record=ClassFunnel)  # where each class goes
 
     @property
     def teacher_names(self) -> list[str]:
@@ -298,6 +400,7 @@ class TrainStart(Record):
     method: str
     learning_rate: float | None = since()
     precision: str | None = since()
+    funnel: ClassFunnel | None = since(record=ClassFunnel)  # where the targets' classes came from
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,6 +12,7 @@ from typing import Any
 from kiwb.core.learning_check import LearningCheck
 from kiwb.project.records import (
     TRAIN_EVENTS,
+    ClassFunnel,
     ScoreShard,
     TrainCheck,
     TrainDone,
@@ -98,12 +99,14 @@ class RunHistory:
     evals: list[TrainEval] = field(default_factory=list)
     checks: list[tuple[int, LearningCheck]] = field(default_factory=list)  # (step, check)
     final_check: LearningCheck | None = None  # of the checkpoint the finished run keeps
+    funnel: ClassFunnel | None = None  # where its targets' classes came from
 
     def add(self, event: TrainEvent) -> None:
         if isinstance(event, TrainStart):
             if event.step == 0 and self.steps:  # the run was started afresh
                 self.steps, self.losses, self.evals, self.checks = [], [], [], []
             self.method, self.total_steps = event.method, event.total_steps
+            self.funnel = event.funnel or self.funnel
             self.step, self.state = event.step, "running"
             self._drop_after(self.step)
         elif isinstance(event, TrainStep):

@@ -6,7 +6,7 @@ is unit-tested on its own. Styles are passed in, so a theme change only redraws.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 
 from rich.style import Style
 from rich.table import Table
@@ -207,6 +207,18 @@ def confusion_table(labels: Sequence[str], matrix: Sequence[Sequence[int]], *,
         cells = [Text(str(value), diagonal_style if column == row else "")
                  for column, value in enumerate(counts)]
         table.add_row(label, *cells)
+    return table
+
+
+def rows_table(rows: Sequence[Mapping[str, str]], *, title: str | None = None,
+               left: Collection[str] = ()) -> Table:
+    """Rows of text cells under their keys as headers; the columns named in `left` align left,
+    the others (figures) right."""
+    table = Table(title=title, show_edge=False, pad_edge=False, box=None, padding=(0, 1))
+    for name in (rows[0] if rows else {}):
+        table.add_column(name, justify="left" if name in left else "right", no_wrap=True)
+    for row in rows:
+        table.add_row(*row.values())
     return table
 
 

@@ -11,7 +11,7 @@ from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import TrainEval
+from kiwb.project.records import ClassFunnel, TrainEval
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.runtime import load_classifier
@@ -69,6 +69,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         "evaluation": _evaluation_of(project_root, run, progress),
         "routing_check": manifest.get("routing_check"),
+        "class_funnel": manifest.get("class_funnel"),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -139,10 +140,29 @@ def model_card(manifest: dict) -> str:
         lines.append(f"- kiwb's routing check: {routing.status}"
                      + (f" ({routing.problem}; {routing.hint})" if routing.flagged else ""))
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
+    lines += _funnel_lines(manifest)
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
               'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
               'print(classify("your text here"))', "```", ""]
     return "\n".join(lines)
+
+
+def _funnel_lines(manifest: dict) -> list[str]:
+    """Where each class went between the teachers and this student, as a markdown table."""
+    if not manifest.get("class_funnel"):
+        return []
+    funnel = ClassFunnel.from_dict(manifest["class_funnel"])
+    metrics = manifest.get("evaluation") or {}
+    rows = funnel.rows(metrics.get("per_class_accuracy") if funnel.labeled is not None else None)
+    columns = list(rows[0])
+    where = (f"; recall on {funnel.labeled.where}, each step a share of the class's labeled texts"
+             if funnel.labeled is not None else "")
+    return ["", "## Where each class goes", "",
+            f"From the teachers to this student over {funnel.num_texts:,} unlabeled texts: how "
+            "many an owning teacher gives the class, how many of those the routing sent to it, "
+            "the targets' share against the pool's as estimated" + where + ".", "",
+            "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+            *("| " + " | ".join(row.values()) + " |" for row in rows)]
 
 
 def _evaluation_lines(manifest: dict) -> list[str]:

@@ -18,6 +18,7 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import (
+    ClassFunnel,
     EvalSummary,
     GoldLabelUse,
     IntegrationRecord,
@@ -28,6 +29,13 @@ from kiwb.project.records import (
     TeacherRouting,
 )
 from kiwb.project.store import Store
+from kiwb.workers.rare_classes import (
+    ClassBalance,
+    balance_classes,
+    balanced_elsewhere,
+    labeled_class_funnel,
+    pool_class_funnel,
+)
 from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -193,6 +201,7 @@ class PoolTargets:
     result: integ.Integration
     routing_labels: TeacherScores | None  # the labeled texts the routing was fitted on
     gold: GoldLabels | None
+    balance: ClassBalance | None = None  # the class mix, and prior correction's factors
 
 
 def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherScores,
@@ -206,7 +215,7 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
         given = scores.rows(gold.rows, [scores.labels[i] for i in gold.label_ids.tolist()])
         routing_labels = given if routing_labels is None else routing_labels.joined(given)
     fitted = fit_routing(settings, scores, routing_labels)
-    result = scores.integrate(settings, fitted)
+    result, balance = balance_classes(settings, scores, fitted, scores.integrate(settings, fitted))
     if gold is not None:
         targets, weights = result.targets.clone(), result.weights.clone()
         if len(gold.rows):
@@ -214,7 +223,7 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
             weights[gold.rows] = 1.0
         weights[gold.left_out] = 0.0
         result = replace(result, targets=targets, weights=weights)
-    return PoolTargets(fitted, result, routing_labels, gold)
+    return PoolTargets(fitted, result, routing_labels, gold, balance)
 
 
 def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
@@ -318,6 +327,26 @@ def routing_check(scores: TeacherScores, pool: PoolTargets, settings: Integratio
         settings.routing, dict(zip(scores.teachers, wins, strict=True)), expected,
         uses_labels=settings.uses_labels, use_mc=settings.use_mc, labels_given=given,
         comparison=comparison)
+
+
+def class_funnel_of(scores: TeacherScores, pool: PoolTargets, settings: IntegrationSettings,
+                    eval_scores: TeacherScores | None) -> ClassFunnel:
+    """Where each class goes in the pool's integration, with the recall steps on the eval set
+    (or, without one, on a labeled pool's texts that carry no given label)."""
+    funnel = pool_class_funnel(scores, pool.result, pool.balance)
+    if eval_scores is not None:
+        labeled = labeled_class_funnel(eval_scores, balanced_elsewhere(
+            eval_scores.integrate(settings, pool.fitted), pool.balance), "eval")
+    elif scores.true_labels is not None:
+        rows = (pool.gold.unlabeled_rows(len(scores.true_labels)) if pool.gold is not None
+                else torch.arange(len(scores.true_labels)))
+        labeled = labeled_class_funnel(
+            scores.rows(rows), replace(pool.result, routed=pool.result.routed[rows],
+                                       targets=pool.result.targets[rows]),
+            "the unlabeled texts' own labels")
+    else:
+        return funnel
+    return replace(funnel, labeled=labeled)
 
 
 def eval_summary(eval_scores: TeacherScores, fitted: routes.FittedRouting) -> EvalSummary:
@@ -493,9 +522,16 @@ def run_integration(config: ProjectConfig, store: Store,
             scores_from_tasks(config, store, by_role["eval"]), by_role["eval"][0].table.texts,
             pool.gold)
         summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
+    else:
+        eval_scores = None
+    summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores))
     used = {"scores": scores.score_keys, **asdict(settings)}
-    if not settings.labels:
-        del used["labels"]  # keys of integrations from before labels existed stay the same
+    # Keys of integrations from before a setting existed stay the same while it is off, and
+    # logit adjustment acts on training alone: the targets do not depend on it.
+    del used["logit_adjustment"]
+    for name, off in (("labels", False), ("prior_correction", False), ("class_weighting", 0.0)):
+        if used[name] == off:
+            del used[name]
     if labeled is not None:  # the labels decide the routing as much as the settings do
         used["labeled_scores"] = labeled.score_keys
     if pool.gold is not None:

@@ -12,6 +12,7 @@ import torch
 
 from kiwb import __version__
 from kiwb.console import console
+from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
@@ -21,6 +22,7 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
     BestCheckpoint,
+    ClassFunnel,
     RoutingAccuracy,
     TrainCheck,
     TrainDone,
@@ -35,6 +37,7 @@ from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
     IntegrationSettings,
     TeacherScores,
+    class_funnel_of,
     ensemble_reference,
     integrate_pool,
     labeled_file_scores,
@@ -80,6 +83,7 @@ class TrainingData:
     eval_routing: dict | None
     manifest: dict
     eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
+    logit_offsets: torch.Tensor | None = None  # (|Y|,) logit adjustment, added in the loss only
 
 
 def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
@@ -122,7 +126,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
             texts = texts + labeled_texts.texts
             extra_targets, extra_weights = labeled_targets(labeled, method)
             targets, weights = torch.cat([targets, extra_targets]), torch.cat([weights, extra_weights])
-    eval_texts = eval_ids = eval_routing = eval_fingerprint = eval_reference = None
+    eval_texts = eval_ids = eval_routing = eval_fingerprint = eval_reference = eval_scores = None
     if by_dataset["eval"]:
         eval_table = by_dataset["eval"][0].table
         eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
@@ -137,10 +141,11 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         if eval_scores is not None:
             eval_routing = routing_accuracies(eval_scores, eval_ids, fitted)
             eval_reference = ensemble_reference(eval_scores)
-    check = None  # the integration's routing, checked as `kiwb integrate` checks it
+    check = funnel = None  # the integration's routing, checked as `kiwb integrate` checks it
     if pool is not None:
         check = routing_check(scores, pool, settings, eval_routing and RoutingAccuracy(**eval_routing),
                               len(eval_ids) if eval_ids is not None else 0)
+        funnel = class_funnel_of(scores, pool, settings, eval_scores)
     manifest = {
         "kiwb_version": __version__,
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
@@ -154,10 +159,14 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         "student": config.training.student,
         "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
         "routing_check": check.to_dict() if check is not None else None,
+        "class_funnel": funnel.to_dict() if funnel is not None else None,
     }
+    offsets = None
+    if distilled and settings.logit_adjustment:
+        offsets = logit_offsets(target_prior(targets, weights), settings.logit_adjustment).float()
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
-                        manifest, eval_reference)
+                        manifest, eval_reference, offsets)
 
 
 def labeled_data_fingerprint(table) -> dict:
@@ -296,9 +305,11 @@ class Trainer:
         self.model.train()
         started, recent, pending = time.perf_counter(), [], []
         start_step, shown = self.step, None
+        funnel = self.data.manifest.get("class_funnel")
         self._record(TrainStart(step=self.step, total_steps=self.total_steps,
                                 method=self.request.settings.method,
-                                learning_rate=self.learning_rate, precision=self.autocast_dtype))
+                                learning_rate=self.learning_rate, precision=self.autocast_dtype,
+                                funnel=ClassFunnel.from_dict(funnel) if funnel else None))
         while self.step < self.total_steps:
             stop = bool(should_stop is not None and should_stop())
             if self.ranks is not None:  # rank 0's decision, so every rank stops at this step
@@ -353,6 +364,8 @@ class Trainer:
             return torch.nn.functional.cross_entropy(logits, data.label_ids[rows].to(self.device))
         targets = data.targets[rows].to(self.device)
         weights = data.weights[rows].to(self.device)
+        if data.logit_offsets is not None:  # the loss sees them; predictions never do
+            logits = logits + data.logit_offsets.to(self.device)
         if method == "uhc":
             return uhc_loss(logits, targets, data.coverage.to(self.device), weights)
         return weighted_kl_loss(logits, targets, weights)
@@ -379,6 +392,7 @@ class Trainer:
         improved = improves(self.best, metrics)
         if improved:
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
+                         "macro_f1": (metrics or {}).get("macro_f1"),
                          "check": check.to_dict()}
         # The checkpoint records the best so far; should best.json lag behind it after a
         # crash, setup() puts it right before anything is pruned.

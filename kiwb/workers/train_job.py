@@ -43,7 +43,9 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
         return Outcome("cancelled", {"step": result["step"]}, EXIT_CANCELLED)
     best = result["best"] or {}
     if best.get("accuracy") is not None:
-        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}% at step {best['step']}")
+        macro = (f", macro-F1 {100 * best['macro_f1']:.2f}%" if best.get("macro_f1") is not None
+                 else "")
+        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}%{macro} at step {best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         console.print(check.line(f"the student of run {run} (step {best['step']})"),

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.table import Table as RichTable
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
@@ -27,6 +29,7 @@ class AccuracyPane(Pane):
     """A table comparing runs (and the untrained Ensemble), and the selected run in detail."""
 
     TITLE = "Accuracy"
+    BINDINGS = [Binding("w", "funnel", "Where classes go")]
     DEFAULT_CSS = """
     AccuracyPane #runs-table { height: auto; max-height: 8; }
     AccuracyPane #confusion { height: auto; padding: 0 1; }
@@ -37,6 +40,7 @@ class AccuracyPane(Pane):
         super().__init__(root, **kwargs)
         self.runs = Runs()
         self.summary: IntegrationSummary | None = None
+        self.show_funnel = False  # w: the selected run's class funnel in place of its classes
 
     def compose(self) -> ComposeResult:
         table = Table(id="runs-table", cursor_type="row")
@@ -67,6 +71,10 @@ class AccuracyPane(Pane):
         sync_rows(self.main_widget(), rows)
         self._show_run()
 
+    def action_funnel(self) -> None:
+        self.show_funnel = not self.show_funnel
+        self._show_run()
+
     @on(DataTable.RowHighlighted, "#runs-table")
     def _show_run(self) -> None:
         run = self._selected()
@@ -86,6 +94,10 @@ class AccuracyPane(Pane):
         curves.show(f"{run.run} · {run.method or 'method unknown'} · step {steps}: loss and accuracy",
                     _curves(run), 2)
         latest = run.latest_eval
+        if self.show_funnel:
+            per_class.show(*funnel_view(run), 0)
+            confusion.update(funnel_table(run) or "")
+            return
         if latest is None:
             per_class.show("No evaluation yet (needs a labeled eval set in Data, 2).", None, 0)
             confusion.update("")
@@ -104,6 +116,26 @@ class AccuracyPane(Pane):
             return None
         key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         return self.runs.by_name.get(key)
+
+
+def funnel_view(run: RunHistory) -> tuple[str, None]:
+    """The heading of the class funnel view (w) of a run: what it shows, or why it cannot."""
+    if run.funnel is None:
+        return ("Where each class goes: this run has no class funnel (supervised, or trained "
+                "by an older kiwb). w: back to per-class accuracy.", None)
+    where = f"; recall on {run.funnel.labeled.where}" if run.funnel.labeled is not None else ""
+    return (f"Where each class goes, teachers to targets over {run.funnel.num_texts:,} pool "
+            f"texts{where} (w: per-class accuracy)", None)
+
+
+def funnel_table(run: RunHistory) -> RichTable | None:
+    """The run's class funnel, the student's recall from its kept (or latest) evaluation."""
+    if run.funnel is None:
+        return None
+    evaluation = run.best_eval or run.latest_eval
+    recall = (evaluation.per_class_accuracy if evaluation is not None
+              and run.funnel.labeled is not None else None)
+    return plots.rows_table(run.funnel.rows(recall), left=("class", "owner", "lost at"))
 
 
 def run_cells(run: RunHistory) -> tuple:

@@ -195,7 +195,9 @@ class JobsPane(Pane):
             if method != "supervised":  # supervised training routes nothing
                 check_routing(config, routing, labels=values["labels"])
             run = values["run"] or default_run_name(
-                method, tau, values["reweight"], values["use_mc"], routing, values["labels"])
+                method, tau, values["reweight"], values["use_mc"], routing, values["labels"],
+                integration.prior_correction, integration.class_weighting,
+                integration.logit_adjustment)
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
