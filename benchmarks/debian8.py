@@ -256,7 +256,8 @@ def make_teachers(out: Path, data: dict, base: str, preset: dict, stages: dict) 
             stages[f"teach_{name}"] = kiwb(
                 "teach", "--base", base, "--data", data["teacher_train"], "--dev", data["dev"], "--labels",
                 ",".join(labels), "--out", folder, "--epochs", preset["teacher_epochs"],
-                "--learning-rate", preset["teacher_lr"], "--force", log=log)
+                # The protocol's epochs exactly: kiwb teach's minimum of steps is for new users.
+                "--learning-rate", preset["teacher_lr"], "--min-steps", "0", "--force", log=log)
         teachers[name] = folder
     return teachers
 

@@ -92,6 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data", type=Path, help="labeled data (default: the project's [data.eval])")
     evaluate.add_argument("--text-column", default="text")
     evaluate.add_argument("--label-column", default="label")
+    evaluate.add_argument("--tokens-column", help="NER students: the words column of --data "
+                          "(default: [data.eval]'s, else tokens)")
+    evaluate.add_argument("--tags-column", help="NER students: the gold tags column of --data "
+                          "(default: [data.eval]'s, else tags)")
     evaluate.add_argument("--json", action="store_true", help="print the figures as JSON")
 
     teach = commands.add_parser("teach", help="fine-tune a teacher on a subset of labels")

@@ -331,12 +331,22 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import sys
 
     from kiwb.console import stdout
-    from kiwb.workers.predict import predict_texts, resolve_model_folder
+    from kiwb.workers.predict import (
+        folder_kind,
+        predict_entities,
+        predict_texts,
+        resolve_model_folder,
+    )
 
     texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
     if not texts:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
+    if folder_kind(folder) == "token":  # a tagger: the entities it finds in each text
+        for text, found in zip(texts, predict_entities(folder, texts), strict=True):
+            shown = "  ".join(f"{entity_type}: {words}" for entity_type, words in found)
+            stdout.print(f"{shown or '(no entity)'}\t{text[:60]}", highlight=False, markup=False)
+        return 0
     for text, ranked in zip(texts, predict_texts(folder, texts, top=args.top), strict=True):
         shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
         stdout.print(f"[bold]{ranked[0][0]}[/bold]\t{shown}\t{text[:60]}", highlight=False)
@@ -406,16 +416,26 @@ def _check_teacher_destination(out, force: bool) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     quiet_libraries()
     from kiwb.console import stdout
+    from kiwb.kinds import TOKEN
     from kiwb.project.config import load_config
     from kiwb.report import evaluation_table
     from kiwb.workers.data import load_table
     from kiwb.workers.evaluate import evaluate_checkpoint
     from kiwb.workers.export import choose_checkpoint
-    from kiwb.workers.project_inputs import load_dataset_role
+    from kiwb.workers.project_inputs import load_dataset_role, project_kind
     from kiwb.workers.runtime import prepare_device, resolve_device
 
     config = load_config(args.project)
-    if args.data is not None:
+    if args.data is not None and project_kind(config) == TOKEN.name:
+        from kiwb.kinds.token.data import load_word_table
+
+        spec = config.data.eval
+        table = load_word_table(
+            str(args.data), text_column=args.text_column,
+            tokens_column=args.tokens_column or (spec and spec.tokens_column) or "tokens",
+            tags_column=args.tags_column or (spec and spec.tags_column) or "tags",
+            role="evaluate")
+    elif args.data is not None:
         table = load_table(str(args.data), text_column=args.text_column,
                            label_column=args.label_column, role="evaluate")
     else:

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from kiwb.console import FittedTable
+from kiwb.kinds import kind_named
 from kiwb.project.records import (
     POOL_COLUMNS,
     RECALL_COLUMNS,
@@ -35,7 +36,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
                        + ("" if settings.use_mc else " · no MC dropout")
                        + ("" if settings.reweight else " · no re-weighting"))
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
-    for figure in ("texts won", "share", "est. in its labels", "routed above confidence"):
+    kind = kind_named(summary.task_kind)
+    for figure in (f"{kind.units} won", "share", "est. in its labels", "routed above confidence"):
         head.add_column(figure, justify="right", no_wrap=False)
     labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
@@ -59,7 +61,12 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     # Both wrap, the wider first: long names of facts, a long list of labels.
     facts = FittedTable("fact", show_header=False, title="Summary", wrap=("fact", "value"))
     facts.add_column("value", justify="right")
-    facts.add_row("texts", f"{summary.num_texts:,}")
+    facts.add_row(kind.units, f"{summary.num_texts:,}")
+    if summary.token is not None:  # a token integration's clusters stand in sentences
+        facts.add_row("sentences · words", f"{summary.token['texts']:,} · {summary.token['words']:,}")
+        kinds = summary.token.get("cluster_kinds") or {}
+        facts.add_row("clusters by kind", ", ".join(f"{name} {count:,}" for name, count in
+                                                     sorted(kinds.items())) or "none")
     facts.add_row("union labels", ", ".join(summary.labels))
     if summary.overlapping_labels:
         facts.add_row("shared by several teachers", ", ".join(summary.overlapping_labels))
@@ -72,16 +79,22 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         if given.eval_left_out:
             facts.add_row("eval texts with a label: left out of eval", f"{given.eval_left_out:,}")
     evaluation = summary.eval
+    per = "" if kind.routing_unit == "texts" else f" ({kind.routing_unit})"
     for scope, accuracy in (("unlabeled", summary.routing_accuracy),
                             ("eval", evaluation.routing_accuracy if evaluation else None)):
         if accuracy is not None:
             if accuracy.chosen is not None:
-                facts.add_row(f"routing accuracy on {scope}: {accuracy.routing} (used)",
+                facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing} (used)",
                               _percent(accuracy.chosen))
-            facts.add_row(f"routing accuracy on {scope}: MC confidence", _percent(accuracy.mc_dropout))
-            facts.add_row(f"routing accuracy on {scope}: plain confidence", _percent(accuracy.plain_entropy))
+            facts.add_row(f"routing accuracy on {scope}{per}: MC confidence",
+                          _percent(accuracy.mc_dropout))
+            facts.add_row(f"routing accuracy on {scope}{per}: plain confidence",
+                          _percent(accuracy.plain_entropy))
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
-        facts.add_row("Ensemble accuracy on eval", _percent(evaluation.ensemble_accuracy))
+        facts.add_row(f"Ensemble {kind.headline} on eval", _percent(evaluation.ensemble_accuracy))
+    if summary.token is not None and "eval" in summary.token:
+        facts.add_row(f"targets' {kind.headline} on eval",
+                      _percent(summary.token["eval"]["targets"]["f1"]))
     tables = [head, margins, facts]
     if summary.funnel is not None:
         tables += funnel_tables(summary.funnel)
@@ -131,11 +144,19 @@ def _quantile_name(quantile: str) -> str:
 def evaluation_table(report: dict) -> Table:
     """Overall and per-class accuracy of one evaluation."""
     table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
-    table.add_column("label")
-    table.add_column("accuracy", justify="right")
+    token = report.get("kind") == "token"
+    table.add_column("type" if token else "label")
+    table.add_column("F1" if token else "accuracy", justify="right")
     for label, value in report["per_class_accuracy"].items():
         table.add_row(label, _percent(value))
     table.add_section()
-    table.add_row("[bold]overall[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
+    overall = "entity F1" if token else "overall"
+    table.add_row(f"[bold]{overall}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
+    if token:
+        entity = report["entity"]
+        table.add_row("strict IOB2 F1", _percent(entity["strict"]["f1"]))
+        table.add_row("precision · recall", f"{_percent(entity['precision'])} · "
+                                            f"{_percent(entity['recall'])}")
+        table.add_row("word accuracy", _percent(entity["word_accuracy"]))
     return table

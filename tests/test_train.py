@@ -210,9 +210,15 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
         "learning_rate": 0.006, "student_base": run_manifest["student"], "data": run_manifest["data"],
         "eval_data": run_manifest["eval_data"], "evaluation": metrics,
         "routing_check": run_manifest["routing_check"],
+        "class_funnel": run_manifest["class_funnel"],
     }
     # the run's routing check travels into the card, as the learning check does
     assert f"- kiwb's routing check: {run_manifest['routing_check']['status']}" in card
+    # and so does where each class went, with the student's own recall as the last step
+    assert "## Where each class goes" in card
+    funnel = card.split("## Where each class goes")[1]
+    music = next(line for line in funnel.splitlines() if line.startswith("| music |"))
+    assert f"{metrics['per_class_accuracy']['music']:.0%} |" in music
 
 
 def _assert_force_replaces_only_an_empty_folder_or_an_export(project: Path, tmp_path: Path) -> None:

@@ -51,7 +51,7 @@ def deterministic_logits(model: nn.Module, inputs: Mapping[str, Tensor]) -> Tens
 def mc_logits(
     model: nn.Module, inputs: Mapping[str, Tensor], passes: int, strategy: str = "loop"
 ) -> Tensor:
-    """Logits of `passes` dropout samples, shape (K, n, C).
+    """Logits of `passes` dropout samples, shape (K, n, C) (a token classifier: (K, n, T, C)).
 
     "loop" runs K forwards of the batch; "replicate" runs one forward of the batch tiled
     K times, which fills a GPU better at K times the activation memory.
@@ -63,5 +63,5 @@ def mc_logits(
             return torch.stack([_logits(model, inputs) for _ in range(passes)])
         batch_size = next(iter(inputs.values())).shape[0]
         tiled = {name: value.repeat(passes, *([1] * (value.dim() - 1))) for name, value in inputs.items()}
-        logits = _logits(model, tiled)  # (K * n, C), pass-major because repeat tiles whole batches
-        return logits.view(passes, batch_size, -1)
+        logits = _logits(model, tiled)  # (K * n, ...), pass-major: repeat tiles whole batches
+        return logits.view(passes, batch_size, *logits.shape[1:])  # (K, n, C) or (K, n, T, C)

@@ -248,11 +248,11 @@ def _check_teacher_names(config: ProjectConfig) -> None:
 def _check_eval_labels(config: ProjectConfig) -> None:
     for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
         spec = getattr(config.data, role)
-        if spec is not None and spec.label_column is None:
+        if spec is not None and spec.label_column is None and spec.tags_column is None:
             raise _Loc(config.file, f"data.{role}").error(
                 "label_column",
                 f'is missing; {words} needs gold labels: add label_column = "label" '
-                "naming its label column",
+                'naming its label column (NER teachers: tags_column = "tags", each word\'s tag)',
             )
     check_routing(config, config.integration.routing)
 

@@ -83,6 +83,23 @@ class TeacherConfig:
         fix="list every label of the checkpoint in label-id order, "
         "or remove labels to use its config.id2label",
     )
+    types: tuple[str, ...] | None = _setting(
+        "A token (NER) teacher's entity types, renaming those its tags name, in order of "
+        "first appearance in its config.id2label.",
+        None,
+        min_items=1,
+        unique=True,
+        example=("PER", "LOC"),
+        fix="list every entity type of the teacher's tags in order of first appearance, "
+        "or remove types to use its config.id2label",
+    )
+    tag_scheme: str | None = _setting(
+        "How a token teacher's tags mark entities: bio (IOB2), iob1, bioes (also BILOU) or bare "
+        "type names; read from the tag names when not set (IOB1 looks like BIO by name).",
+        None,
+        choices=("bio", "iob1", "bioes", "bare"),
+        example="iob1",
+    )
     trust_remote_code: bool = _setting(
         "Run modeling code shipped with the checkpoint (only for checkpoints you trust).", False
     )
@@ -100,6 +117,14 @@ class DatasetConfig:
     text_column: str = _setting("Column holding the text.", "text")
     label_column: str | None = _setting(
         "Column holding the gold label name.", None, example="label"
+    )
+    tokens_column: str | None = _setting(
+        "NER teachers: column holding each text's words (a list); unset, the text column is "
+        "split into words by kiwb's pre-tokenizer.", None, example="tokens"
+    )
+    tags_column: str | None = _setting(
+        "NER teachers: column holding each word's gold tag (a list as long as the words; BIO, "
+        "IOB1 or BIOES).", None, example="tags"
     )
     split: str | None = _setting(
         "Split to read when path is a saved DatasetDict.", None, example="train"

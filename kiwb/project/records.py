@@ -333,6 +333,12 @@ class IntegrationSummary(Record):
     gold_labels: GoldLabelUse | None = since(record=GoldLabelUse)  # with settings.labels
     check: RoutingCheck | None = since(record=RoutingCheck)  # kiwb.core.routing_check's verdict
     funnel: ClassFunnel | None = since(record=ClassFunnel)  # where each class goes
+    # The kind of teachers integrated (kiwb.kinds); None: sequence, as before kinds existed.
+    # A token integration's units are conflict clusters (num_texts, wins, margins and
+    # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
+    # in the accuracy fields, and `token` holds what only it has.
+    task_kind: str | None = since()
+    token: dict | None = since()
 
     @property
     def teacher_names(self) -> list[str]:
@@ -432,6 +438,10 @@ class TrainEval(Record):
     num_texts: int
     routing_accuracy: RoutingAccuracy | None = nested(RoutingAccuracy)
     check: LearningCheck | None = since(record=LearningCheck)
+    # A token student's: `accuracy` holds its entity F1, `per_class_accuracy` F1 per type,
+    # `confusion` words' types; here precision, recall, strict F1, word accuracy, the entity
+    # confusion and boundary errors (kiwb.kinds.token.student.evaluation_figures).
+    entity: dict | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,6 +20,8 @@ class TextTable:
     texts: list[str]
     labels: list[str] | None
     fingerprint: str
+    words: list[list[str]] | None = None  # token kind: each text's words
+    tags: list[list[str]] | None = None   # token kind: each word's gold tag (BIO2)
 
     def __len__(self) -> int:
         return len(self.texts)
@@ -33,7 +35,7 @@ def load_table(
     location = Path(path)
     if not location.exists():
         raise DataError(f"{path}: no such file or folder; fix the path in kiwb.toml [data.{role}]")
-    dataset = _load_dataset(location, split, role)
+    dataset = open_dataset(location, split, role)
     columns = list(dataset.column_names)
     for column, key in ((text_column, "text_column"), (label_column, "label_column")):
         if column is not None and column not in columns:
@@ -52,7 +54,7 @@ def load_table(
     return TextTable(path, texts, labels, texts_fingerprint(texts))
 
 
-def _load_dataset(location: Path, split: str | None, role: str):
+def open_dataset(location: Path, split: str | None, role: str):
     import datasets
 
     datasets.disable_progress_bars()

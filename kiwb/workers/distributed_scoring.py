@@ -29,6 +29,7 @@ from kiwb.workers.score import (
     claim_owner,
     non_finite_message,
     record_shard,
+    score_shard,
     scoring_settings,
     shard_seed,
 )
@@ -36,7 +37,6 @@ from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ScoringSettings,
     prepare_tokenizer,
-    score_texts,
 )
 from kiwb.workers.teachers import load_teacher
 
@@ -97,8 +97,8 @@ def _score_item(tasks: list[ScoreTask], item, settings: ScoringSettings, teacher
     started = time.perf_counter()
     try:
         model, tokenizer, batch = teachers.get(task, settings)
-        arrays = score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
-                             device, shard_seed=shard_seed(settings, shard), on_batch=on_batch,
+        arrays = score_shard(task, model, tokenizer, rows, settings, device,
+                             shard_seed=shard_seed(settings, shard), on_batch=on_batch,
                              should_stop=should_stop, batch=batch)
     except NonFiniteLogits:
         return ("error", non_finite_message(task, rows, settings.dtype))

@@ -9,6 +9,7 @@ from kiwb import __version__
 from kiwb.core.learning_check import check_of
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
+from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel, TrainEval
@@ -58,7 +59,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     run_dir = ProjectPaths(project_root).run_dir(run)
     manifest = ckpt.read_manifest(run_dir) or {}
     progress = ckpt.read_progress(source)
-    model = load_classifier(source)
+    kind = kind_named(manifest.get("kind"))
+    model = load_classifier(source, kind=kind.name)
     tokenizer = AutoTokenizer.from_pretrained(source)
     export_manifest = {
         "kiwb_version": __version__, "run": run, "checkpoint": source.name, "step": progress["step"],
@@ -70,6 +72,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "evaluation": _evaluation_of(project_root, run, progress),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
+        # Sequence exports keep the manifest they always had; other kinds name theirs.
+        **({"kind": kind.name} if kind.name != DEFAULT_KIND else {}),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -77,6 +81,11 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         (staging / MANIFEST_NAME).write_text(json.dumps(export_manifest, indent=2), encoding="utf-8")
         (staging / "README.md").write_text(model_card(export_manifest), encoding="utf-8")
     return destination
+
+
+def read_export_manifest(destination: Path) -> dict:
+    """The kiwb manifest an export wrote beside the model."""
+    return json.loads((destination / MANIFEST_NAME).read_text(encoding="utf-8"))
 
 
 def _check_destination(destination: Path, run: str, force: bool) -> None:
@@ -110,17 +119,36 @@ def _evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
     return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}
 
 
+# How the model card speaks of each kind's student.
+KIND_WORDS = {
+    "sequence": {
+        "summary": "A text classifier over the union of its teachers' label sets,",
+        "unit": "text", "labels": "Labels",
+        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
+        "call": 'print(classify("your text here"))'},
+    "token": {
+        "summary": "A named-entity tagger over the union of its teachers' entity types (BIO2 "
+                   "tags),",
+        "unit": "span of words", "labels": "Tags",
+        "pipeline": 'tag = pipeline("token-classification", model="PATH/TO/THIS/FOLDER", '
+                    'aggregation_strategy="simple")',
+        "call": 'print(tag("Alice flew to Paris."))'},
+}
+
+
 def model_card(manifest: dict) -> str:
     """A README.md for the exported model: labels, teachers, method, settings, figures."""
     method = manifest.get("method") or {}
+    kind = kind_named(manifest.get("kind"))
+    what = KIND_WORDS[kind.name]
     lines = [
-        "---", "library_name: transformers", "pipeline_tag: text-classification", "tags:",
+        "---", "library_name: transformers", f"pipeline_tag: {kind.pipeline_tag}", "tags:",
         "- kiwb", "- knowledge-integration", "---", "",
         f"# Student model from kiwb run `{manifest['run']}`", "",
-        "A text classifier over the union of its teachers' label sets, trained without labels "
-        "by [kiwb](https://pypi.org/project/kiwb/) (MUKI knowledge integration: Monte-Carlo-"
-        "dropout uncertainty decides which teacher's prediction each text learns from).", "",
-        "## Labels", "", ", ".join(f"`{label}`" for label in manifest["labels"]), "",
+        f"{what['summary']} trained without labels by [kiwb](https://pypi.org/project/kiwb/) "
+        "(MUKI knowledge integration: Monte-Carlo-dropout uncertainty decides which teacher's "
+        f"prediction each {what['unit']} learns from).", "",
+        f"## {what['labels']}", "", ", ".join(f"`{label}`" for label in manifest["labels"]), "",
         "## Teachers", "", "| teacher | labels | content hash |", "|---|---|---|",
     ]
     for teacher in manifest.get("teachers") or []:
@@ -142,9 +170,15 @@ def model_card(manifest: dict) -> str:
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += _funnel_lines(manifest)
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
-              'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
-              'print(classify("your text here"))', "```", ""]
+              what["pipeline"], what["call"], "```", ""]
     return "\n".join(lines)
+
+
+def student_recall(metrics: dict) -> dict | None:
+    """The student's recall per class of an evaluation: per-class accuracy, or a token
+    student's entity recall per type."""
+    entity = metrics.get("entity") or {}
+    return entity.get("per_type_recall") or metrics.get("per_class_accuracy")
 
 
 def _funnel_lines(manifest: dict) -> list[str]:
@@ -153,7 +187,7 @@ def _funnel_lines(manifest: dict) -> list[str]:
         return []
     funnel = ClassFunnel.from_dict(manifest["class_funnel"])
     metrics = manifest.get("evaluation") or {}
-    rows = funnel.rows(metrics.get("per_class_accuracy") if funnel.labeled is not None else None)
+    rows = funnel.rows(student_recall(metrics) if funnel.labeled is not None else None)
     columns = list(rows[0])
     where = (f"; recall on {funnel.labeled.where}, each step a share of the class's labeled texts"
              if funnel.labeled is not None else "")
@@ -175,7 +209,7 @@ def _evaluation_lines(manifest: dict) -> list[str]:
         return ["No labeled evaluation set was configured for this run."]
     lines = [f"On the labeled evaluation set at step {manifest['step']} "
              f"({metrics.get('num_texts')} texts):", "",
-             f"- accuracy: {100 * metrics['accuracy']:.2f}%",
+             f"- {kind_named(manifest.get('kind')).headline}: {100 * metrics['accuracy']:.2f}%",
              f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
     routing = dict(metrics.get("routing_accuracy") or {})
     chosen_name = routing.pop("routing", None)  # the routing the run trained with, by name
@@ -186,7 +220,8 @@ def _evaluation_lines(manifest: dict) -> list[str]:
     if check is not None:  # a user about to ship this model should see a collapse here too
         lines.append(f"- kiwb's learning check: {check.status}"
                      + (f" ({check.problem})" if check.flagged else ""))
-    lines += ["", "| label | accuracy |", "|---|---|"]
+    name, figure = (("type", "F1") if manifest.get("kind") == "token" else ("label", "accuracy"))
+    lines += ["", f"| {name} | {figure} |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():
         lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")
     return lines

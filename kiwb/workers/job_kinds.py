@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from kiwb.console import console
+from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.workers.job import JobSession, Outcome
@@ -68,9 +69,9 @@ def integrate(session: JobSession) -> Outcome:
     given = summary.gold_labels
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
-    console.print(f"Integrated {summary.num_texts:,} texts ({settings.method}, "
-                  f"{settings.routing} routing{labels}): {wins}; {summary.conflicts:,} conflicts "
-                  f"under margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
+    console.print(f"Integrated {summary.num_texts:,} {kind_named(summary.task_kind).units} "
+                  f"({settings.method}, {settings.routing} routing{labels}): {wins}; "
+                  f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
     check = summary.check
     if check is not None and check.flagged:
         console.print(check.line(), style="bold yellow", highlight=False, markup=False,
@@ -107,7 +108,7 @@ def export(session: JobSession) -> Outcome:
     quiet_libraries()
     import torch
 
-    from kiwb.workers.export import export_student
+    from kiwb.workers.export import KIND_WORDS, export_student, read_export_manifest
 
     spec: ExportSpec = session.job.spec
     run = session.job.run
@@ -115,8 +116,10 @@ def export(session: JobSession) -> Outcome:
     session.started(torch.device("cpu"))
     export_student(session.root, run, destination, checkpoint=spec.checkpoint, force=spec.force)
     console.print(f"Exported run {run} to {destination}")
-    console.print("Load it with:\n  from transformers import pipeline\n"
-                  f"  classify = pipeline(\"text-classification\", model=\"{destination}\")")
+    kind = read_export_manifest(destination).get("kind", DEFAULT_KIND)
+    load = KIND_WORDS[kind]["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
+    console.print(f"Load it with:\n  from transformers import pipeline\n  {load}",
+                  highlight=False, markup=False)
     return Outcome(data={"destination": str(destination)})
 
 

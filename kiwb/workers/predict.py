@@ -42,3 +42,37 @@ def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tup
         [(model.config.id2label[int(i)], float(v)) for v, i in zip(row_v, row_i, strict=True)]
         for row_v, row_i in zip(values, indices, strict=True)
     ]
+
+
+def folder_kind(folder: Path) -> str:
+    """The kind of a model folder, from its config.json's architectures (kiwb.kinds)."""
+    import json
+
+    from kiwb.kinds import DEFAULT_KIND, kind_of_architectures
+
+    config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    found = kind_of_architectures(list(config.get("architectures") or []))
+    return found[0].name if found is not None else DEFAULT_KIND
+
+
+@torch.no_grad()
+def predict_entities(folder: Path, texts: list[str],
+                     max_length: int = 512) -> list[list[tuple[str, str]]]:
+    """The entities a token student finds in each text: (type, words), in text order; texts
+    are split into words by kiwb's pre-tokenizer, as scoring splits them."""
+    from transformers import AutoTokenizer
+
+    from kiwb.kinds.token.student import predict_word_tags
+    from kiwb.kinds.token.tags import read_tag_set
+    from kiwb.kinds.token.words import split_words
+    from kiwb.workers.runtime import FittedBatch
+
+    model = load_classifier(folder, kind="token").eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tag_set = read_tag_set([model.config.id2label[i] for i in range(model.config.num_labels)])
+    words = [split_words(text) for text in texts]
+    predicted = predict_word_tags(model, tokenizer, words, max_length, FittedBatch(16),
+                                  torch.device("cpu"))
+    return [[(span.type, " ".join(text_words[span.start:span.end]))
+             for span in tag_set.decode(tags)]
+            for text_words, tags in zip(words, predicted, strict=True)]

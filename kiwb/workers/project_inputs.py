@@ -2,28 +2,61 @@
 
 from __future__ import annotations
 
-from kiwb.errors import DataError
+import json
+
+from kiwb.errors import ConfigError, DataError, KiwbError
+from kiwb.kinds import TOKEN, common_kind, kind_of_architectures
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.data import TextTable, load_table
-from kiwb.workers.teachers import TeacherInfo, inspect_teacher
+from kiwb.workers.teachers import TeacherInfo, inspect_teacher, resolve_checkpoint
 
 DATASET_ROLES = ("unlabeled", "eval", "labeled")
 
 
-def load_dataset_role(config: ProjectConfig, role: str) -> TextTable | None:
-    """The project's `unlabeled`, `eval` or `labeled` data set, or None when the config has none."""
+def load_dataset_role(config: ProjectConfig, role: str,
+                      kind: str | None = None) -> TextTable | None:
+    """The project's `unlabeled`, `eval` or `labeled` data set, or None when the config has
+    none; a token project's (`kind`, read from the teachers when None) comes with its words."""
     spec = getattr(config.data, role)
     if spec is None:
         return None
+    path = config.resolve(spec.path, allow_hub_id=False)
+    if (kind or project_kind(config)) == TOKEN.name:
+        from kiwb.kinds.token.data import load_word_table
+
+        return load_word_table(path, text_column=spec.text_column,
+                               tokens_column=spec.tokens_column, tags_column=spec.tags_column,
+                               split=spec.split, limit=spec.limit, role=role)
     return load_table(
-        config.resolve(spec.path, allow_hub_id=False), text_column=spec.text_column, label_column=spec.label_column,
+        path, text_column=spec.text_column, label_column=spec.label_column,
         split=spec.split, limit=spec.limit, role=role,
     )
 
 
-def load_datasets(config: ProjectConfig) -> dict[str, TextTable]:
+def project_kind(config: ProjectConfig) -> str:
+    """The kind of the project's teachers (kiwb.kinds), read from their config.json; teachers
+    of different kinds are refused in one line. A teacher whose config cannot be read counts
+    as nothing here: inspecting it says what is wrong."""
+    kinds = {}
+    for teacher in config.teachers:
+        try:
+            folder = resolve_checkpoint(teacher.name, config.resolve(teacher.path))
+            model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (KiwbError, OSError, ValueError):
+            continue
+        found = kind_of_architectures(list(model_config.get("architectures") or []))
+        if found is not None:
+            kinds[teacher.name] = found[0].name
+    try:
+        return common_kind(kinds)
+    except ValueError as error:
+        raise ConfigError(f"{config.file}: {error}") from None
+
+
+def load_datasets(config: ProjectConfig, kind: str | None = None) -> dict[str, TextTable]:
     """Every data set the config names, by role."""
-    tables = {role: load_dataset_role(config, role) for role in DATASET_ROLES}
+    kind = kind or project_kind(config)
+    tables = {role: load_dataset_role(config, role, kind) for role in DATASET_ROLES}
     tables = {role: table for role, table in tables.items() if table is not None}
     if "labeled" in tables and "eval" in tables:
         refuse_overlap(tables["labeled"], tables["eval"], config)
@@ -52,7 +85,8 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),
             list(teacher.labels) if teacher.labels is not None else None,
-            teacher.trust_remote_code,
+            teacher.trust_remote_code, teacher.tag_scheme,
+            list(teacher.types) if teacher.types is not None else None,
         )
         for teacher in config.teachers
     ]

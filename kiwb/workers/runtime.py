@@ -11,6 +11,7 @@ import torch
 
 from kiwb.console import console
 from kiwb.errors import KiwbError
+from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.devices import check_device
 
 Result = TypeVar("Result")
@@ -18,17 +19,19 @@ Result = TypeVar("Result")
 _DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}
 
 
-def load_classifier(folder, **options):
-    """A sequence classifier in float32, whatever precision it was saved in.
+def load_classifier(folder, *, kind: str = DEFAULT_KIND, **options):
+    """A classifier of the kind (kiwb.kinds: its head's Auto class) in float32, whatever
+    precision it was saved in.
 
     transformers 5 loads a checkpoint in its saved precision (dtype="auto"): an fp16-saved
     student then fails loss scaling ("Attempting to unscale FP16 gradients"), a bf16 one
     rounds away updates at fine-tuning learning rates, and a teacher scores in half precision
     although float32 was asked for. Half precision is autocast's job, on CUDA only.
     """
-    from transformers import AutoModelForSequenceClassification
+    import transformers
 
-    return AutoModelForSequenceClassification.from_pretrained(folder, dtype=torch.float32, **options)
+    auto_class = getattr(transformers, kind_named(kind).auto_model)
+    return auto_class.from_pretrained(folder, dtype=torch.float32, **options)
 
 
 def resolve_device(name: str) -> torch.device:

@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kiwb.errors import KiwbError
+from kiwb.console import console
+from kiwb.errors import ConfigError, KiwbError
+from kiwb.kinds import DEFAULT_KIND
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -36,6 +38,9 @@ from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_has
 # from numpy's SFC64 generator.
 SCORE_FORMAT = 3
 HISTOGRAM_BINS = 20
+# A token teacher's shards also hold, per word, whether it tags the word as an entity, and per
+# text its number of words (the other arrays hold one row per word).
+WORD_FIELDS = ("in_span", "num_words")
 
 
 @dataclass(frozen=True)
@@ -69,6 +74,10 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
     tables = load_datasets(config)
     teachers = inspect_teachers(config)
     scoring = config.scoring
+    if scoring.mc_passes == "auto" and any(t.kind != DEFAULT_KIND for t in teachers):
+        raise ConfigError(f'{config.file}: [scoring] mc_passes = "auto" decides which texts need '
+                          "more passes by how their routing settles, which token teachers route "
+                          "per span: set mc_passes to a number (16 is the default)")
     drawings = ([drawing_key(device, scoring.dtype)] if device is not None
                 else readable_drawings(scoring.device, scoring.dtype))
     hashes = [teacher_content_hash(teacher, store) for teacher in teachers]
@@ -85,6 +94,8 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
                 **({"adaptive_context": context} if context else {}),
+                # Keys of sequence score sets stay as they were before kinds.
+                **({"kind": teacher.kind} if teacher.kind != DEFAULT_KIND else {}),
             }
             num_shards = -(-len(table) // scoring.shard_size)
             keys = [settings_key({**content, **drawing}) for drawing in drawings]
@@ -210,8 +221,8 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         rows = task.shard_rows(shard)
         started = time.perf_counter()
         try:
-            arrays = score_texts(
-                model, tokenizer, task.table.texts[rows.start:rows.stop], settings, device,
+            arrays = score_shard(
+                task, model, tokenizer, rows, settings, device,
                 shard_seed=shard_seed(settings, shard),
                 on_batch=(lambda n: progress(description, n)) if progress else None,
                 should_stop=should_stop, batch=batch,
@@ -223,6 +234,27 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             store.release_shard(task.key, shard, owner)
             raise
         record_shard(store, paths, task, shard, arrays, time.perf_counter() - started, job_id)
+
+
+def score_shard(task: ScoreTask, model, tokenizer, rows: range, settings: ScoringSettings,
+                device, **options) -> dict[str, np.ndarray]:
+    """The score arrays of one shard's texts by the task's teacher: per text, or (a token
+    teacher) per word with each text's word count."""
+    if task.teacher.kind == DEFAULT_KIND:
+        return score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
+                           device, **options)
+    from kiwb.kinds.token.scoring import score_words
+    from kiwb.kinds.token.tags import read_tag_set
+
+    tag_set = read_tag_set(task.teacher.labels, scheme=task.teacher.scheme)
+    arrays, windowing = score_words(model, tokenizer, task.table.words[rows.start:rows.stop],
+                                    tag_set, settings, device, **options)
+    if windowing.windowed_texts:  # never silent: the count is logged and kept with the shard
+        console.print(f"{task.teacher.name} · {task.dataset}: {windowing.windowed_texts:,} of "
+                      f"{windowing.texts:,} texts were longer than max_length and were read in "
+                      f"{windowing.windows:,} windows", highlight=False, markup=False)
+    arrays["windowed_texts"] = np.asarray([windowing.windowed_texts], dtype=np.int64)
+    return arrays
 
 
 def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
@@ -238,8 +270,8 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
     event = ScoreShard(
         teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
         rows=len(rows), seconds=round(seconds, 3),
-        mc_confidence_hist=_histogram(arrays["mc_confidence"]),
-        det_confidence_hist=_histogram(arrays["det_confidence"]))
+        mc_confidence_hist=_histogram(_counted(arrays, "mc_confidence")),
+        det_confidence_hist=_histogram(_counted(arrays, "det_confidence")))
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 
@@ -263,6 +295,13 @@ def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:
     atomic_write_with(path, lambda handle: np.savez(handle, **arrays))
 
 
+def _counted(arrays: dict[str, np.ndarray], name: str) -> np.ndarray:
+    """The values a shard's histogram counts: every text's, or (a token teacher) those of the
+    words in its own entity spans, where what it knows shows."""
+    values = arrays[name]
+    return values[arrays["in_span"] > 0] if "in_span" in arrays else values
+
+
 def _histogram(values: np.ndarray) -> list[int]:
     counts, _ = np.histogram(values, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
     return counts.tolist()
@@ -280,5 +319,6 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
     parts = []
     for shard in range(task.num_shards):
         with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
-            parts.append({name: data[name] for name in (*SCORE_FIELDS, "rows")})
+            parts.append({name: data[name] for name in (*SCORE_FIELDS, *WORD_FIELDS, "rows")
+                          if name in data.files})
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

@@ -7,6 +7,7 @@ import torch
 
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
+from kiwb.kinds import DEFAULT_KIND
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
@@ -80,3 +81,57 @@ def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[st
     (under the autocast its training used)."""
     predicted = predict_ids(model, tokenizer, features, batch_size, device, autocast_dtype)
     return classification_report(predicted, true_ids, labels)
+
+
+class SequenceStudent:
+    """The student of a sequence project: one label per text (kiwb's original code paths).
+
+    The Trainer reaches everything that depends on the kind of student through an object like
+    this one (kiwb/kinds/token/student.py has the token kind's); it travels with the run's
+    TrainingData to the other ranks, so it holds no tensors and no model."""
+
+    kind = DEFAULT_KIND
+
+    def load_base(self, base: str, labels: list[str]):
+        return load_student_base(base, labels)
+
+    def load_checkpoint(self, folder):
+        return load_classifier(folder)
+
+    def features(self, tokenizer, data, max_length: int) -> list:
+        """The training rows' features: one per pool text."""
+        return tokenize(tokenizer, data.texts, max_length)
+
+    def eval_features(self, tokenizer, data, max_length: int) -> list:
+        return tokenize(tokenizer, data.eval_texts, max_length)
+
+    def logits(self, model, tokenizer, features, rows, device: torch.device) -> torch.Tensor:
+        """(rows, |Y|) logits of the rows' texts."""
+        return model(**collate(tokenizer, features, rows, device)).logits.float()
+
+    def row_targets(self, data, rows, features=None) -> tuple[torch.Tensor, torch.Tensor]:
+        """The rows' targets and instance weights, in the order `logits` gives them."""
+        return data.targets[rows], data.weights[rows]
+
+    def row_gold(self, data, rows, features=None) -> torch.Tensor:
+        return data.label_ids[rows]
+
+    def evaluate(self, model, tokenizer, features, data, batch, device, autocast_dtype) -> dict:
+        return evaluate(model, tokenizer, features, data.eval_ids, data.labels, batch, device,
+                        autocast_dtype)
+
+    def check_labels(self, data) -> list[str]:
+        """The classes the learning check reads: the union labels."""
+        return data.labels
+
+    def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
+                         num_labels: int) -> list[int]:
+        predicted = predict_ids(model, tokenizer, features, batch, device, autocast_dtype)
+        return torch.bincount(predicted, minlength=num_labels).tolist()
+
+    def target_tops(self, data) -> torch.Tensor:
+        """Each taught row's class: the targets' top class, or the gold label (supervised)."""
+        if data.label_ids is not None:
+            return data.label_ids
+        targets = data.targets if data.targets.dim() == 2 else data.targets.mean(1)  # (n, |Y|)
+        return targets.argmax(-1)

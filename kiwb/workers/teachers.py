@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kiwb.errors import TeacherError
+from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, kind_of_architectures
 from kiwb.project.fingerprint import checkpoint_hash
 from kiwb.project.store import Store
 from kiwb.project.teach_report import untrained_teacher_problem
-
-_GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
 
 
 @dataclass(frozen=True)
@@ -20,10 +18,18 @@ class TeacherInfo:
 
     name: str
     folder: Path
-    labels: tuple[str, ...]
+    labels: tuple[str, ...]  # its head's outputs in id order: class labels, or NER tags
     architecture: str
     model_type: str
     trust_remote_code: bool
+    kind: str = DEFAULT_KIND  # kiwb.kinds: sequence or token
+    classes: tuple[str, ...] = ()  # what it knows: its labels, or its entity types
+    scheme: str | None = None  # token: the tag scheme its tags are read in
+
+    @property
+    def known(self) -> tuple[str, ...]:
+        """Its labels (sequence) or entity types (token): what the union is made of."""
+        return self.classes or self.labels
 
 
 def resolve_checkpoint(name: str, path: str, *, role: str = "teacher") -> Path:
@@ -44,8 +50,9 @@ def resolve_checkpoint(name: str, path: str, *, role: str = "teacher") -> Path:
         ) from None
 
 
-def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_code=False) -> TeacherInfo:
-    """Read a teacher's config and check that it is a usable multi-label classifier."""
+def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_code=False,
+                    scheme: str | None = None, types_override=None) -> TeacherInfo:
+    """Read a teacher's config and check that it is a usable classifier of a kind kiwb knows."""
     from transformers import AutoConfig
 
     folder = resolve_checkpoint(name, path)
@@ -64,51 +71,64 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
                 "trust_remote_code = true in this teacher's [[teachers]] entry in kiwb.toml"
             ) from None
         raise TeacherError(f"teacher {name!r}: cannot read {folder}/config.json: {error}") from None
-    architecture = _classifier_architecture(name, folder, config)
-    labels = _teacher_labels(name, folder, config, labels_override)
+    kind, architecture = _teacher_kind(name, folder, config)
+    _check_overrides(name, kind, labels_override, types_override, scheme)
+    outputs = [str(config.id2label[i]) for i in range(int(config.num_labels))]
+    override = labels_override if kind.name == DEFAULT_KIND else types_override
+    try:
+        knowledge = kind.read_teacher(outputs, override, scheme)
+    except ValueError as error:
+        raise TeacherError(f"teacher {name!r}: {folder} {error}") from None
     problem = untrained_teacher_problem(name, folder)
     if problem:
         raise TeacherError(problem)
-    return TeacherInfo(name, folder, labels, architecture, config.model_type, trust_remote_code)
+    if kind.name != DEFAULT_KIND:
+        _require_fast_tokenizer(name, folder, trust_remote_code)
+    return TeacherInfo(name, folder, knowledge.outputs, architecture, config.model_type,
+                       trust_remote_code, kind.name, knowledge.classes, knowledge.scheme)
 
 
-def _classifier_architecture(name: str, folder: Path, config) -> str:
-    architectures = list(getattr(config, "architectures", None) or [])
-    for architecture in architectures:
-        if architecture.endswith("ForSequenceClassification"):
-            return architecture
-    found = ", ".join(architectures) or "none recorded"
-    raise TeacherError(
-        f"teacher {name!r}: {folder} is not a sequence classifier (architectures: {found}); "
-        "point path at a fine-tuned *ForSequenceClassification checkpoint (kiwb teach makes one)"
-    )
+def _check_overrides(name: str, kind: TeacherKind, labels, types, scheme) -> None:
+    """A sequence teacher's labels are renamed with labels, a token teacher's entity types with
+    types (and its tags read with tag_scheme): the other key is refused, naming the right one."""
+    token = kind.name != DEFAULT_KIND
+    if token and labels is not None:
+        raise TeacherError(f"teacher {name!r} is a {kind.title} model, so labels = [...] does not "
+                           "apply: rename its entity types with types = [...] in its [[teachers]] "
+                           "entry")
+    if not token and (types is not None or scheme is not None):
+        key = "types" if types is not None else "tag_scheme"
+        raise TeacherError(f"teacher {name!r} is a {kind.title} model, so {key} (for NER "
+                           "teachers) does not apply: rename its labels with labels = [...]")
 
 
-def _teacher_labels(name: str, folder: Path, config, override) -> tuple[str, ...]:
-    num_labels = int(config.num_labels)
-    if num_labels < 2:  # before the label names, whose fixes cannot help a one-output model
+def _require_fast_tokenizer(name: str, folder: Path, trust_remote_code: bool) -> None:
+    """Words are read through a fast tokenizer's word alignment: refuse a slow one up front."""
+    from transformers import AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(folder, trust_remote_code=trust_remote_code)
+    except Exception as error:
+        raise TeacherError(f"teacher {name!r}: cannot load its tokenizer from {folder}: "
+                           f"{_first_line(error)}") from None
+    if not getattr(tokenizer, "is_fast", False):
         raise TeacherError(
-            f"teacher {name!r}: {folder} has only {num_labels} label; a teacher needs two or "
-            "more (its confidence is undefined with one): point path at a classifier of 2+ labels"
-        )
-    if override is not None:
-        labels = tuple(override)
-        if len(labels) != num_labels:
-            raise TeacherError(
-                f"teacher {name!r}: labels override lists {len(labels)} names but the "
-                f"checkpoint has {num_labels} outputs; list exactly {num_labels}"
-            )
-    else:
-        labels = tuple(str(config.id2label[i]) for i in range(num_labels))
-        generic = [label for label in labels if _GENERIC_LABEL.match(label)]
-        if generic:
-            raise TeacherError(
-                f"teacher {name!r}: {folder} names its labels generically ({', '.join(generic)}); "
-                "give the real names with labels = [...] in its [[teachers]] entry"
-            )
-    if len(set(labels)) != len(labels):
-        raise TeacherError(f"teacher {name!r}: repeats label names {labels}; make them unique")
-    return labels
+            f"teacher {name!r}: its tokenizer ({type(tokenizer).__name__}) is a slow (Python) "
+            "one, and reading words needs a fast one's word alignment: give "
+            f"{folder} a tokenizer.json (save_pretrained of a fast tokenizer writes it)")
+
+
+def _teacher_kind(name: str, folder: Path, config) -> tuple[TeacherKind, str]:
+    architectures = list(getattr(config, "architectures", None) or [])
+    found = kind_of_architectures(architectures)
+    if found is not None:
+        return found
+    suffixes = " or ".join(f"*{kind.architecture_suffix}" for kind in KINDS.values())
+    raise TeacherError(
+        f"teacher {name!r}: {folder} is not a classifier kiwb integrates (architectures: "
+        f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned {suffixes} "
+        "checkpoint (kiwb teach makes one)"
+    )
 
 
 def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:
@@ -125,7 +145,8 @@ def load_teacher(info: TeacherInfo, device: str):
     remote = info.trust_remote_code
     try:
         tokenizer = AutoTokenizer.from_pretrained(info.folder, trust_remote_code=remote)
-        model, loading = load_classifier(info.folder, trust_remote_code=remote, output_loading_info=True)
+        model, loading = load_classifier(info.folder, kind=info.kind, trust_remote_code=remote,
+                                         output_loading_info=True)
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     if loading.get("missing_keys"):

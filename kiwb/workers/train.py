@@ -17,6 +17,7 @@ from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
+from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
@@ -46,10 +47,10 @@ from kiwb.workers.integrate import (
     routing_check,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import FittedBatch, load_classifier, training_precision
+from kiwb.workers.runtime import FittedBatch, training_precision
 from kiwb.workers.score import plan_scoring
-from kiwb.workers.student import collate, evaluate, load_student_base, predict_ids, tokenize
 from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.training_data import TrainingData
 from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 SUPERVISED = "supervised"
@@ -68,30 +69,16 @@ class TrainRequest:
     resume: bool = False
 
 
-@dataclass
-class TrainingData:
-    """Everything the loop needs, prepared once; targets come from stored scores."""
-
-    labels: list[str]
-    texts: list[str]
-    targets: torch.Tensor | None      # (n, |Y|) or (n, N, |Y|) for UHC
-    weights: torch.Tensor | None      # (n,)
-    label_ids: torch.Tensor | None    # (n,) for the supervised run
-    coverage: torch.Tensor
-    eval_texts: list[str] | None
-    eval_ids: torch.Tensor | None
-    eval_routing: dict | None
-    manifest: dict
-    eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
-    logit_offsets: torch.Tensor | None = None  # (|Y|,) logit adjustment, added in the loss only
-
-
 def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
     """Targets and evaluation data for a run, plus the manifest that pins its inputs."""
     if not config.training.student:
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
+    if tasks[0].teacher.kind != DEFAULT_KIND:  # the token kind's targets and student
+        from kiwb.kinds.token.training import prepare_token
+
+        return prepare_token(config, store, request, tasks)
     by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval", "labeled")}
     settings = request.settings
     method = settings.method
@@ -231,7 +218,8 @@ class Trainer:
             ckpt.reconcile_best(self.run_dir)
             self._load(existing[-1])
         else:
-            self.model, self.tokenizer = load_student_base(self.config.resolve(self.training.student), self.data.labels)
+            self.model, self.tokenizer = self.data.student.load_base(
+                self.config.resolve(self.training.student), self.data.labels)
             self.step, self.best = 0, None
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
         if not existing:  # the rate "auto" chose is recorded for the model card
@@ -261,8 +249,10 @@ class Trainer:
                 state = self._state.get("rng_device", legacy[index] if index < len(legacy) else None)
                 if state is not None:
                     torch.cuda.set_rng_state(state, self.device)
-        self.features = tokenize(self.tokenizer, self.data.texts, self.training.max_length)
-        self.eval_features = (tokenize(self.tokenizer, self.data.eval_texts, self.training.max_length)
+        self.features = self.data.student.features(self.tokenizer, self.data,
+                                                   self.training.max_length)
+        self.eval_features = (self.data.student.eval_features(self.tokenizer, self.data,
+                                                              self.training.max_length)
                               if self.data.eval_texts else None)
         self.target_shares = target_shares(self.data).tolist()
         # Without an eval set, a fixed sample of the pool shows whether the student predicts
@@ -286,7 +276,7 @@ class Trainer:
         from transformers import AutoTokenizer
 
         self._state, progress = ckpt.load_state(checkpoint)
-        self.model = load_classifier(checkpoint)
+        self.model = self.data.student.load_checkpoint(checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
         self.step, self.best = progress["step"], progress.get("best")
 
@@ -357,13 +347,14 @@ class Trainer:
 
     def _loss(self, rows: torch.Tensor) -> torch.Tensor:
         """The student's mean loss on some of the texts, against their integrated targets."""
-        inputs = collate(self.tokenizer, self.features, rows, self.device)
-        logits = self.train_model(**inputs).logits.float()
         data, method = self.data, self.request.settings.method
+        logits = data.student.logits(self.train_model, self.tokenizer, self.features, rows,
+                                     self.device)
         if method == SUPERVISED:
-            return torch.nn.functional.cross_entropy(logits, data.label_ids[rows].to(self.device))
-        targets = data.targets[rows].to(self.device)
-        weights = data.weights[rows].to(self.device)
+            gold = data.student.row_gold(data, rows, self.features).to(self.device)
+            return torch.nn.functional.cross_entropy(logits, gold)
+        targets, weights = (values.to(self.device)
+                            for values in data.student.row_targets(data, rows, self.features))
         if data.logit_offsets is not None:  # the loss sees them; predictions never do
             logits = logits + data.logit_offsets.to(self.device)
         if method == "uhc":
@@ -377,11 +368,13 @@ class Trainer:
             return
         metrics = None
         if self.eval_features is not None:
-            metrics = evaluate(self.model, self.tokenizer, self.eval_features, self.data.eval_ids,
-                               self.data.labels, self.eval_batch, self.device, self.autocast_dtype)
+            metrics = self.data.student.evaluate(self.model, self.tokenizer, self.eval_features,
+                                                 self.data, self.eval_batch, self.device,
+                                                 self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
             reference = self.data.eval_reference or {}
-            check = check_on_eval(self.data.labels, metrics["confusion"], reference.get("per_class"),
+            check = check_on_eval(self.data.student.check_labels(self.data), metrics["confusion"],
+                                  reference.get("per_class"),
                                   reference.get("accuracy"), target_shares=self.target_shares)
             metrics["check"] = check.to_dict()
             self._record(TrainEval.from_dict({"step": self.step, **metrics}))
@@ -406,7 +399,8 @@ class Trainer:
         where = f"Step {self.step:,}/{self.total_steps:,}"
         if metrics is not None:
             reference = (self.data.eval_reference or {}).get("accuracy")
-            figures = (f"eval accuracy {100 * metrics['accuracy']:.1f}%, macro-F1 "
+            headline = kind_named(self.data.student.kind).headline
+            figures = (f"eval {headline} {100 * metrics['accuracy']:.1f}%, macro-F1 "
                        f"{100 * metrics['macro_f1']:.1f}%"
                        + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
         else:
@@ -417,10 +411,10 @@ class Trainer:
     def check_on_pool(self) -> LearningCheck:
         """The student's predicted class shares on the pool sample against its targets'."""
         features = [self.features[int(row)] for row in self.pool_check_rows]
-        predicted = predict_ids(self.model, self.tokenizer, features, self.eval_batch, self.device,
-                                self.autocast_dtype)
-        counts = torch.bincount(predicted, minlength=len(self.data.labels)).tolist()
-        return check_on_pool(self.data.labels, counts, self.target_shares)
+        counts = self.data.student.predicted_counts(
+            self.model, self.tokenizer, features, self.eval_batch, self.device,
+            self.autocast_dtype, len(self.target_shares))
+        return check_on_pool(self.data.student.check_labels(self.data), counts, self.target_shares)
 
     def checkpoint(self, evaluation: dict | None = None) -> None:
         if not self.leads:
@@ -442,14 +436,11 @@ class Trainer:
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
-    """Each class's share of the texts the student is taught: the targets' top class (UHC's
+    """Each class's share of the rows the student is taught: the targets' top class (UHC's
     per-teacher targets averaged first), or the gold labels of a supervised run."""
-    if data.label_ids is not None:
-        top = data.label_ids
-    else:
-        targets = data.targets if data.targets.dim() == 2 else data.targets.mean(1)  # (n, |Y|)
-        top = targets.argmax(-1)
-    return torch.bincount(top, minlength=len(data.labels)).float() / max(1, len(top))
+    top = data.student.target_tops(data)
+    num_classes = len(data.student.check_labels(data))
+    return torch.bincount(top, minlength=num_classes).float() / max(1, len(top))
 
 
 def improves(best: dict | None, metrics: dict | None) -> bool:

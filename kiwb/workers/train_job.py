@@ -5,6 +5,7 @@ it ended; shared by the one-process path (job_kinds.train) and rank 0 of several
 from __future__ import annotations
 
 from kiwb.console import console
+from kiwb.kinds import kind_named
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 
 
@@ -45,7 +46,9 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     if best.get("accuracy") is not None:
         macro = (f", macro-F1 {100 * best['macro_f1']:.2f}%" if best.get("macro_f1") is not None
                  else "")
-        console.print(f"Best eval accuracy {100 * best['accuracy']:.2f}%{macro} at step {best['step']}")
+        headline = kind_named(trainer.data.student.kind).headline
+        console.print(f"Best eval {headline} {100 * best['accuracy']:.2f}%{macro} at step "
+                      f"{best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         console.print(check.line(f"the student of run {run} (step {best['step']})"),

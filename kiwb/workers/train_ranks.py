@@ -182,7 +182,6 @@ def _collective(call, doing: str):
 
 def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: TrainRanks):
     """A Trainer for ranks 1..: the same model, steps and batches as rank 0's, no store."""
-    from kiwb.workers.student import load_student_base, tokenize
     from kiwb.workers.train import Trainer
     from kiwb.workers.training_loop import OptimizerSteps
 
@@ -190,7 +189,7 @@ def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: Train
     trainer = Trainer(config, None, plan.request, plan.data, device, ranks=ranks)
     rank = ranks.setup.rank
     torch.manual_seed(trainer.training.seed + rank)  # each rank its own dropout masks
-    trainer.model, trainer.tokenizer = load_student_base(
+    trainer.model, trainer.tokenizer = plan.data.student.load_base(
         config.resolve(trainer.training.student), plan.data.labels)
     trainer.step, trainer.best = plan.step, None
     trainer.learning_rate, trainer.autocast_dtype = plan.learning_rate, plan.autocast_dtype
@@ -206,7 +205,8 @@ def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: Train
         torch.set_rng_state(plan.rng_ranks[rank]["cpu"])
         if device.type == "cuda" and "device" in plan.rng_ranks[rank]:
             torch.cuda.set_rng_state(plan.rng_ranks[rank]["device"], device)
-    trainer.features = tokenize(trainer.tokenizer, plan.data.texts, trainer.training.max_length)
+    trainer.features = plan.data.student.features(trainer.tokenizer, plan.data,
+                                                  trainer.training.max_length)
     trainer.eval_features, trainer.pool_check_rows = None, None
     trainer.train_model = ranks.wrap(trainer.model)
     return trainer

@@ -1,0 +1,53 @@
+"""The sequence kind: single-label text classifiers (MUKI as published)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+
+_GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
+
+
+class SequenceKind(TeacherKind):
+    """One label per text, from a *ForSequenceClassification head."""
+
+    name = "sequence"
+    title = "single-label text classification"
+    architecture_suffix = "ForSequenceClassification"
+    auto_model = "AutoModelForSequenceClassification"
+    pipeline_tag = "text-classification"
+    unit = "text"
+    units = "texts"
+    headline = "accuracy"
+    routing_unit = "texts"
+    labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
+
+    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
+                     scheme: str | None = None) -> TeacherKnowledge:
+        count = len(outputs)
+        if count < 2:  # before the label names, whose fixes cannot help a one-output model
+            raise ValueError(f"has only {count} label; a teacher needs two or more (its "
+                             "confidence is undefined with one): use a classifier of 2+ labels")
+        if override is not None:
+            labels = tuple(override)
+            if len(labels) != count:
+                raise ValueError(f"labels override lists {len(labels)} names but the "
+                                 f"checkpoint has {count} outputs; list exactly {count}")
+        else:
+            labels = tuple(str(label) for label in outputs)
+            generic = [label for label in labels if _GENERIC_LABEL.match(label)]
+            if generic:
+                raise ValueError(f"names its labels generically ({', '.join(generic)}); give "
+                                 "the real names with labels = [...] in its [[teachers]] entry")
+        if len(set(labels)) != len(labels):
+            raise ValueError(f"repeats label names {labels}; make them unique")
+        return TeacherKnowledge(outputs=labels, classes=labels)
+
+    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
+        # dict keeps insertion order, so the union is deterministic and reproducible.
+        return list(dict.fromkeys(label for labels in classes for label in labels))
+
+
+KIND = SequenceKind()

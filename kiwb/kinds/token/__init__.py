@@ -1,0 +1,36 @@
+"""The token kind: NER teachers integrated per word and span (MUKI §3.5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.token.tags import read_tag_set, union_tags
+
+
+class TokenKind(TeacherKind):
+    """Tags per word, from a *ForTokenClassification head; a teacher knows some entity types."""
+
+    name = "token"
+    title = "token classification (named entities)"
+    architecture_suffix = "ForTokenClassification"
+    auto_model = "AutoModelForTokenClassification"
+    pipeline_tag = "token-classification"
+    unit = "span"
+    units = "clusters"  # conflict clusters: overlapping spans of the teachers
+    headline = "entity F1"
+    routing_unit = "gold entities"
+    labels_routing = "rank"  # labeled spans become targets; the routing stays label-free
+
+    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
+                     scheme: str | None = None) -> TeacherKnowledge:
+        """Tags read in their scheme; `override` renames the entity types (kiwb.toml labels)."""
+        tags = read_tag_set(outputs, scheme=scheme, types=override)
+        return TeacherKnowledge(outputs=tags.tags, classes=tags.types, scheme=tags.scheme)
+
+    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
+        """BIO2 tags: O, then B- and I- of every entity type, in teacher then type order."""
+        return union_tags([entity_type for types in classes for entity_type in types])
+
+
+KIND = TokenKind()

@@ -1,0 +1,271 @@
+"""The student of a token project: a tagger over the union's BIO2 tags, taught per word.
+
+A training row is a text; its words are aligned to the student's sub-words like a teacher's
+(first sub-word per word), and its targets are its words' rows of the word targets. A text
+longer than the student's maximum length trains on its first window only (counted and logged);
+evaluation and prediction read every word, window by window.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from kiwb.console import console
+from kiwb.errors import KiwbError
+from kiwb.kinds.token.metrics import entity_report
+from kiwb.kinds.token.scoring import pad_windows, window_texts
+from kiwb.kinds.token.words import align_words, merge_windows
+from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
+from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
+from kiwb.workers.teachers import resolve_checkpoint
+
+
+@dataclass(frozen=True)
+class TextRow:
+    """One training text: its first window, and the global indices of the words it holds."""
+
+    input_ids: list[int]
+    attention_mask: list[int]
+    first_pieces: list[int]
+    words: range  # global word indices (into the word targets)
+    # (position, word within the row) of each word's later sub-words: they learn the word's
+    # target as inside tags, so that a pipeline grouping sub-words finds whole words.
+    continuations: tuple[tuple[int, int], ...] = ()
+
+
+def continuation_pieces(first_pieces: list[int], length: int, trailing: int
+                        ) -> tuple[tuple[int, int], ...]:
+    """The later sub-words of each word: the positions between a word's first piece and the
+    next word's, the last word's up to the trailing special tokens."""
+    ends = [*first_pieces[1:], length - trailing]
+    return tuple((position, word) for word, (first, end) in enumerate(zip(first_pieces, ends,
+                                                                          strict=True))
+                 for position in range(first + 1, end))
+
+
+def load_token_student(base: str, union: list[str]):
+    """A token classifier from `base` with a new head over the union tags, and its tokenizer."""
+    from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
+
+    folder = resolve_checkpoint("student", base, role="student base")
+    try:
+        config = AutoConfig.from_pretrained(folder)
+    except Exception as error:
+        raise KiwbError(f"student base {base}: cannot read its config.json ({error})") from None
+    if type(config) not in AutoModelForTokenClassification._model_mapping:
+        raise KiwbError(f"student base {base}: a {config.model_type!r} model cannot be a token "
+                        "classifier; choose an encoder checkpoint such as BERT, RoBERTa or MiniLM")
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    if not getattr(tokenizer, "is_fast", False):
+        raise KiwbError(f"student base {base}: its tokenizer ({type(tokenizer).__name__}) is a "
+                        "slow one, and aligning words needs a fast one: give the base a "
+                        "tokenizer.json")
+    model = load_classifier(
+        folder, kind="token", num_labels=len(union), id2label=dict(enumerate(union)),
+        label2id={tag: i for i, tag in enumerate(union)}, ignore_mismatched_sizes=True)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
+        model.config.pad_token_id = tokenizer.pad_token_id
+    return model, tokenizer
+
+
+def text_rows(tokenizer, texts_words: list[list[str]], max_length: int) -> list[TextRow]:
+    """Each text's first window as a training row; the texts cut short are counted aloud."""
+    rows, cut, start = [], 0, 0
+    limit = capped_max_length(tokenizer, max_length)
+    for words in texts_words:
+        windows = align_words(tokenizer, words, limit)
+        first = windows[0]
+        cut += len(windows) > 1
+        trailing = tokenizer.num_special_tokens_to_add(pair=False) - first.first_pieces[0]
+        rows.append(TextRow(first.input_ids, first.attention_mask, first.first_pieces,
+                            range(start + first.owned.start, start + first.owned.stop),
+                            continuation_pieces(first.first_pieces, len(first.input_ids),
+                                                max(0, trailing))))
+        start += len(words)
+    if cut:
+        console.print(f"{cut:,} of {len(texts_words):,} training texts are longer than "
+                      f"max_length ({limit} tokens): they train on their first window of words",
+                      highlight=False, markup=False)
+    return rows
+
+
+def row_logits(model, tokenizer, rows: list[TextRow], device: torch.device,
+               continuations: bool = False) -> torch.Tensor:
+    """(words of the rows, |Y|) logits at each word's first sub-word, rows in order; with
+    `continuations`, then the later sub-words' logits, rows in order."""
+    batch = to_device(pad_windows(tokenizer, rows), device)
+    logits = model(**batch).logits.float()  # (B, T, |Y|)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    picked, later = [], []
+    for slot, row in enumerate(rows):
+        shift = logits.shape[1] - len(row.input_ids) if left else 0
+        positions = torch.as_tensor(row.first_pieces, device=logits.device) + shift
+        picked.append(logits[slot, positions])
+        if continuations and row.continuations:
+            inside = torch.as_tensor([p for p, _ in row.continuations], device=logits.device)
+            later.append(logits[slot, inside + shift])
+    return torch.cat(picked + later)
+
+
+@torch.no_grad()
+def predict_word_tags(model, tokenizer, texts_words: list[list[str]], max_length: int,
+                      batch: FittedBatch, device: torch.device,
+                      autocast_dtype: str = "float32") -> list[list[int]]:
+    """The student's tag id for every word of every text (all windows read)."""
+    shard = window_texts(tokenizer, texts_words, capped_max_length(tokenizer, max_length))
+    was_training = model.training
+    model.eval()
+    try:
+        with autocast_context(device, autocast_dtype):
+            per_window = batch.run(lambda size: _window_logits(model, tokenizer, shard, size, device),
+                                   device, "evaluating", items=max(1, len(shard.windows)))
+    finally:
+        model.train(was_training)
+    found = []
+    for text in range(len(texts_words)):
+        mine = [index for index, owner in enumerate(shard.text_of) if owner == text]
+        windows = [shard.windows[index] for index in mine]
+        merged = merge_windows(windows, [per_window[index] for index in mine]) if mine else None
+        found.append(merged.argmax(-1).tolist() if merged is not None else [])
+    return found
+
+
+def _window_logits(model, tokenizer, shard, batch_size: int, device) -> list:
+    found: list = [None] * len(shard.windows)
+    lengths = [len(window.input_ids) for window in shard.windows]
+    for batch_rows in length_sorted_batches(lengths, batch_size):
+        windows = [shard.windows[row] for row in batch_rows]
+        rows = [TextRow(w.input_ids, w.attention_mask, w.first_pieces, w.words) for w in windows]
+        logits = row_logits(model, tokenizer, rows, device).cpu()
+        start = 0
+        for row, window in zip(batch_rows, windows, strict=True):
+            found[row] = logits[start:start + len(window.first_pieces)]
+            start += len(window.first_pieces)
+    return found
+
+
+def evaluation_figures(gold: list[list[str]], predicted: list[list[str]],
+                       types: list[str]) -> dict:
+    """A token student's figures in the shape a TrainEval holds: `accuracy` is the headline
+    entity F1 (conlleval), `macro_f1` its mean over types, `per_class_accuracy` F1 per type,
+    `confusion` each word's type against its predicted type, O last (what kiwb's learning
+    check reads); the entity-level figures, the entity confusion and boundary errors under
+    `entity`."""
+    report = entity_report(gold, predicted, types)
+    classes = [*types, "O"]
+    index = {name: i for i, name in enumerate(classes)}
+    confusion = [[0] * len(classes) for _ in classes]
+    for gold_tags, predicted_tags in zip(gold, predicted, strict=True):
+        for gold_tag, predicted_tag in zip(gold_tags, predicted_tags, strict=True):
+            confusion[index[gold_tag[2:] or "O"]][index[predicted_tag[2:] or "O"]] += 1
+    return {
+        "accuracy": report["f1"], "macro_f1": report["macro_f1"],
+        "per_class_accuracy": {entity_type: figures["f1"]
+                               for entity_type, figures in report["per_type"].items()},
+        "confusion": confusion, "num_texts": report["num_sentences"],
+        "entity": {**{key: report[key] for key in (
+            "precision", "recall", "f1", "strict", "word_accuracy", "boundary_errors",
+            "confusion", "num_gold_entities", "num_predicted_entities")},
+            "per_type_recall": {entity_type: figures["recall"]
+                                for entity_type, figures in report["per_type"].items()}},
+    }
+
+
+def inside_tags(targets: torch.Tensor, union: list[str]) -> torch.Tensor:
+    """Targets for a word's later sub-words: each B-T's mass moved to I-T."""
+    moved = targets.clone()
+    for position, tag in enumerate(union):
+        if tag.startswith("B-"):
+            inside = union.index("I-" + tag[2:])
+            moved[..., inside] += moved[..., position]
+            moved[..., position] = 0.0
+    return moved
+
+
+class TokenStudent:
+    """The student of a token project, as the Trainer reaches it (kiwb.workers.student's
+    SequenceStudent is the sequence kind's): rows are texts, targets are per word."""
+
+    kind = "token"
+
+    def __init__(self, types: list[str], pool_words: list[list[str]],
+                 eval_words: list[list[str]] | None, eval_tags: list[list[str]] | None,
+                 max_length: int):
+        self.types, self.pool_words, self.max_length = list(types), pool_words, max_length
+        self.eval_words, self.eval_tags = eval_words, eval_tags
+
+    def load_base(self, base: str, labels: list[str]):
+        return load_token_student(base, labels)
+
+    def load_checkpoint(self, folder):
+        return load_classifier(folder, kind="token")
+
+    def features(self, tokenizer, data, max_length: int) -> list[TextRow]:
+        return text_rows(tokenizer, self.pool_words, max_length)
+
+    def eval_features(self, tokenizer, data, max_length: int) -> list[list[str]]:
+        return self.eval_words  # read whole, window by window, at each evaluation
+
+    def logits(self, model, tokenizer, features, rows, device) -> torch.Tensor:
+        """Logits of the rows' words' first sub-words, then of their later sub-words."""
+        return row_logits(model, tokenizer, [features[int(row)] for row in rows], device,
+                          continuations=True)
+
+    def _words(self, features, rows) -> tuple[torch.Tensor, torch.Tensor]:
+        """Global word indices of the rows' first sub-words, then of their later ones."""
+        chosen = [features[int(row)] for row in rows]
+        first = torch.cat([torch.arange(row.words.start, row.words.stop) for row in chosen])
+        later = [row.words.start + word for row in chosen for _, word in row.continuations]
+        return first, torch.tensor(later, dtype=torch.long)
+
+    def row_targets(self, data, rows, features=None) -> tuple[torch.Tensor, torch.Tensor]:
+        first, later = self._words(features, rows)
+        targets = torch.cat([data.targets[first], inside_tags(data.targets[later], data.labels)])
+        return targets, data.weights[torch.cat([first, later])]
+
+    def row_gold(self, data, rows, features=None) -> torch.Tensor:
+        first, later = self._words(features, rows)
+        inside = {i: data.labels.index("I-" + tag[2:]) if tag.startswith("B-") else i
+                  for i, tag in enumerate(data.labels)}
+        later_gold = torch.tensor([inside[int(i)] for i in data.label_ids[later]],
+                                  dtype=torch.long)
+        return torch.cat([data.label_ids[first], later_gold])
+
+    def evaluate(self, model, tokenizer, features, data, batch, device, autocast_dtype) -> dict:
+        predicted = predict_word_tags(model, tokenizer, features, self.max_length, batch, device,
+                                      autocast_dtype)
+        names = [[data.labels[i] for i in text] for text in predicted]
+        return evaluation_figures(self.eval_tags, names, self.types)
+
+    def check_labels(self, data) -> list[str]:
+        return [*self.types, "O"]
+
+    def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
+                         num_labels: int) -> list[int]:
+        counts = [0] * num_labels
+        was_training = model.training
+        model.eval()
+        with torch.no_grad(), autocast_context(device, autocast_dtype):
+            for start in range(0, len(features), 16):
+                chunk = features[start:start + 16]
+                top = row_logits(model, tokenizer, chunk, device).argmax(-1).tolist()
+                for tag in top:
+                    counts[self._class_of(self._union_names(model)[tag])] += 1
+        model.train(was_training)
+        return counts
+
+    def _union_names(self, model) -> list[str]:
+        return [model.config.id2label[i] for i in range(model.config.num_labels)]
+
+    def _class_of(self, tag: str) -> int:
+        return len(self.types) if tag == "O" else self.types.index(tag[2:])
+
+    def target_tops(self, data) -> torch.Tensor:
+        """Each taught word's type (O last): its target's top tag, or its gold tag."""
+        tops = data.label_ids if data.label_ids is not None else (
+            data.targets if data.targets.dim() == 2 else data.targets.mean(1)).argmax(-1)
+        return torch.tensor([self._class_of(data.labels[i]) for i in tops.tolist()],
+                            dtype=torch.long)

@@ -1,0 +1,87 @@
+"""`kiwb train` for token teachers: the word targets, the eval set and the manifest of a run."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import torch
+
+from kiwb import __version__
+from kiwb.core.class_priors import logit_offsets, target_prior
+from kiwb.errors import KiwbError
+from kiwb.kinds.token.funnel import token_funnel
+from kiwb.kinds.token.runtime import integrate_token_pool, token_data
+from kiwb.kinds.token.student import TokenStudent
+from kiwb.kinds.token.summary import eval_figures
+from kiwb.kinds.token.targets import union_coverage
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.store import Store
+from kiwb.workers.score import ScoreTask
+from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.training_data import TrainingData
+
+SUPERVISED = "supervised"
+
+
+def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[ScoreTask]):
+    """A token run's TrainingData: word targets of the integrated pool (or, supervised, its
+    gold tags), the eval set's words and tags, and the manifest that pins its inputs."""
+    settings = request.settings
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
+    pool_table = by_role["unlabeled"][0].table
+    if any(len(store.done_shards(t.key)) < t.num_shards for t in by_role["unlabeled"]):
+        raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
+                        f"kiwb score {config.root}")
+    data = token_data(config, store, by_role["unlabeled"])
+    union = list(data.scores.union)
+    targets = weights = label_ids = pool = None
+    if settings.method == SUPERVISED:
+        label_ids = _gold_ids(pool_table, union, config)
+    else:
+        pool = integrate_token_pool(settings, store, data)
+        targets, weights = pool.result.targets, pool.result.weights
+    evaluation, eval_reference, eval_routing = None, None, None
+    if by_role["eval"] and all(len(store.done_shards(t.key)) == t.num_shards
+                               for t in by_role["eval"]):
+        evaluation = token_data(config, store, by_role["eval"])
+        if pool is not None:
+            summary, _ = eval_figures(evaluation, pool, settings)
+            eval_routing = summary.routing_accuracy.to_dict()
+    eval_table = by_role["eval"][0].table if by_role["eval"] else None
+    offsets = None
+    if targets is not None and settings.logit_adjustment:
+        offsets = logit_offsets(target_prior(targets, weights), settings.logit_adjustment).float()
+    student = TokenStudent(data.types, pool_table.words, eval_table.words if eval_table else None,
+                           eval_table.tags if eval_table else None, config.training.max_length)
+    manifest = {
+        "kiwb_version": __version__, "kind": "token",
+        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                      "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        "labels": union, "method": asdict(settings), "data": pool_table.fingerprint,
+        "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
+        "eval_data": ({"texts": eval_table.fingerprint,
+                       "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}
+                      if eval_table is not None else None),
+        "student": config.training.student,
+        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+        "class_funnel": (token_funnel(data, pool, settings, evaluation).to_dict()
+                         if pool is not None else None),
+    }
+    return TrainingData(
+        union, pool_table.texts, targets, weights, label_ids,
+        union_coverage(data.tag_sets, union), eval_table.texts if eval_table else None, None,
+        eval_routing, manifest, eval_reference, offsets, student)
+
+
+def _gold_ids(table, union: list[str], config: ProjectConfig) -> torch.Tensor:
+    """The pool's gold tags as union ids, word by word (the supervised run)."""
+    if table.tags is None:
+        raise KiwbError(f"{config.file}: the supervised run needs the pool's gold tags; set "
+                        "tags_column in [data.unlabeled]")
+    index = {tag: i for i, tag in enumerate(union)}
+    unknown = sorted({tag for tags in table.tags for tag in tags if tag not in index})
+    if unknown:
+        raise KiwbError(f"gold tags {', '.join(unknown[:5])} name types no teacher knows "
+                        f"({', '.join(union)}); fix the tags column")
+    return torch.tensor([index[tag] for tags in table.tags for tag in tags])

@@ -1,0 +1,33 @@
+"""What a training run learns from, prepared once: the shape every kind of student fills."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from kiwb.workers.student import SequenceStudent
+
+
+@dataclass
+class TrainingData:
+    """Everything the loop needs, prepared once; targets come from stored scores. Rows are
+    texts; a token run's targets, weights and gold ids are per word (its student maps rows to
+    words)."""
+
+    labels: list[str]
+    texts: list[str]
+    targets: torch.Tensor | None      # (n, |Y|) or (n, N, |Y|) for UHC
+    weights: torch.Tensor | None      # (n,)
+    label_ids: torch.Tensor | None    # (n,) for the supervised run
+    coverage: torch.Tensor
+    eval_texts: list[str] | None
+    eval_ids: torch.Tensor | None
+    eval_routing: dict | None
+    manifest: dict
+    eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
+    logit_offsets: torch.Tensor | None = None  # (|Y|,) logit adjustment, added in the loss only
+    # What depends on the kind of student (kiwb.workers.student.SequenceStudent, or the token
+    # kind's): its head, its rows, its loss's inputs and its metrics.
+    student: Any = field(default_factory=SequenceStudent)

@@ -1,0 +1,186 @@
+"""The token kind end to end through the real CLI, on tiny real NER teachers built here: score,
+integrate, train, evaluate, export (loaded by transformers' token-classification pipeline),
+predict; and its bad input, each one line."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from test_bad_input import assert_refused, run_kiwb, score_files
+from tiny import TEACHER_A_LABELS, build_teacher, tiny_bert_config
+from tiny_ner import (
+    TEACHER_A_TYPES,
+    TEACHER_B_TYPES,
+    build_ner_teacher,
+    make_sentences,
+    ner_wordpiece_tokenizer,
+    write_jsonl,
+)
+
+pytestmark = pytest.mark.slow
+
+TRAINING = """
+[training]
+student = "{student}"
+epochs = 8
+min_steps = 0
+learning_rate = 0.006
+batch_size = 16
+eval_every = 20
+"""
+
+
+@pytest.fixture(scope="module")
+def ner_root(tmp_path_factory) -> Path:
+    """Two tiny NER teachers (WordPiece BERT on LOC, MISC; byte-level BPE RoBERTa on ORG, PER),
+    a student base, a pool of words and a tagged eval set."""
+    import torch
+    from transformers import BertForTokenClassification
+
+    root = tmp_path_factory.mktemp("ner")
+    build_ner_teacher(root / "teacher_a", "bert", TEACHER_A_TYPES, seed=1)
+    build_ner_teacher(root / "teacher_b", "roberta", TEACHER_B_TYPES, seed=2)
+    torch.manual_seed(0)
+    tokenizer = ner_wordpiece_tokenizer()
+    BertForTokenClassification(tiny_bert_config(("x", "y"), len(tokenizer))).save_pretrained(
+        root / "base")
+    tokenizer.save_pretrained(root / "base")
+    write_jsonl(root / "pool.jsonl", [{"tokens": row["tokens"]}
+                                      for row in make_sentences(160, seed=21)])
+    write_jsonl(root / "eval.jsonl", make_sentences(48, seed=22))
+    return root
+
+
+def write_ner_project(project: Path, root: Path, *, teachers=None, eval_file: Path | None = None,
+                      extra: str = "") -> Path:
+    teachers = teachers or {"a": root / "teacher_a", "b": root / "teacher_b"}
+    project.mkdir(parents=True, exist_ok=True)
+    lines = ['name = "ner"']
+    for name, path in teachers.items():
+        lines += ["[[teachers]]", f"name = {json.dumps(name)}", f"path = {json.dumps(str(path))}"]
+    lines += ["[data.unlabeled]", f"path = {json.dumps(str(root / 'pool.jsonl'))}",
+              'tokens_column = "tokens"']
+    evaluation = eval_file or root / "eval.jsonl"
+    lines += ["[data.eval]", f"path = {json.dumps(str(evaluation))}", 'tokens_column = "tokens"',
+              'tags_column = "tags"', "[scoring]", "mc_passes = 4", "shard_size = 64",
+              'device = "cpu"', TRAINING.format(student=root / "base"), extra]
+    (project / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return project
+
+
+@pytest.fixture(scope="module")
+def trained(ner_root, tmp_path_factory) -> tuple[Path, dict]:
+    """A token project scored, integrated (JSON kept) and trained with MUKI-Hard."""
+    project = write_ner_project(tmp_path_factory.mktemp("proj") / "proj", ner_root)
+    for args in (("score",), ("train", "--run", "hard")):
+        done = run_kiwb(*args, project, "--foreground", cwd=project.parent)
+        assert done.returncode == 0, done.stderr
+    done = run_kiwb("integrate", project, "--json", cwd=project.parent)
+    assert done.returncode == 0, done.stderr
+    return project, json.loads(done.stdout)
+
+
+def test_integration_records_the_token_kind_clusters_and_entity_figures(trained):
+    _, integration = trained
+    summary = integration  # kiwb integrate --json prints the summary
+    assert summary["task_kind"] == "token"
+    assert summary["labels"] == ["LOC", "MISC", "ORG", "PER", "O"]
+    assert summary["teacher_labels"] == {"a": ["LOC", "MISC"], "b": ["ORG", "PER"]}
+    token = summary["token"]
+    assert token["texts"] == 160 and token["clusters"] == summary["num_texts"] > 0
+    assert sum(token["cluster_kinds"].values()) == token["clusters"]
+    assert set(token["cluster_kinds"]) <= {"type-clash", "boundary-clash", "entity-vs-none", "agree"}
+    evaluation = summary["eval"]
+    # each teacher alone finds only its own types: the Ensemble must beat both
+    assert evaluation["ensemble_accuracy"] > max(evaluation["teacher_accuracy"].values())
+    # teachers of disjoint types: routing per gold entity sends nearly all to their owner
+    assert evaluation["routing_accuracy"]["chosen"] >= 0.9
+    assert summary["funnel"]["labels"] == ["LOC", "MISC", "ORG", "PER"]
+    assert summary["funnel"]["labeled"]["where"] == "eval"
+
+
+def test_train_evaluate_export_and_the_pipeline(trained, tmp_path):
+    from transformers import pipeline
+
+    project, _ = trained
+    shown = run_kiwb("evaluate", project, "--run", "hard", "--json", cwd=project.parent)
+    assert shown.returncode == 0, shown.stderr
+    report = json.loads(shown.stdout)
+    assert report["kind"] == "token" and set(report["per_class_accuracy"]) == {
+        "LOC", "MISC", "ORG", "PER"}
+    assert report["accuracy"] >= 0.5  # entity F1 of a tiny student trained 80 steps
+    assert 0 <= report["entity"]["strict"]["f1"] <= 1
+    destination = tmp_path / "tagger"
+    done = run_kiwb("export", project, "--run", "hard", "--to", destination, "--foreground",
+                    cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert 'pipeline("token-classification"' in done.stderr  # the console writes to stderr
+    manifest = json.loads((destination / "kiwb-manifest.json").read_text())
+    assert manifest["kind"] == "token" and manifest["labels"][0] == "O"
+    card = (destination / "README.md").read_text()
+    assert "pipeline_tag: token-classification" in card and "## Tags" in card
+    tag = pipeline("token-classification", model=str(destination), aggregation_strategy="simple")
+    groups = tag("Alice flew to Paris with Acme staff today .")
+    assert groups and all(group["entity_group"] in {"LOC", "MISC", "ORG", "PER"}
+                          for group in groups)
+    predicted = run_kiwb("predict", destination, "Alice flew to Paris .", cwd=tmp_path)
+    assert predicted.returncode == 0, predicted.stderr
+    assert ":" in predicted.stdout.split("\t")[0]  # "TYPE: words", or "(no entity)"
+
+
+def test_a_sequence_and_a_token_teacher_are_refused(ner_root, tmp_path):
+    build_teacher(tmp_path / "classifier", "bert", TEACHER_A_LABELS, trained=False)
+    project = write_ner_project(tmp_path / "proj", ner_root, teachers={
+        "tagger": ner_root / "teacher_a", "classifier": tmp_path / "classifier"})
+    message = assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path),
+                             "different kinds", "sequence: classifier", "token: tagger")
+    assert "of one kind" in message
+    assert not score_files(project)
+
+
+def test_an_unrecognised_tag_scheme_is_refused(ner_root, tmp_path):
+    import torch
+    from transformers import BertForTokenClassification
+
+    folder = tmp_path / "odd"
+    tokenizer = ner_wordpiece_tokenizer()
+    torch.manual_seed(0)
+    odd = ("O", "X-PER", "B-LOC")
+    BertForTokenClassification(tiny_bert_config(odd, len(tokenizer))).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    project = write_ner_project(tmp_path / "proj", ner_root, teachers={
+        "a": ner_root / "teacher_a", "odd": folder})
+    assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path), "teacher 'odd'",
+                   "X-PER")
+
+
+@pytest.mark.parametrize("rows, fragments", [
+    ([{"tokens": ["Alice", "left"], "tags": ["B-PER"]}], ["row 0 has 2 words but 1 tags"]),
+    ([{"tokens": [], "tags": []}], ["row 0 has no words"]),
+    ([{"tokens": ["Alice"]}], ["no column 'tags'", "tags_column"]),
+])
+def test_bad_eval_files_are_one_line(ner_root, tmp_path, rows, fragments):
+    evaluation = write_jsonl(tmp_path / "eval.jsonl", rows)
+    project = write_ner_project(tmp_path / "proj", ner_root, eval_file=evaluation)
+    assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path), str(evaluation),
+                   *fragments)
+
+
+def test_a_teacher_without_a_fast_tokenizer_is_refused(ner_root, tmp_path):
+    folder = shutil.copytree(ner_root / "teacher_a", tmp_path / "slow")
+    # The same WordPiece vocabulary as a vocab.txt and no tokenizer.json, under transformers'
+    # slow (Python) BERT tokenizer: it has no word_ids() to align words with.
+    vocab = json.loads((folder / "tokenizer.json").read_text())["model"]["vocab"]
+    (folder / "vocab.txt").write_text("".join(f"{piece}\n" for piece in sorted(vocab, key=vocab.get)))
+    (folder / "tokenizer.json").unlink()
+    config = json.loads((folder / "tokenizer_config.json").read_text())
+    config["tokenizer_class"] = "BertTokenizerLegacy"
+    (folder / "tokenizer_config.json").write_text(json.dumps(config))
+    project = write_ner_project(tmp_path / "proj", ner_root, teachers={
+        "a": folder, "b": ner_root / "teacher_b"})
+    assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path),
+                   "BertTokenizerLegacy", "fast")
+    assert not score_files(project)
