@@ -106,14 +106,18 @@ def export_labels(args: argparse.Namespace) -> int:
 
 def import_labels(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
+    from kiwb.kinds import TOKEN
     from kiwb.project.label_files import file_format, read_label_file
     from kiwb.project.labels import give_labels, replace_all
+    from kiwb.workers.project_inputs import project_kind
 
     file_format(args.file)
     config, store = _store(args.project)
     with store:
         decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
                                     label_column=args.label_column)
+        if project_kind(config) == TOKEN.name:  # refused before anything is written
+            check_spans(args.file, decisions, config)
         if args.replace:
             replace_all(store.connection, decisions)
         else:
@@ -126,13 +130,36 @@ def import_labels(args: argparse.Namespace) -> int:
                     "named (the last line counts)" if len(decisions) > len(last) else "")
                  + ("; the labels given before were replaced" if args.replace else ""),
                  highlight=False)
-    known_texts = project_text_hashes(config)
-    unmatched = len(set(last) - known_texts) if known_texts is not None else 0
+    texts = {text_hash(item.text): item.text for item in decisions}
+    unmatched = matched_labels(config, set(last), texts) or 0
     if unmatched:
         stdout.print(f"{unmatched:,} of them match no text of the project's data: kiwb finds a "
                      "text by its exact content (spaces and case included); they are kept, and "
                      "count once a data set holds them", highlight=False)
     return 0
+
+
+def check_spans(file, decisions, config) -> None:
+    """A token project's labels name a span of a sentence (⟦ ⟧ marks it, as the conflicts
+    list writes it): refuse one whose marks are broken or whose span is not a span of any
+    text of the project's data, naming it."""
+    from kiwb.kinds.token.units import read_marked
+    from kiwb.workers.project_inputs import load_datasets
+
+    sentences = {" ".join(words): len(words) for table in load_datasets(config).values()
+                 for words in table.words}
+    for decision in decisions:
+        marked = read_marked(decision.text)
+        shown = decision.text if len(decision.text) <= 60 else decision.text[:57] + "..."
+        if marked is None:
+            raise KiwbError(f"{file}: {shown!r} marks no span: a label of an NER project names "
+                            "one span of a sentence between ⟦ and ⟧, as kiwb labels export "
+                            "writes it")
+        sentence, start, end = marked
+        if sentence not in sentences or end > sentences[sentence]:
+            raise KiwbError(f"{file}: the span of {shown!r} no longer matches a text of the "
+                            "project's data (the sentence changed, or its words are split "
+                            "otherwise); label it again in the Conflicts pane or fix the text")
 
 
 def project_text_hashes(config) -> set[str] | None:
@@ -147,6 +174,24 @@ def project_text_hashes(config) -> set[str] | None:
     return {text_hash(text) for table in tables.values() for text in table.texts}
 
 
+def matched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
+    """How many labeled texts match no text of the project (None: unknown now); a token
+    project's labels name spans of sentences, matched by their sentence."""
+    from kiwb.kinds import TOKEN
+    from kiwb.kinds.token.units import read_marked
+    from kiwb.workers.project_inputs import load_datasets, project_kind
+
+    if project_kind(config) != TOKEN.name:
+        known = project_text_hashes(config)
+        return len(hashes - known) if known is not None else None
+    try:
+        sentences = {" ".join(words) for table in load_datasets(config).values()
+                     for words in table.words}
+    except KiwbError:
+        return None
+    return sum(1 for key in hashes if (read_marked(texts[key]) or ("",))[0] not in sentences)
+
+
 def known_labels(config) -> list[str]:
     """The union of the teachers' labels, in kiwb's order: what a label may be."""
     from kiwb.core.labels import union_labels
@@ -157,4 +202,4 @@ def known_labels(config) -> list[str]:
         raise KiwbError(f"{config.file}: no [[teachers]] yet, so no label is known; add the "
                         "teachers first")
     quiet_libraries()
-    return union_labels([list(info.labels) for info in inspect_teachers(config)])
+    return union_labels([list(info.known) for info in inspect_teachers(config)])

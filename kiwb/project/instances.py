@@ -47,6 +47,9 @@ class Instance:
     labeled: bool = False       # a decision was made on this text
     given: str | None = None    # its label; None with `labeled`: none of these labels
     turn: int | None = None     # its place in the `useful` order
+    # A token integration's cluster: its kind, and each teacher's tags over the span and
+    # confidences there (kiwb.kinds.token.summary.save_clusters writes them).
+    details: dict | None = None
 
 
 def replace_instances(db: sqlite3.Connection, integration: str, rows: Iterable[tuple]) -> None:
@@ -174,5 +177,9 @@ def labeled_in(db: sqlite3.Connection, integration: str) -> list[tuple[str, int,
 
 
 def _instance(row: Sequence) -> Instance:
-    return Instance(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), row[6], row[7],
-                    bool(row[8]), row[9], row[10])
+    stored = json.loads(row[5])
+    # A text's row stores the routing scores as a list; a cluster's, a dict with them inside.
+    details = stored if isinstance(stored, dict) else None
+    confidences = details["scores"] if details is not None else stored
+    return Instance(row[0], row[1], row[2], row[3], row[4], confidences, row[6], row[7],
+                    bool(row[8]), row[9], row[10], details)

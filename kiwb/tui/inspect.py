@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from kiwb.kinds import DEFAULT_KIND, KINDS, kind_of_architectures
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, is_hub_id
 from kiwb.project.teach_report import untrained_teacher_problem
 
@@ -32,8 +33,10 @@ class TeacherSummary:
 
     name: str
     path: str
-    labels: tuple[str, ...] = ()
+    labels: tuple[str, ...] = ()  # its labels, or (token) its entity types
     architecture: str = ""
+    kind: str = DEFAULT_KIND  # kiwb.kinds: sequence or token
+    scheme: str | None = None  # token: how its tags mark entities
     model_type: str = ""
     tokenizer: str = ""
     size_bytes: int | None = None
@@ -64,16 +67,49 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     except (OSError, ValueError) as error:
         return replace(base, problem=f"cannot read {folder}/config.json: {error}")
     architectures = list(model_config.get("architectures") or [])
-    architecture = next((a for a in architectures if a.endswith("ForSequenceClassification")), "")
+    found = kind_of_architectures(architectures)
+    kind, architecture = found if found is not None else (KINDS[DEFAULT_KIND], "")
     summary = replace(base, architecture=architecture or ", ".join(architectures),
-                       model_type=str(model_config.get("model_type", "")),
-                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder))
-    labels, problem = _labels(model_config, teacher)
+                      model_type=str(model_config.get("model_type", "")),
+                      tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
+                      kind=kind.name)
+    if kind.name == DEFAULT_KIND:
+        labels, problem, scheme = *_labels(model_config, teacher), None
+    else:
+        labels, problem, scheme = _knowledge(kind, model_config, teacher)
     if not architecture:
-        problem = (f"not a sequence classifier (architectures: {', '.join(architectures) or 'none'}); "
-                   "pick a fine-tuned *ForSequenceClassification checkpoint")
+        suffixes = " or ".join(f"*{k.architecture_suffix}" for k in KINDS.values())
+        problem = (f"not a sequence classifier nor a token classifier (architectures: "
+                   f"{', '.join(architectures) or 'none'}); pick a fine-tuned {suffixes} checkpoint")
     problem = problem or untrained_teacher_problem(teacher.name, folder)
-    return replace(summary, labels=labels, problem=problem)
+    return replace(summary, labels=labels, problem=problem, scheme=scheme)
+
+
+def _knowledge(kind, model_config: dict, teacher: TeacherConfig):
+    """A token teacher's entity types and tag scheme, or its tags and what is wrong with them."""
+    id2label = model_config.get("id2label") or {}
+    count = int(model_config.get("num_labels") or len(id2label) or 0)
+    outputs = [str(id2label.get(str(i), id2label.get(i, f"LABEL_{i}"))) for i in range(count)]
+    if teacher.labels is not None:
+        return tuple(outputs), ("labels = [...] names a sequence classifier's labels; rename this "
+                                "NER teacher's entity types with types = [...]"), None
+    try:
+        knowledge = kind.read_teacher(outputs, teacher.types, teacher.tag_scheme)
+    except ValueError as error:
+        return tuple(outputs), str(error), None
+    return knowledge.classes, None, knowledge.scheme
+
+
+def refuse_mixed_kinds(summaries: list[TeacherSummary]) -> list[TeacherSummary]:
+    """Teachers of a kind other than the first's are marked with the problem kiwb refuses."""
+    usable = [summary for summary in summaries if summary.problem is None]
+    if len({summary.kind for summary in usable}) < 2:
+        return summaries
+    first = usable[0].kind
+    return [replace(summary, problem=f"a {summary.kind} teacher among {first} teachers: kiwb "
+                    "integrates teachers of one kind; remove one kind")
+            if summary.problem is None and summary.kind != first else summary
+            for summary in summaries]
 
 
 def _teacher_folder(config: ProjectConfig, teacher: TeacherConfig) -> Path | None:

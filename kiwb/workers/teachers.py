@@ -125,7 +125,8 @@ def _teacher_kind(name: str, folder: Path, config) -> tuple[TeacherKind, str]:
         return found
     suffixes = " or ".join(f"*{kind.architecture_suffix}" for kind in KINDS.values())
     raise TeacherError(
-        f"teacher {name!r}: {folder} is not a classifier kiwb integrates (architectures: "
+        f"teacher {name!r}: {folder} is not a sequence classifier nor a token classifier "
+        f"(architectures: "
         f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned {suffixes} "
         "checkpoint (kiwb teach makes one)"
     )

@@ -3,7 +3,6 @@ with its conflict clusters as the conflicts list's instances."""
 
 from __future__ import annotations
 
-from kiwb.errors import ConfigError
 from kiwb.kinds.token.runtime import integrate_token_pool, integration_key, token_data
 from kiwb.kinds.token.summary import save_clusters, token_summary
 from kiwb.project.config import ProjectConfig
@@ -15,9 +14,6 @@ from kiwb.workers.score import ScoreTask
 def run_token_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                           tasks: list[ScoreTask]) -> IntegrationRecord:
     """Integrate a token project's pool with `settings`; returns the integration as recorded."""
-    if settings.prior_correction or settings.class_weighting:
-        raise ConfigError("prior_correction and class_weighting re-weight one target per text; "
-                          "token teachers' targets are per word: turn them off for this project")
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = token_data(config, store, by_role["unlabeled"])
     pool = integrate_token_pool(settings, store, data)

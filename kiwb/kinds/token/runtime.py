@@ -124,6 +124,9 @@ def integrate_token_pool(settings: IntegrationSettings, store: Store,
                          data: TokenData) -> TokenPool:
     """Clusters, routing and word targets of the pool; with `settings.labels`, the labels
     given to clusters (a type, or none: no entity) replace their words' targets at weight 1."""
+    if settings.prior_correction or settings.class_weighting:
+        raise ConfigError("prior_correction and class_weighting re-weight one target per text; "
+                          "token teachers' targets are per word: turn them off for this project")
     decoded = decode_all(data.scores)
     features = cluster_features(data.scores, decoded)
     fitted = fit_cluster_routing(settings, data, features)
@@ -143,8 +146,11 @@ def apply_given_labels(store: Store, data: TokenData, pool: TokenPool) -> TokenP
     given = {}
     for number in range(len(pool.decoded.clusters)):
         key = text_hash(data.cluster_text(pool.decoded, number))
-        if key in by_hash and (by_hash[key] is None or by_hash[key] in known):
-            given[number] = by_hash[key]
+        label = by_hash.get(key, "absent")
+        if label == OUTSIDE_CLASS:  # the class column's O: no entity, as none says
+            label = None
+        if label is None or label in known:
+            given[number] = label
     if not given:
         return replace(pool, fingerprint=labels_fingerprint(by_hash))
     targets, weights = pool.result.targets.clone(), pool.result.weights.clone()

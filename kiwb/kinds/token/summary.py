@@ -22,6 +22,7 @@ from kiwb.kinds.token.runtime import (
     target_tags,
     teacher_tags,
 )
+from kiwb.kinds.token.tags import spans_to_tags
 from kiwb.project.instances import replace_instances
 from kiwb.project.records import (
     EvalSummary,
@@ -174,6 +175,22 @@ def _routing_check(data: TokenData, pool: TokenPool, settings, summary: Integrat
                                  use_mc=settings.use_mc, labels_given=0, comparison=None)
 
 
+def cluster_details(data: TokenData, pool: TokenPool, number: int) -> dict:
+    """What the conflicts list shows of a cluster beside its text: its kind, and per teacher
+    its tags over the cluster's words (dropout off) and its confidences there."""
+    cluster = pool.decoded.clusters[number]
+    tags = {}
+    for teacher, name in enumerate(data.teachers):
+        spans = [span for owner, span in cluster.spans if owner == teacher]
+        words = spans_to_tags(spans, cluster.end)[cluster.start:] if spans else (
+            ["O"] * (cluster.end - cluster.start))
+        tags[name] = words
+    return {"scores": pool.result.confidences[number].tolist(), "kind": cluster.kind,
+            "tags": tags,
+            "mc": [float(f.mc_confidence[number]) for f in pool.features],
+            "plain": [float(f.det_confidence[number]) for f in pool.features]}
+
+
 def save_clusters(store: Store, key: str, data: TokenData, pool: TokenPool,
                   evaluation: TokenData | None) -> None:
     """One conflicts-list row per cluster: its marked sentence, margin, winner, the class its
@@ -191,6 +208,6 @@ def save_clusters(store: Store, key: str, data: TokenData, pool: TokenPool,
                      if s[0] < cluster.end and cluster.start < s[1]]
             gold = classes[spans[0][2]] if spans and spans[0][2] in classes else classes["O"]
         rows.append((number, float(pool.result.margin[number]), int(pool.result.routed[number]),
-                     classes[target], gold, pool.result.confidences[number].tolist(),
+                     classes[target], gold, cluster_details(data, pool, number),
                      data.cluster_text(pool.decoded, number)))
     replace_instances(store.connection, key, rows)

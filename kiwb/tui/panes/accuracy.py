@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rich.console import Group
 from rich.table import Table as RichTable
 from rich.text import Text
 from textual import on
@@ -103,9 +104,13 @@ class AccuracyPane(Pane):
             confusion.update("")
             return
         classes = list(latest.per_class_accuracy.items())
-        per_class.show(f"Per-class accuracy at step {latest.step}",
+        token = latest.entity is not None  # a tagger's: F1 per type, the entity confusion
+        per_class.show(f"{'F1 per type' if token else 'Per-class accuracy'} at step {latest.step}",
                        lambda width, styles: plots.labelled_bars(classes, width, style=styles.bar),
                        len(classes))
+        if token:
+            confusion.update(entity_confusion(latest.entity))
+            return
         matrix, labels = latest.confusion, [label for label, _ in classes]
         confusion.update(plots.confusion_table(labels, matrix, title="Confusion (gold down, predicted across)")
                          if matrix and len(matrix) == len(labels) else "")
@@ -116,6 +121,21 @@ class AccuracyPane(Pane):
             return None
         key = table.coordinate_to_cell_key((table.cursor_row, 0)).row_key.value
         return self.runs.by_name.get(key)
+
+
+def entity_confusion(entity: dict):
+    """A tagger's entity confusion (types and O: found nothing, or nothing was there) with
+    the gold entities it found with other boundaries, and its strict and word figures."""
+    found = entity["confusion"]
+    table = plots.confusion_table(found["labels"], found["matrix"],
+                                  title="Entities: gold type down, predicted across (O: none)")
+    errors = ", ".join(f"{name} {count}" for name, count in entity["boundary_errors"].items()
+                       if count) or "none"
+    note = Text(f"boundary errors (right type, other span): {errors} · strict IOB2 F1 "
+                f"{_percent(entity['strict']['f1'])} · precision {_percent(entity['precision'])}"
+                f" · recall {_percent(entity['recall'])} · word accuracy "
+                f"{_percent(entity['word_accuracy'])}", "dim")
+    return Group(table, note)
 
 
 def funnel_view(run: RunHistory) -> tuple[str, None]:
@@ -133,8 +153,10 @@ def funnel_table(run: RunHistory) -> RichTable | None:
     if run.funnel is None:
         return None
     evaluation = run.best_eval or run.latest_eval
-    recall = (evaluation.per_class_accuracy if evaluation is not None
-              and run.funnel.labeled is not None else None)
+    recall = None
+    if evaluation is not None and run.funnel.labeled is not None:  # a tagger's: entity recall
+        recall = ((evaluation.entity or {}).get("per_type_recall")
+                  or evaluation.per_class_accuracy)
     return plots.rows_table(run.funnel.rows(recall), left=("class", "owner", "lost at"))
 
 
@@ -208,7 +230,9 @@ def _curves(run: RunHistory):
             text.append("loss: no steps logged yet", "dim")
         text.append("\n")
         if accuracy:
-            text.append(f"accuracy {_percent(accuracy[0])} → {_percent(accuracy[-1])}".ljust(label_width))
+            name = "entity F1" if run.evals[-1].entity is not None else "accuracy"
+            text.append(f"{name} {_percent(accuracy[0])} → {_percent(accuracy[-1])}"
+                        .ljust(label_width))
             text.append_text(plots.sparkline(accuracy, line_width, style=styles.bar))
         else:
             text.append("accuracy: no evaluation yet", "dim")

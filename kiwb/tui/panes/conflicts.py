@@ -501,9 +501,18 @@ class ConflictsPane(Pane):
 
 def row_cells(item: Instance, teachers: list[str], labels: list[str]) -> tuple:
     text = item.text.replace("\n", " ")
+    if item.details is not None:  # a cluster: its kind, then each teacher's tags and confidence
+        text = f"{item.details['kind']} · {text} · {cluster_teachers(item.details, teachers)}"
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", _name(teachers, item.routed), _name(labels, item.target), gold,
             label_cell(item), text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")
+
+
+def cluster_teachers(details: dict, teachers: list[str]) -> str:
+    """`a: B-LOC I-LOC (MC .91) · b: O O (MC .12)`: each teacher's tags over a cluster."""
+    return " · ".join(f"{name}: {' '.join(details['tags'].get(name, []))} "
+                      f"(MC {confidence:.2f})"
+                      for name, confidence in zip(teachers, details["mc"], strict=False))
 
 
 def _name(names: list[str], index: int) -> str:

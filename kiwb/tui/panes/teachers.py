@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
+from kiwb.kinds import DEFAULT_KIND, KINDS
 from kiwb.tui import config_edit
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
@@ -70,13 +71,16 @@ class TeachersPane(Pane):
         for summary in summaries:
             status = Text("ok", "green") if summary.problem is None else Text("✗ problem", "red")
             table.add_row(summary.name, ", ".join(summary.labels) or "–",
-                          summary.architecture.replace("ForSequenceClassification", "") or "–",
+                          short_architecture(summary),
                           summary.tokenizer.replace("TokenizerFast", "") or "–",
                           human_size(summary.size_bytes), status, key=summary.name)
         if summaries:
             table.move_cursor(row=min(row, len(summaries) - 1))
-        union = union_with_overlaps([s.labels for s in summaries if s.problem is None])
-        text = Text("union labels: ", "bold")
+        usable = [s for s in summaries if s.problem is None]
+        union = union_with_overlaps([s.labels for s in usable])
+        token = any(s.kind != DEFAULT_KIND for s in usable)
+        text = Text("union entity types (BIO tags for each): " if token else "union labels: ",
+                    "bold")
         for number, (label, teachers) in enumerate(union):
             text.append(", " if number else "")
             text.append(label + ("*" if teachers > 1 else ""), "bold" if teachers > 1 else "")
@@ -146,6 +150,16 @@ class TeachersPane(Pane):
             self.post_message(ConfigLoaded(config))
 
 
+def short_architecture(summary: TeacherSummary) -> str:
+    """The model class without its head's suffix; an NER head is said as such."""
+    name = summary.architecture
+    for kind in KINDS.values():
+        if name.endswith(kind.architecture_suffix):
+            short = name[: -len(kind.architecture_suffix)]
+            return short + (" (NER)" if kind.name != DEFAULT_KIND else "")
+    return name or "–"
+
+
 def detail(summary: TeacherSummary) -> Text:
     """The selected teacher in full, with its problem and the fix, if any."""
     text = Text(f"\n{summary.name}", "bold")
@@ -153,7 +167,10 @@ def detail(summary: TeacherSummary) -> Text:
     if summary.architecture:
         text.append(f"\n{summary.architecture} ({summary.model_type}) · tokenizer {summary.tokenizer}"
                     f" · weights {human_size(summary.size_bytes)}", "dim")
-    if summary.labels:
+    if summary.labels and summary.kind != DEFAULT_KIND:
+        text.append(f"\n{KINDS[summary.kind].title} · entity types: {', '.join(summary.labels)}"
+                    f" · tags read as {summary.scheme}", "dim")
+    elif summary.labels:
         text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
     if summary.problem:
         text.append(f"\n{summary.problem}", "red")

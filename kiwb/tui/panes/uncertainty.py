@@ -82,6 +82,9 @@ class UncertaintyPane(Pane):
         order = [t.name for t in self.config.teachers] if self.config else None
         teachers = self.histograms.teachers(order)
         title = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
+        if self.summary is not None and self.summary.task_kind == "token":
+            title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
+                     "MC dropout | plain entropy")
         if not teachers:
             plot.show(title, lambda width, styles: Text(
                 "No scores yet: in Jobs (3) press s to score; histograms fill in as shards finish.",

@@ -13,7 +13,7 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.environment import environment_problems
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.feed import StoreFeed
-from kiwb.tui.inspect import inspect_dataset, inspect_teacher
+from kiwb.tui.inspect import inspect_dataset, inspect_teacher, refuse_mixed_kinds
 from kiwb.tui.messages import (
     ActionDone,
     ActionFailed,
@@ -104,8 +104,8 @@ class WorkbenchScreen(Screen):
             self._inspect(message.config)
 
     def _inspect(self, config: ProjectConfig) -> None:
-        run_in_thread(self, lambda: TeachersInspected(
-            [inspect_teacher(config, teacher) for teacher in config.teachers]),
+        run_in_thread(self, lambda: TeachersInspected(refuse_mixed_kinds(
+            [inspect_teacher(config, teacher) for teacher in config.teachers])),
             action="reading the teachers", group="inspect-teachers", exclusive=True)
         specs = tuple((role, getattr(config.data, role)) for role in ("unlabeled", "eval"))
         if specs == self._inspected_data:
