@@ -331,25 +331,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import sys
 
     from kiwb.console import stdout
-    from kiwb.workers.predict import (
-        folder_kind,
-        predict_entities,
-        predict_texts,
-        resolve_model_folder,
-    )
+    from kiwb.kinds import run_seam
+    from kiwb.workers.predict import folder_kind, resolve_model_folder
 
     texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
     if not texts:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
-    if folder_kind(folder) == "token":  # a tagger: the entities it finds in each text
-        for text, found in zip(texts, predict_entities(folder, texts), strict=True):
-            shown = "  ".join(f"{entity_type}: {words}" for entity_type, words in found)
-            stdout.print(f"{shown or '(no entity)'}\t{text[:60]}", highlight=False, markup=False)
-        return 0
-    for text, ranked in zip(texts, predict_texts(folder, texts, top=args.top), strict=True):
-        shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
-        stdout.print(f"[bold]{ranked[0][0]}[/bold]\t{shown}\t{text[:60]}", highlight=False)
+    for line in run_seam(folder_kind(folder), "predict", folder, texts, args.top):
+        stdout.print(line, highlight=False)
     return 0
 
 
@@ -468,4 +458,4 @@ def cmd_ui(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from kiwb.demo.command import run_demo
 
-    return run_demo(args.project, no_ui=args.no_ui, quick=args.quick)
+    return run_demo(args.project, no_ui=args.no_ui, quick=args.quick, kind=args.kind)

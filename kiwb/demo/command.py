@@ -1,4 +1,5 @@
-"""`kiwb demo [PATH] [--no-ui]`: build the demo project, then open the workbench or run it all."""
+"""`kiwb demo [PATH] [--kind ner] [--no-ui]`: build the demo project, then open the workbench or
+run it all."""
 
 from __future__ import annotations
 
@@ -13,24 +14,49 @@ QUICK_ENV = "KIWB_DEMO_QUICK"  # "1": the small recipe, as --quick does (for tes
 RESULTS_FILE = "demo-results.json"  # the figures of the last headless run
 
 
-def default_demo_root() -> Path:
-    """The demo's folder when none is given: inside the user's data folder."""
+def default_demo_root(kind: str = "classification") -> Path:
+    """The demo's folder when none is given: inside the user's data folder (one per kind: a
+    folder holds one demo)."""
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("kiwb")) / "demo"
+    return Path(platformdirs.user_data_dir("kiwb")) / ("demo" if kind == "classification"
+                                                      else f"demo-{kind}")
 
 
-def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
+def demo_parts(kind: str) -> tuple:
+    """What differs between the demos: (build function, full recipe, quick recipe)."""
+    if kind == "ner":
+        from kiwb.demo.ner_build import build_ner_demo
+        from kiwb.demo.ner_recipe import FULL, QUICK
+
+        return build_ner_demo, FULL, QUICK
+    from kiwb.demo.build import build_demo
+    from kiwb.demo.recipe import FULL, QUICK
+
+    return build_demo, FULL, QUICK
+
+
+def results_table_of(kind: str):
+    """The function that draws a demo's results table from its headless figures."""
+    if kind == "ner":
+        from kiwb.demo.ner_results import results_table
+    else:
+        from kiwb.demo.headless import results_table
+    return results_table
+
+
+def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = "classification") -> int:
     """Build (or reuse) the demo project; then open the workbench, or run everything headless."""
     from kiwb.workers.quiet import quiet_libraries
 
     quiet_libraries()
-    from kiwb.demo.build import build_demo, limit_cpu_threads, say_built
-    from kiwb.demo.recipe import EXPORTED, FULL, QUICK
+    from kiwb.demo.build import limit_cpu_threads, say_built
+    from kiwb.demo.recipe import EXPORTED
     from kiwb.workers.runtime import resolve_device
 
-    root = (path or default_demo_root()).expanduser().resolve()
-    recipe = QUICK if quick or os.environ.get(QUICK_ENV) == "1" else FULL
+    build_demo, full, small = demo_parts(kind)
+    root = (path or default_demo_root(kind)).expanduser().resolve()
+    recipe = small if quick or os.environ.get(QUICK_ENV) == "1" else full
     device = resolve_device("auto")
     limit_cpu_threads(device)
     started = time.perf_counter()
@@ -38,9 +64,10 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool) -> int:
     say_built(build_demo(root, recipe, device))
     console.print(f"Demo project ready in {time.perf_counter() - started:.1f}s")
     if not no_ui:
-        return open_workbench(root)
-    from kiwb.demo.headless import results_table, run_headless
+        return open_workbench(root, kind)
+    from kiwb.demo.headless import run_headless
 
+    results_table = results_table_of(kind)
     started = time.perf_counter()
     results = run_headless(root)
     write_results(root / RESULTS_FILE, {**results, "recipe": recipe.key()})
@@ -58,14 +85,15 @@ def write_results(path: Path, results: dict) -> None:
     atomic_write_text(path, json.dumps(results, indent=2, default=str))
 
 
-def open_workbench(root: Path) -> int:
+def open_workbench(root: Path, kind: str = "classification") -> int:
     """Open the workbench on the demo project, or say what to run where there is no terminal."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         from kiwb.tui import run  # what `kiwb ui` opens
 
         return run(root)
+    kind_option = "" if kind == "classification" else f" --kind {kind}"
     stdout.print(f"The demo project is ready: {root}\n"
                  f"Open the workbench on it in a terminal: kiwb ui {root}\n"
-                 f"or run the whole workflow headless:     kiwb demo {root} --no-ui",
+                 f"or run the whole workflow headless:     kiwb demo {root}{kind_option} --no-ui",
                  highlight=False, soft_wrap=True)
     return 0

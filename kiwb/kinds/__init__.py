@@ -16,7 +16,7 @@ KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN)}
 DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
 
 __all__ = ["DEFAULT_KIND", "KINDS", "SEQUENCE", "TOKEN", "TeacherKind", "TeacherKnowledge",
-           "kind_named", "kind_of_architectures", "common_kind"]
+           "kind_named", "kind_of_architectures", "common_kind", "run_seam"]
 
 
 def kind_named(name: str | None) -> TeacherKind:
@@ -46,3 +46,15 @@ def common_kind(kinds: Mapping[str, str]) -> str:
         raise ValueError(f"the teachers are of different kinds ({by_kind}); kiwb integrates "
                          "teachers of one kind: give the project teachers of one kind only")
     return found[0] if found else DEFAULT_KIND
+
+
+def run_seam(kind: str | None, seam: str, *args, **kwargs):
+    """Call the function a kind names for one of the shared jobs' seams (kiwb/kinds/base.py
+    lists them); imported on first use, so describing a kind never loads torch."""
+    import importlib
+
+    described = kind_named(kind)
+    if seam not in described.seams:
+        raise ValueError(f"the {described.name} kind provides no {seam!r}")
+    module, function = described.seams[seam].split(":")
+    return getattr(importlib.import_module(module), function)(*args, **kwargs)

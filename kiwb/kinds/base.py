@@ -4,18 +4,20 @@ kiwb runs every kind of teacher through the same jobs, store, score shards and c
 resume, `--devices`, labels store, CLI verbs and workbench panes. What differs between kinds
 lives in the kind's own package, `kiwb/kinds/<name>/`:
 
-  __init__.py  KIND, a `TeacherKind` (below): what the kind is and how a teacher checkpoint's
-               config.json is read. Torch-free: the CLI and the workbench read it too.
-  runtime.py   RUNTIME, a `KindRuntime` (below): the worker side, which imports torch and
-               transformers: what scoring stores per text, uncertainty and routing, targets,
-               the loss and the metrics, what a conflict is, the export head.
-  (more)       the kind's own math and helpers; the token kind has tags.py (tag schemes),
-               words.py (words and sub-words), clusters.py (conflict clusters), targets.py,
-               metrics.py (entity F1).
+  __init__.py  KIND, a `TeacherKind` (below): what the kind is, how a teacher checkpoint's
+               config.json is read, the words tables and cards use for it, and its `seams`:
+               the functions the shared jobs call for the kind's part of the work. Torch-free:
+               the CLI and the workbench read it too.
+  (modules)    the seams' functions and the kind's own math, worker side (torch,
+               transformers): what scoring stores per text, uncertainty and routing, targets,
+               the loss and the metrics, what a conflict is, the export head. The token kind
+               has words.py, tags.py, scoring.py, clusters.py, integration.py, targets.py,
+               student.py, metrics.py and the seams in data.py, integrate_job.py, training.py.
 
-A kind is read from the teachers (`architectures` in config.json: the model class names the
-head) and must be the same for every teacher of a project. To add one: write its package,
-add KIND to `KINDS` in kiwb/kinds/__init__.py and RUNTIME to kiwb/kinds/runtimes.py.
+The sequence kind's seams are kiwb's original code paths (kiwb/workers, kiwb/core). A kind is
+read from the teachers (`architectures` in config.json: the model class names the head) and
+must be the same for every teacher of a project. To add one: write its package, with `seams`
+naming its functions, and add KIND to `KINDS` in kiwb/kinds/__init__.py.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 
 @dataclass(frozen=True)
@@ -59,31 +60,25 @@ class TeacherKind(ABC):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """The student's output names for teachers that know these classes."""
 
+    # Where the shared jobs hand the kind its work: seam name -> "module:function". Named, not
+    # imported, so this description stays torch-free and the shared worker modules need no
+    # branch per kind (kiwb.kinds.run_seam calls them). Every kind provides every seam:
+    #   score_shard(task, model, tokenizer, rows, settings, device, **options) -> arrays
+    #       the score arrays of one shard (kiwb.workers.score stores them)
+    #   load_table(path, spec, role) -> TextTable
+    #       one data set of the project, as this kind reads it
+    #   integrate(config, store, settings, tasks) -> IntegrationRecord
+    #       targets, conflicts and figures from the stored scores, recorded in the store
+    #   prepare_training(config, store, request, tasks) -> TrainingData
+    #       a run's targets and eval set, and its student (kiwb.workers.student.SequenceStudent
+    #       shows what the Trainer asks of one)
+    #   evaluate(checkpoint, table, device, batch_size, max_length) -> dict
+    #       a trained student's figures, the headline one under "accuracy"
+    #   predict(folder, texts, top) -> list[str]
+    #       one line per text for `kiwb predict`
+    seams: dict[str, str] = {}
+
     def matches(self, architectures: Sequence[str]) -> str | None:
         """The architecture of this kind among a checkpoint's, or None."""
         return next((name for name in architectures if name.endswith(self.architecture_suffix)),
                     None)
-
-
-class KindRuntime(Protocol):
-    """The worker side of a kind (kiwb/kinds/<name>/runtime.py): every method takes and gives
-    what the shared jobs pass around; the sequence kind's are kiwb's original code paths."""
-
-    kind: TeacherKind
-
-    def score_shard(self, model: Any, tokenizer: Any, table: Any, rows: range, settings: Any,
-                    device: Any, **options: Any) -> dict[str, Any]:
-        """The score arrays of one shard's texts for one teacher (numpy, what is stored)."""
-
-    def histogram_values(self, arrays: dict[str, Any]) -> tuple[Any, Any]:
-        """The MC and plain confidences a shard's histograms count (Uncertainty pane)."""
-
-    def integrate(self, config: Any, store: Any, settings: Any) -> Any:
-        """Integrate the stored scores with `settings`; the integration as recorded."""
-
-    def training_task(self, config: Any, store: Any, request: Any) -> Any:
-        """Targets, the student's head, loss and metrics for one training run."""
-
-    def evaluate_checkpoint(self, folder: Any, table: Any, device: Any, batch_size: int,
-                            max_length: int) -> dict[str, Any]:
-        """A trained student's figures on labeled data (headline figure first)."""

@@ -14,7 +14,7 @@ from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels,
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
-from kiwb.kinds import DEFAULT_KIND
+from kiwb.kinds import run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
@@ -509,12 +509,15 @@ def without_given_labels(scores: TeacherScores, texts: list[str],
 
 def run_integration(config: ProjectConfig, store: Store,
                     settings: IntegrationSettings) -> IntegrationRecord:
-    """Integrate the unlabeled scores with `settings`; returns the integration as recorded."""
+    """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
+    returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    if tasks[0].teacher.kind != DEFAULT_KIND:  # the token kind's integration (kiwb.kinds)
-        from kiwb.kinds.token.integrate_job import run_token_integration
+    return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)
 
-        return run_token_integration(config, store, settings, tasks)
+
+def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                    tasks: list[ScoreTask]) -> IntegrationRecord:
+    """The sequence kind's integration seam: texts routed, targets, conflicts, figures."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
     scores = scores_from_tasks(config, store, by_role["unlabeled"])
     texts = by_role["unlabeled"][0].table.texts

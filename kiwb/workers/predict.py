@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
+from rich.markup import escape
 
 from kiwb.errors import KiwbError
 from kiwb.workers.runtime import load_classifier
@@ -55,24 +56,11 @@ def folder_kind(folder: Path) -> str:
     return found[0].name if found is not None else DEFAULT_KIND
 
 
-@torch.no_grad()
-def predict_entities(folder: Path, texts: list[str],
-                     max_length: int = 512) -> list[list[tuple[str, str]]]:
-    """The entities a token student finds in each text: (type, words), in text order; texts
-    are split into words by kiwb's pre-tokenizer, as scoring splits them."""
-    from transformers import AutoTokenizer
-
-    from kiwb.kinds.token.student import predict_word_tags
-    from kiwb.kinds.token.tags import read_tag_set
-    from kiwb.kinds.token.words import split_words
-    from kiwb.workers.runtime import FittedBatch
-
-    model = load_classifier(folder, kind="token").eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
-    tag_set = read_tag_set([model.config.id2label[i] for i in range(model.config.num_labels)])
-    words = [split_words(text) for text in texts]
-    predicted = predict_word_tags(model, tokenizer, words, max_length, FittedBatch(16),
-                                  torch.device("cpu"))
-    return [[(span.type, " ".join(text_words[span.start:span.end]))
-             for span in tag_set.decode(tags)]
-            for text_words, tags in zip(words, predicted, strict=True)]
+def predicted_labels(folder: Path, texts: list[str], top: int = 3) -> list[str]:
+    """The sequence kind's prediction seam: per text, its top label, the `top` labels with
+    their probabilities, and the text's start (Rich markup)."""
+    lines = []
+    for text, ranked in zip(texts, predict_texts(folder, texts, top=top), strict=True):
+        shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
+        lines.append(f"[bold]{escape(ranked[0][0])}[/bold]\t{escape(shown)}\t{escape(text[:60])}")
+    return lines

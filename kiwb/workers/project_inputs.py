@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 from kiwb.errors import ConfigError, DataError, KiwbError
-from kiwb.kinds import TOKEN, common_kind, kind_of_architectures
+from kiwb.kinds import common_kind, kind_of_architectures, run_seam
 from kiwb.project.config import ProjectConfig
-from kiwb.workers.data import TextTable, load_table
+from kiwb.workers.data import TextTable
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher, resolve_checkpoint
 
 DATASET_ROLES = ("unlabeled", "eval", "labeled")
@@ -21,16 +21,7 @@ def load_dataset_role(config: ProjectConfig, role: str,
     if spec is None:
         return None
     path = config.resolve(spec.path, allow_hub_id=False)
-    if (kind or project_kind(config)) == TOKEN.name:
-        from kiwb.kinds.token.data import load_word_table
-
-        return load_word_table(path, text_column=spec.text_column,
-                               tokens_column=spec.tokens_column, tags_column=spec.tags_column,
-                               split=spec.split, limit=spec.limit, role=role)
-    return load_table(
-        path, text_column=spec.text_column, label_column=spec.label_column,
-        split=spec.split, limit=spec.limit, role=role,
-    )
+    return run_seam(kind or project_kind(config), "load_table", path, spec, role)
 
 
 def project_kind(config: ProjectConfig) -> str:

@@ -12,9 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from kiwb.console import console
 from kiwb.errors import ConfigError, KiwbError
-from kiwb.kinds import DEFAULT_KIND
+from kiwb.kinds import DEFAULT_KIND, run_seam
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -29,7 +28,6 @@ from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ScoringSettings,
     prepare_tokenizer,
-    score_texts,
 )
 from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
 
@@ -238,23 +236,10 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
 
 def score_shard(task: ScoreTask, model, tokenizer, rows: range, settings: ScoringSettings,
                 device, **options) -> dict[str, np.ndarray]:
-    """The score arrays of one shard's texts by the task's teacher: per text, or (a token
-    teacher) per word with each text's word count."""
-    if task.teacher.kind == DEFAULT_KIND:
-        return score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
-                           device, **options)
-    from kiwb.kinds.token.scoring import score_words
-    from kiwb.kinds.token.tags import read_tag_set
-
-    tag_set = read_tag_set(task.teacher.labels, scheme=task.teacher.scheme)
-    arrays, windowing = score_words(model, tokenizer, task.table.words[rows.start:rows.stop],
-                                    tag_set, settings, device, **options)
-    if windowing.windowed_texts:  # never silent: the count is logged and kept with the shard
-        console.print(f"{task.teacher.name} · {task.dataset}: {windowing.windowed_texts:,} of "
-                      f"{windowing.texts:,} texts were longer than max_length and were read in "
-                      f"{windowing.windows:,} windows", highlight=False, markup=False)
-    arrays["windowed_texts"] = np.asarray([windowing.windowed_texts], dtype=np.int64)
-    return arrays
+    """The score arrays of one shard's texts by the task's teacher, as its kind scores them
+    (per text; a token teacher's per word, with each text's word count)."""
+    return run_seam(task.teacher.kind, "score_shard", task, model, tokenizer, rows, settings,
+                    device, **options)
 
 
 def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,

@@ -17,7 +17,7 @@ from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
-from kiwb.kinds import DEFAULT_KIND, kind_named
+from kiwb.kinds import kind_named, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.paths import ProjectPaths
@@ -75,10 +75,12 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
-    if tasks[0].teacher.kind != DEFAULT_KIND:  # the token kind's targets and student
-        from kiwb.kinds.token.training import prepare_token
+    return run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
 
-        return prepare_token(config, store, request, tasks)
+
+def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
+                  tasks: list) -> TrainingData:
+    """The sequence kind's training seam: per-text targets, the eval set, the manifest."""
     by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval", "labeled")}
     settings = request.settings
     method = settings.method

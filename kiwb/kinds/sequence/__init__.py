@@ -23,6 +23,14 @@ class SequenceKind(TeacherKind):
     headline = "accuracy"
     routing_unit = "texts"
     labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
+    seams = {
+        "score_shard": "kiwb.workers.shard_scoring:score_task_rows",
+        "load_table": "kiwb.workers.data:load_role_table",
+        "integrate": "kiwb.workers.integrate:integrate_texts",
+        "prepare_training": "kiwb.workers.train:prepare_texts",
+        "evaluate": "kiwb.workers.evaluate:evaluate_classifier",
+        "predict": "kiwb.workers.predict:predicted_labels",
+    }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:

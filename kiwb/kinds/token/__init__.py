@@ -21,6 +21,14 @@ class TokenKind(TeacherKind):
     headline = "entity F1"
     routing_unit = "gold entities"
     labels_routing = "rank"  # labeled spans become targets; the routing stays label-free
+    seams = {
+        "score_shard": "kiwb.kinds.token.scoring:score_task_rows",
+        "load_table": "kiwb.kinds.token.data:load_role_table",
+        "integrate": "kiwb.kinds.token.integrate_job:run_token_integration",
+        "prepare_training": "kiwb.kinds.token.training:prepare_token",
+        "evaluate": "kiwb.kinds.token.student:evaluate_tagger",
+        "predict": "kiwb.kinds.token.student:predicted_entities",
+    }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:

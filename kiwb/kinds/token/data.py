@@ -88,3 +88,10 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
     index = {tag: i for i, tag in enumerate(tag_set.tags)}
     return [spans_to_tags(tag_set.decode([index[tag] for tag in row_tags]), len(row_tags))
             for row_tags in rows]
+
+
+def load_role_table(path: str, spec, role: str) -> TextTable:
+    """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
+    return load_word_table(path, text_column=spec.text_column, tokens_column=spec.tokens_column,
+                           tags_column=spec.tags_column, split=spec.split, limit=spec.limit,
+                           role=role)

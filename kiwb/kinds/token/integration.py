@@ -7,7 +7,8 @@ cluster's words, is its confidence there, and the routing (rank by default, as f
 reads those like it reads a text's. The cluster's words then take the winning teacher's
 placed distributions (Hard) or the teachers' mixed by the routing (Soft), weighted by the
 routing margin; words outside every cluster train towards O at full weight. The baselines
-work per word: Vanilla KD on all teachers' logits at once, UHC on each teacher's own tags.
+work per word: Vanilla KD on every teacher's entity mass at once, O where all say O; UHC on
+each teacher's own tags.
 """
 
 from __future__ import annotations
@@ -160,9 +161,13 @@ def integrate_words(method: str, scores: WordScores, decoded: TextClusters,
 
 
 def _concatenated(scores: WordScores, placed: Sequence[Tensor]) -> Tensor:
-    """Vanilla KD per word: softmax over every teacher's logits at once, so teacher i gets the
-    share Z_i / Z of the word's mass (Z_i its sum of exp logits), spread as its own softmax;
-    each teacher's O lands on the union's one O."""
-    log_totals = torch.stack([logits.logsumexp(1) for logits in scores.det_logits], dim=1)
-    shares = torch.softmax(log_totals, dim=1)  # (W, N)
-    return sum(shares[:, i:i + 1] * placed[i] for i in range(len(placed)))
+    """Vanilla KD per word, with every teacher's own O: each teacher's entity tags keep the
+    mass it gives them, O gets the product of the teachers' O probabilities (a word is outside
+    when every teacher says it is none of its types), and the whole is renormalised. Plain
+    concatenation would let one teacher's confident O, which is only "none of mine", outvote
+    another's entity."""
+    outside = scores.union.index("O")
+    mixed = sum(placed)  # (W, |Y|): entity mass of every teacher, and the sum of their O
+    product = torch.stack([p[:, outside] for p in placed], dim=1).prod(1)
+    mixed[:, outside] = product
+    return mixed / mixed.sum(1, keepdim=True).clamp_min(1e-30)

@@ -129,3 +129,21 @@ def _padding_offsets(tokenizer, windows: list[WordPieces], padded: int) -> list[
     if getattr(tokenizer, "padding_side", "right") != "left":
         return [0] * len(windows)
     return [padded - len(window.input_ids) for window in windows]
+
+
+def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings, device,
+                    **options) -> dict[str, np.ndarray]:
+    """The token kind's scoring seam: per-word arrays of the task's texts at `rows`, with each
+    text's word count and how many texts had to be windowed (logged: never silent)."""
+    from kiwb.console import console
+    from kiwb.kinds.token.tags import read_tag_set
+
+    tag_set = read_tag_set(task.teacher.labels, scheme=task.teacher.scheme)
+    arrays, windowing = score_words(model, tokenizer, task.table.words[rows.start:rows.stop],
+                                    tag_set, settings, device, **options)
+    if windowing.windowed_texts:
+        console.print(f"{task.teacher.name} · {task.dataset}: {windowing.windowed_texts:,} of "
+                      f"{windowing.texts:,} texts were longer than max_length and were read in "
+                      f"{windowing.windows:,} windows", highlight=False, markup=False)
+    arrays["windowed_texts"] = np.asarray([windowing.windowed_texts], dtype=np.int64)
+    return arrays

@@ -269,3 +269,58 @@ class TokenStudent:
             data.targets if data.targets.dim() == 2 else data.targets.mean(1)).argmax(-1)
         return torch.tensor([self._class_of(data.labels[i]) for i in tops.tolist()],
                             dtype=torch.long)
+
+
+def evaluate_tagger(checkpoint, table, device: torch.device, batch_size: int,
+                    max_length: int) -> dict:
+    """The token kind's evaluation seam: entity F1 (the headline, in `accuracy`), F1 per type
+    and the rest of a tagger's figures on a table of words and gold tags."""
+    if table.tags is None:
+        raise KiwbError(f"{table.source}: evaluating a tagger needs each word's gold tag: set "
+                        "tags_column (and tokens_column)")
+    from transformers import AutoTokenizer
+
+    model = load_classifier(checkpoint, kind="token").to(device)
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    tags = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    types = list(dict.fromkeys(tag[2:] for tag in tags if tag != "O"))
+    unknown = sorted({tag[2:] for row in table.tags for tag in row if tag != "O"} - set(types))
+    if unknown:
+        raise KiwbError(f"{table.source}: entity types {', '.join(unknown[:5])} are not among "
+                        f"the student's ({', '.join(types)})")
+    predicted = predict_word_tags(model, tokenizer, table.words, max_length,
+                                  FittedBatch(batch_size), device)
+    report = evaluation_figures(table.tags, [[tags[i] for i in row] for row in predicted], types)
+    return {**report, "kind": "token"}
+
+
+@torch.no_grad()
+def predict_entities(folder, texts: list[str],
+                     max_length: int = 512) -> list[list[tuple[str, str]]]:
+    """The entities a token student finds in each text: (type, words), in text order; texts
+    are split into words by kiwb's pre-tokenizer, as scoring splits them."""
+    from transformers import AutoTokenizer
+
+    from kiwb.kinds.token.tags import read_tag_set
+    from kiwb.kinds.token.words import split_words
+
+    model = load_classifier(folder, kind="token").eval()
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    tag_set = read_tag_set([model.config.id2label[i] for i in range(model.config.num_labels)])
+    words = [split_words(text) for text in texts]
+    predicted = predict_word_tags(model, tokenizer, words, max_length, FittedBatch(16),
+                                  torch.device("cpu"))
+    return [[(span.type, " ".join(text_words[span.start:span.end]))
+             for span in tag_set.decode(tags)]
+            for text_words, tags in zip(words, predicted, strict=True)]
+
+
+def predicted_entities(folder, texts: list[str], top: int = 3) -> list[str]:
+    """The token kind's prediction seam: per text, the entities found and the text's start."""
+    from rich.markup import escape
+
+    lines = []
+    for text, found in zip(texts, predict_entities(folder, texts), strict=True):
+        shown = "  ".join(f"{entity_type}: {words}" for entity_type, words in found)
+        lines.append(escape(f"{shown or '(no entity)'}\t{text[:60]}"))
+    return lines
