@@ -98,6 +98,7 @@ def test_integration_records_the_token_kind_clusters_and_entity_figures(trained)
     assert evaluation["ensemble_accuracy"] > max(evaluation["teacher_accuracy"].values())
     # teachers of disjoint types: routing per gold entity sends nearly all to their owner
     assert evaluation["routing_accuracy"]["chosen"] >= 0.9
+    assert token["windowed_texts"] == {"a": 0, "b": 0}  # every sentence fits max_length
     assert summary["funnel"]["labels"] == ["LOC", "MISC", "ORG", "PER"]
     assert summary["funnel"]["labeled"]["where"] == "eval"
 
@@ -184,3 +185,16 @@ def test_a_teacher_without_a_fast_tokenizer_is_refused(ner_root, tmp_path):
     assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path),
                    "BertTokenizerLegacy", "fast")
     assert not score_files(project)
+
+
+def test_texts_longer_than_max_length_are_windowed_and_counted(ner_root, tmp_path):
+    project = write_ner_project(tmp_path / "proj", ner_root)
+    config = project / "kiwb.toml"
+    config.write_text(config.read_text().replace("mc_passes = 4", "mc_passes = 2\nmax_length = 8"))
+    scored = run_kiwb("score", project, "--foreground", cwd=tmp_path)
+    assert scored.returncode == 0, scored.stderr
+    assert "texts were longer than max_length and were read in" in scored.stderr
+    done = run_kiwb("integrate", project, "--json", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    windowed = json.loads(done.stdout)["token"]["windowed_texts"]
+    assert windowed["a"] > 0 and windowed["b"] > 0

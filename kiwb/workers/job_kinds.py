@@ -77,7 +77,9 @@ def integrate(session: JobSession) -> Outcome:
         console.print(check.line(), style="bold yellow", highlight=False, markup=False,
                       soft_wrap=True)
     return Outcome(data={"integration": record.key,
-                         "routing_check": check.to_dict() if check is not None else None})
+                         "routing_check": check.to_dict() if check is not None else None,
+                         # a job record of another kind says so; sequence jobs' stay as they were
+                         **({"task_kind": summary.task_kind} if summary.task_kind else {})})
 
 
 def train(session: JobSession) -> Outcome:

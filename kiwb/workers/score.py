@@ -36,9 +36,10 @@ from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_has
 # from numpy's SFC64 generator.
 SCORE_FORMAT = 3
 HISTOGRAM_BINS = 20
-# A token teacher's shards also hold, per word, whether it tags the word as an entity, and per
-# text its number of words (the other arrays hold one row per word).
-WORD_FIELDS = ("in_span", "num_words")
+# A token teacher's shards also hold, per word, whether it tags the word as an entity, per
+# text its number of words (the other arrays hold one row per word), and per shard how many
+# of its texts were read in windows.
+WORD_FIELDS = ("in_span", "num_words", "windowed_texts")
 
 
 @dataclass(frozen=True)
@@ -156,7 +157,9 @@ def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
             task.key, teacher=task.teacher.name, dataset=task.dataset,
             num_texts=len(task.table), num_shards=task.num_shards,
             meta={"labels": list(task.teacher.labels), "data": task.table.fingerprint,
-                  "source": task.table.source, "shard_size": task.shard_size},
+                  "source": task.table.source, "shard_size": task.shard_size,
+                  # sequence score sets keep the meta they always had
+                  **({"kind": task.teacher.kind} if task.teacher.kind != DEFAULT_KIND else {})},
         )
 
 

@@ -49,6 +49,7 @@ class TokenData:
     words: list[list[str]]
     gold: list[list[str]] | None  # BIO2 per word, where the data set has tags
     score_keys: list[str]
+    windowed_texts: dict[str, int] | None = None  # per teacher: texts read in windows
 
     @property
     def classes(self) -> list[str]:
@@ -80,8 +81,10 @@ def token_data(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> T
         mc_confidence=stack("mc_confidence"), det_confidence=stack("det_confidence"),
         mutual_information=stack("mutual_information"))
     table = tasks[0].table
+    windowed = {task.teacher.name: int(a["windowed_texts"].sum()) if "windowed_texts" in a else 0
+                for task, a in zip(tasks, arrays, strict=True)}
     return TokenData([task.teacher.name for task in tasks], tag_sets, types, scores,
-                     table.words, table.tags, [task.key for task in tasks])
+                     table.words, table.tags, [task.key for task in tasks], windowed)
 
 
 def fit_cluster_routing(settings: IntegrationSettings, data: TokenData,

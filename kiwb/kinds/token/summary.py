@@ -136,7 +136,7 @@ def token_summary(data: TokenData, pool: TokenPool, settings: IntegrationSetting
     kinds = Counter(cluster.kind for cluster in pool.decoded.clusters)
     token = {"texts": data.scores.num_texts, "words": int(data.scores.offsets[-1]),
              "clusters": len(pool.decoded.clusters), "cluster_kinds": dict(kinds),
-             "labeled_clusters": len(pool.given)}
+             "labeled_clusters": len(pool.given), "windowed_texts": data.windowed_texts or {}}
     summary = IntegrationSummary(
         num_texts=len(pool.decoded.clusters), teachers=data.teachers,
         score_keys=dict(zip(data.teachers, data.score_keys, strict=True)),
