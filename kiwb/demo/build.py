@@ -229,14 +229,19 @@ def train_teacher(paths: DemoPaths, name: str, labels: tuple[str, ...], rows: li
               progress=lambda n, loss: advance(f"teacher {name} · loss {loss:.3f}", n))
 
 
-def write_project(paths: DemoPaths, recipe: DemoRecipe) -> Path:
-    """The demo's kiwb.toml: the teachers, the pool, the labeled eval and small settings."""
+def write_project(paths: DemoPaths, recipe: DemoRecipe, *, name: str = "kiwb-demo",
+                  teachers=TEACHERS, columns: dict | None = None) -> Path:
+    """The demo's kiwb.toml: the teachers, the pool, the labeled eval and small settings;
+    `columns` names the data's columns ([data.ROLE] settings by role: the NER demo's words
+    and tags)."""
     root = paths.root
+    columns = columns or {"unlabeled": {}, "eval": {"label_column": "label"}}
     file = write_new_project(
-        root, name="kiwb-demo", force=True,
-        teachers=[TeacherConfig(name=name, path=paths.relative(paths.teacher(name))) for name in TEACHERS],
-        unlabeled=DatasetConfig(path=paths.relative(paths.split("pool"))),
-        eval=DatasetConfig(path=paths.relative(paths.split("eval")), label_column="label"),
+        root, name=name, force=True,
+        teachers=[TeacherConfig(name=teacher, path=paths.relative(paths.teacher(teacher)))
+                  for teacher in teachers],
+        unlabeled=DatasetConfig(path=paths.relative(paths.split("pool")), **columns["unlabeled"]),
+        eval=DatasetConfig(path=paths.relative(paths.split("eval")), **columns["eval"]),
     )
     config = load_config(root)
     config = dataclasses.replace(

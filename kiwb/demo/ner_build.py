@@ -9,7 +9,6 @@ when a later run finds it.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 from pathlib import Path
@@ -17,19 +16,12 @@ from pathlib import Path
 import torch
 
 from kiwb.console import progress_bar
-from kiwb.demo.build import _claim_folder, _step, pretrain_base, student_overrides
+from kiwb.demo.build import _claim_folder, _step, pretrain_base
+from kiwb.demo.build import write_project as write_text_demo_project
 from kiwb.demo.ner_corpus import generate_splits
 from kiwb.demo.ner_recipe import TEACHERS, NerRecipe
 from kiwb.demo.recipe import DemoPaths
 from kiwb.project.atomic import atomic_directory, atomic_write_text
-from kiwb.project.config import (
-    CONFIG_NAME,
-    DatasetConfig,
-    TeacherConfig,
-    load_config,
-    render_config,
-    write_new_project,
-)
 from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 SPLITS = ("teach", "pool", "eval")  # eval last: its presence means all are written
@@ -164,26 +156,8 @@ def train_teacher(paths: DemoPaths, name: str, types: tuple[str, ...], rows: lis
 # -- the project -----------------------------------------------------------------------------
 def write_project(paths: DemoPaths, recipe: NerRecipe) -> Path:
     """The NER demo's kiwb.toml: the taggers, the pool's words, the tagged eval and small
-    settings."""
-    root = paths.root
-    file = write_new_project(
-        root, name="kiwb-demo-ner", force=True,
-        teachers=[TeacherConfig(name=name, path=paths.relative(paths.teacher(name)))
-                  for name in TEACHERS],
-        unlabeled=DatasetConfig(path=paths.relative(paths.split("pool")), tokens_column="tokens"),
-        eval=DatasetConfig(path=paths.relative(paths.split("eval")), tokens_column="tokens",
-                           tags_column="tags"),
-    )
-    config = load_config(root)
-    config = dataclasses.replace(
-        config,
-        scoring=dataclasses.replace(config.scoring, mc_passes=recipe.mc_passes,
-                                    max_length=recipe.max_length, shard_size=512),
-        training=dataclasses.replace(
-            config.training, student=paths.relative(paths.base), batch_size=recipe.batch_size,
-            eval_every=recipe.eval_every, max_length=recipe.max_length, seed=recipe.seed,
-            **student_overrides(recipe)),
-    )
-    atomic_write_text(file, render_config(config))
-    load_config(root)  # the loader's own checks on what was written
-    return root / CONFIG_NAME
+    settings (the text demo's writer, with the token kind's columns)."""
+    return write_text_demo_project(
+        paths, recipe, name="kiwb-demo-ner", teachers=TEACHERS,
+        columns={"unlabeled": {"tokens_column": "tokens"},
+                 "eval": {"tokens_column": "tokens", "tags_column": "tags"}})

@@ -15,6 +15,8 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 
+from kiwb.demo.recipe import DemoRecipe
+
 RECIPE_FORMAT = 1
 # The sorted types halved between two teachers, as the paper splits CoNLL's. Each teacher is
 # trained on every teaching sentence with the other half's words tagged O.
@@ -25,32 +27,15 @@ TEACHERS = {
 
 
 @dataclass(frozen=True)
-class NerRecipe:
-    """Sizes and settings of one NER demo build (corpus, base, teachers, project)."""
+class NerRecipe(DemoRecipe):
+    """Sizes and settings of one NER demo build: the text demo's, with its own corpus sizes
+    and teacher epochs, and the NER corpus's shares of ambiguous and unseen names."""
 
     split_sizes: dict[str, int] = field(
         default_factory=lambda: {"teach": 800, "pool": 1200, "eval": 400})
     ambiguous_share: float = 0.25
     unseen_share: float = 0.3  # of each name list, kept out of the teachers' sentences
-    vocab_size: int = 2000
-    hidden_size: int = 64
-    layers: int = 2
-    heads: int = 2
-    dropout: float = 0.2
-    max_length: int = 48
-    mlm_epochs: int = 8
-    mlm_learning_rate: float = 2e-3
-    mlm_batch_size: int = 64
     teacher_epochs: float = 10.0
-    teacher_learning_rate: float = 2e-3
-    mc_passes: int = 8
-    # None: [training]'s defaults, which must learn on the demo without hand tuning.
-    student_epochs: float | None = None
-    student_learning_rate: float | None = None
-    student_min_steps: int | None = None
-    batch_size: int = 32
-    eval_every: int = 50
-    seed: int = 0
 
     def key(self) -> str:
         """A short fingerprint: a folder built by another recipe is not silently reused."""
