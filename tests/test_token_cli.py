@@ -198,3 +198,26 @@ def test_texts_longer_than_max_length_are_windowed_and_counted(ner_root, tmp_pat
     assert done.returncode == 0, done.stderr
     windowed = json.loads(done.stdout)["token"]["windowed_texts"]
     assert windowed["a"] > 0 and windowed["b"] > 0
+
+
+def test_labels_name_spans_and_a_span_no_text_holds_is_refused(trained, tmp_path):
+    import sqlite3
+
+    from kiwb.project.paths import ProjectPaths
+
+    project, _ = trained
+    with sqlite3.connect(ProjectPaths(project).store) as db:
+        marked = db.execute("SELECT text FROM instances ORDER BY margin LIMIT 1").fetchone()[0]
+    good = write_jsonl(tmp_path / "good.jsonl", [{"text": marked, "label": "PER"}])
+    done = run_kiwb("labels", "import", project, good, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "imported 1 labels" in done.stdout and "match no text" not in done.stdout
+    listed = json.loads(run_kiwb("labels", "list", project, "--json", cwd=tmp_path).stdout)
+    assert [(row["text"], row["label"]) for row in listed] == [(marked, "PER")]
+    moved = marked.replace("⟦", "").replace("⟧", "") + " ⟦extra⟧"  # a span past the sentence
+    for text, fragment in ((moved, "no longer matches a text"),
+                           (marked.replace("⟧", ""), "marks no span")):
+        bad = write_jsonl(tmp_path / "bad.jsonl", [{"text": text, "label": "PER"}])
+        assert_refused(run_kiwb("labels", "import", project, bad, cwd=tmp_path), fragment)
+    listed = json.loads(run_kiwb("labels", "list", project, "--json", cwd=tmp_path).stdout)
+    assert len(listed) == 1  # nothing of a refused file was written
