@@ -77,10 +77,13 @@ def _with_recall(funnel: ClassFunnel, evaluation: TokenData, pool: TokenPool,
     result = integrate_words(settings.method, evaluation.scores, decoded, chosen, tau=settings.tau,
                              reweight=settings.reweight, probabilistic=pool.fitted.probabilistic)
     decided = target_tags(evaluation, result)
-    cluster_of = {}
+    # Each text's teachers' spans, with the cluster they are in: (start, end, type) -> claims.
+    claims: dict[int, dict[tuple, list[tuple[int, int]]]] = {}
     for number, (cluster, text) in enumerate(zip(decoded.clusters, decoded.text_of.tolist(),
                                                  strict=True)):
-        cluster_of[(text, number)] = cluster
+        for teacher, span in cluster.spans:
+            key = (span.start, span.end, span.type)
+            claims.setdefault(text, {}).setdefault(key, []).append((number, teacher))
     types = funnel.labels
     hits = {name: [0] * len(types) for name in ("gold", "owner", "routed", "target")}
     for text, tags in enumerate(evaluation.gold):
@@ -90,9 +93,7 @@ def _with_recall(funnel: ClassFunnel, evaluation: TokenData, pool: TokenPool,
                 continue
             index = types.index(entity_type)
             hits["gold"][index] += 1
-            exact = [(number, teacher) for (t, number), cluster in cluster_of.items() if t == text
-                     for teacher, span in cluster.spans
-                     if (span.start, span.end, span.type) == (start, end, entity_type)]
+            exact = claims.get(text, {}).get((start, end, entity_type), [])
             hits["owner"][index] += bool(exact)
             hits["routed"][index] += any(int(routed[number]) == teacher for number, teacher in exact)
             hits["target"][index] += (start, end, entity_type) in target_spans
