@@ -221,3 +221,31 @@ def test_labels_name_spans_and_a_span_no_text_holds_is_refused(trained, tmp_path
         assert_refused(run_kiwb("labels", "import", project, bad, cwd=tmp_path), fragment)
     listed = json.loads(run_kiwb("labels", "list", project, "--json", cwd=tmp_path).stdout)
     assert len(listed) == 1  # nothing of a refused file was written
+
+
+def test_two_cpu_ranks_score_a_token_project_as_one_process_does(ner_root, tmp_path):
+    import numpy as np
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    def arrays_of(project: Path) -> dict:
+        with Store(ProjectPaths(project).store) as store:
+            rows = store.connection.execute(
+                "SELECT score_key, shard FROM score_shards WHERE status = 'done'").fetchall()
+        found = {}
+        for key, shard in rows:
+            with np.load(ProjectPaths(project).shard_file(key, shard)) as data:
+                found[(key, shard)] = {name: data[name] for name in data.files}
+        return found
+
+    one = write_ner_project(tmp_path / "one", ner_root)
+    two = write_ner_project(tmp_path / "two", ner_root)
+    assert run_kiwb("score", one, "--foreground", cwd=tmp_path).returncode == 0
+    done = run_kiwb("score", two, "--devices", "cpu,cpu", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    mine, theirs = arrays_of(two), arrays_of(one)
+    assert mine.keys() == theirs.keys() and len(mine) == 2 * (3 + 1)  # 160 + 48 texts, 64 a shard
+    for place, arrays in theirs.items():
+        for name, values in arrays.items():
+            assert np.array_equal(mine[place][name], values), (place, name)
