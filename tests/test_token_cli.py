@@ -170,6 +170,15 @@ def test_bad_eval_files_are_one_line(ner_root, tmp_path, rows, fragments):
                    *fragments)
 
 
+def test_an_eval_set_without_tags_column_is_refused(ner_root, tmp_path):
+    project = write_ner_project(tmp_path / "proj", ner_root)
+    config = project / "kiwb.toml"
+    config.write_text(config.read_text().replace('tags_column = "tags"\n[scoring]',
+                                                 'label_column = "tags"\n[scoring]'))
+    assert_refused(run_kiwb("score", project, "--foreground", cwd=tmp_path),
+                   "[data.eval]", 'tags_column = "tags"')
+
+
 def test_a_teacher_without_a_fast_tokenizer_is_refused(ner_root, tmp_path):
     folder = shutil.copytree(ner_root / "teacher_a", tmp_path / "slow")
     # The same WordPiece vocabulary as a vocab.txt and no tokenizer.json, under transformers'

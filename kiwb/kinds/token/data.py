@@ -92,6 +92,10 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
 
 def load_role_table(path: str, spec, role: str) -> TextTable:
     """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
+    if role in ("eval", "labeled") and spec.tags_column is None:
+        raise DataError(f"{path}: [data.{role}] of a project of NER teachers needs each word's "
+                        'gold tag: set tags_column = "tags" (and tokens_column = "tokens" for '
+                        "the words they belong to); label_column is for text classifiers")
     return load_word_table(path, text_column=spec.text_column, tokens_column=spec.tokens_column,
                            tags_column=spec.tags_column, split=spec.split, limit=spec.limit,
                            role=role)
