@@ -70,6 +70,14 @@ async def test_a_labeled_cluster_survives_a_restart_and_becomes_a_target(integra
         kinds = ("type-clash", "boundary-clash", "entity-vs-none", "agree")
         assert first.split(" · ")[0] in kinds and "⟦" in first and "⟧" in first
         assert " a: " in first and " b: " in first  # each teacher's tags over the span
+        await pilot.press("enter")  # the detail view: each teacher's reading of the span
+        await wait_for(pilot, lambda: len(app.screen.query("#detail-cluster")) == 1,
+                       what="the cluster's detail")
+        shown = text_of(app.screen.query_one("#detail-cluster"), width=200)
+        assert "each teacher over the marked words" in shown and "routing score" in shown
+        assert shown.count("confidence MC") == 2
+        await pilot.press("escape")
+        await pilot.pause()
         legend_keys = "1"  # the first class is LOC: the cluster is labeled a location
         await pilot.press("l", legend_keys, "0")  # and the second: no entity
         marked = [text.split(" · ")[1] for text in (first, second)]

@@ -313,6 +313,8 @@ class ConflictsPane(Pane):
         instance, integration, root = self.loaded[table.cursor_row], self.integration, self.root
 
         def read_scores() -> ConflictScores:
+            if instance.details is not None:  # a cluster carries its teachers' tags itself
+                return ConflictScores(instance, [])
             with open_store(root) as store:
                 views = teacher_views(root, store, integration, instance.row) if store else []
             return ConflictScores(instance, views)

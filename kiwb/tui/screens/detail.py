@@ -54,11 +54,14 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
             yield Static(Text(item.text), id="detail-text")
             for _view in self.views:
                 yield Plot(classes="teacher")
-            if not self.views:
+            if item.details is not None:  # a cluster of entity spans: each teacher's reading
+                yield Static(cluster_detail(item.details, self.teachers), id="detail-cluster")
+            elif not self.views:
                 yield Static("The teachers' score files for this text were not found (rescored or "
                              "deleted since the integration); integrate again.", classes="problem")
-            yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc closes.",
-                         classes="note")
+            if item.details is None:
+                yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc "
+                             "closes.", classes="note")
             yield Static(legend(self.labels), classes="note", id="detail-legend")
 
     def on_mount(self) -> None:
@@ -77,7 +80,8 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
         gold = "" if item.gold is None else f" · gold {self._label(item.gold)}"
         gold += f" · labeled {label_cell(item)}" if item.labeled else ""
         return Group(
-            Text(f"text {item.row} · margin {item.margin:.3f} · won by "
+            Text(f"{'cluster' if item.details is not None else 'text'} {item.row} · margin "
+                 f"{item.margin:.3f} · won by "
                  f"{self._teacher(item.routed)} · class {self._label(item.target)}{gold}", "bold"),
             Text(f"confidences used for routing: {confidences}", "dim"))
 
@@ -106,6 +110,19 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+
+def cluster_detail(details: dict, teachers: list[str]) -> Text:
+    """A conflict cluster's kind, then per teacher its tags over the span and its confidence
+    over its entity tags there (MC dropout and plain), the routing's score."""
+    text = Text(f"{details['kind']} · each teacher over the marked words:\n", "bold")
+    for number, name in enumerate(teachers):
+        tags = " ".join(details["tags"].get(name, [])) or "–"
+        text.append(f"{name}: {tags}", "bold")
+        text.append(f"   confidence MC {details['mc'][number]:.3f}, plain "
+                    f"{details['plain'][number]:.3f} · routing score "
+                    f"{details['scores'][number]:.3f}\n", "dim")
+    return text
 
 
 def _distribution(view: TeacherView):
