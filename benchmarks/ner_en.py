@@ -219,6 +219,75 @@ def speed(teacher: Path, rows: list[dict], passes: int = 16) -> dict:
             "vs_floor": seconds["kiwb"] / seconds["floor"]}
 
 
+NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard",
+         "muki-soft": "MUKI-Soft", "muki-hard-no-mc": "MUKI-Hard w/o MC dropout",
+         "supervised": "Supervised"}
+
+
+def _pct(value) -> str:
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
+def render(results: dict) -> list[str]:
+    """The ner-en section's generated tables, from the results file."""
+    test = results["test_integration"]
+    teachers = test["eval"]["teacher_accuracy"] if test.get("eval") else {}
+    lines = [f"<!-- generated: {MARKER} -->",
+             f"Rows: train {results['rows']['train']:,} sentences (the teachers' training set "
+             f"and the students' pool), dev {results['rows']['dev']:,}, test "
+             f"{results['rows']['test']:,}. Routing chosen on dev: **{results['routing']}**.",
+             "", "| routing (dev) | routing per gold entity | MUKI-Hard targets' entity F1 | "
+             "Ensemble F1 |", "|---|---:|---:|---:|"]
+    for routing, found in results["routing_dev"].items():
+        lines.append(f"| {routing} | {_pct(found['routing'])} | {_pct(found['targets_f1'])} | "
+                     f"{_pct(found['ensemble'])} |")
+    lines += ["", "| method | entity F1 (conlleval) | strict IOB2 F1 | "
+              + " | ".join(f"F1 {t}" for t in TYPES) + " | paper (CoNLL-03) |",
+              "|---|---:|---:|" + "---:|" * len(TYPES) + "---:|"]
+    for name, key in (("Teacher A alone", "A"), ("Teacher B alone", "B")):
+        lines.append(f"| {name} ({', '.join(TEACHERS[key])}) | {_pct(teachers.get(key))} | | "
+                     + " | " * (len(TYPES) - 1) + f" | {PAPER[name]} |")
+    ensemble = (test.get("token") or {}).get("eval", {}).get("ensemble")
+    if ensemble:
+        lines.append(f"| Ensemble (untrained) | {_pct(ensemble['f1'])} | "
+                     f"{_pct(ensemble['strict_f1'])} | "
+                     + " | ".join(_pct(ensemble["per_type"].get(t)) for t in TYPES)
+                     + f" | {PAPER['Ensemble']} |")
+    for run, report in (results.get("students") or {}).items():
+        lines.append(f"| {NAMES[run]} | {_pct(report['accuracy'])} | "
+                     f"{_pct(report['entity']['strict']['f1'])} | "
+                     + " | ".join(_pct(report["per_class_accuracy"].get(t)) for t in TYPES)
+                     + f" | {PAPER.get(run, '–')} |")
+    routing = test["eval"]["routing_accuracy"] if test.get("eval") else None
+    if routing:
+        lines += ["", f"Routing per gold entity on test ({test['token']['eval']['entities_touched']:,} "
+                  f"of {test['token']['eval']['gold_entities']:,} gold entities touched by a "
+                  f"teacher's span): {routing['routing']} {_pct(routing['chosen'])}%, MC "
+                  f"confidence {_pct(routing['mc_dropout'])}%, plain confidence "
+                  f"{_pct(routing['plain_entropy'])}%."]
+    speed = results.get("speed")
+    if speed:
+        lines += ["", "| teacher | kiwb texts/s (K = 16) | floor: K x eval forward, texts/s | "
+                  "kiwb / floor |", "|---|---:|---:|---:|"]
+        for name, found in speed.items():
+            lines.append(f"| {name} | {found['texts_per_s']['kiwb']:.1f} | "
+                         f"{found['texts_per_s']['floor']:.1f} | {found['vs_floor']:.2f}x |")
+    lines.append(f"<!-- end generated: {MARKER} -->")
+    return lines
+
+
+def write_into_benchmarks_md(lines: list[str]) -> None:
+    path = HERE.parent / "BENCHMARKS.md"
+    text = path.read_text(encoding="utf-8")
+    start, end = f"<!-- generated: {MARKER} -->", f"<!-- end generated: {MARKER} -->"
+    block = "\n".join(lines)
+    if start in text:
+        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
+    else:
+        text = text.rstrip("\n") + "\n\n## ner-en: NER teachers (token kind)\n\n" + block + "\n"
+    path.write_text(text, encoding="utf-8")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--render", action="store_true")
@@ -260,7 +329,10 @@ def main() -> None:
                                              data["test"], "--json", log=OUT / "commands.log")["stdout"])
             results.setdefault("students", {})[run] = report
             RESULTS.write_text(json.dumps(results, indent=2))
-    print(json.dumps({k: results.get(k) for k in ("routing", "routing_dev")}, indent=2))
+    if results.get("test_integration"):
+        lines = render(results)
+        write_into_benchmarks_md(lines)
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -27,6 +27,8 @@ def _cluster_types(cluster, teacher: int) -> set[str]:
 
 def token_funnel(data: TokenData, pool: TokenPool, settings: IntegrationSettings,
                  evaluation: TokenData | None) -> ClassFunnel:
+    """Per entity type, the clusters and mass that carry it; with tagged texts (the eval set,
+    or a tagged pool), the recall of each step."""
     types = data.types
     position = {t: i for i, t in enumerate(types)}
     says, routed_right, targeted = [0] * len(types), [0] * len(types), [0] * len(types)
@@ -55,7 +57,8 @@ def token_funnel(data: TokenData, pool: TokenPool, settings: IntegrationSettings
         estimated_share=(estimated / estimated.sum().clamp_min(1e-12)).tolist())
     if evaluation is None or evaluation.gold is None:
         return funnel
-    return _with_recall(funnel, evaluation, pool, settings)
+    where = "the unlabeled texts' own tags" if evaluation is data else "eval"
+    return _with_recall(funnel, evaluation, pool, settings, where)
 
 
 def _target_share(data: TokenData, pool: TokenPool) -> list[float]:
@@ -69,7 +72,7 @@ def _target_share(data: TokenData, pool: TokenPool) -> list[float]:
 
 
 def _with_recall(funnel: ClassFunnel, evaluation: TokenData, pool: TokenPool,
-                 settings: IntegrationSettings) -> ClassFunnel:
+                 settings: IntegrationSettings, where: str) -> ClassFunnel:
     decoded = decode_all(evaluation.scores)
     features = cluster_features(evaluation.scores, decoded)
     chosen = cluster_scores(pool.fitted, features)
@@ -102,6 +105,6 @@ def _with_recall(funnel: ClassFunnel, evaluation: TokenData, pool: TokenPool,
         return [None if gold == 0 else found / gold
                 for found, gold in zip(hits[name], hits["gold"], strict=True)]
 
-    labeled = LabeledFunnel(where="eval", gold=hits["gold"], owner_recall=recall("owner"),
+    labeled = LabeledFunnel(where=where, gold=hits["gold"], owner_recall=recall("owner"),
                             routed_recall=recall("routed"), target_recall=recall("target"))
     return replace(funnel, labeled=labeled)

@@ -18,6 +18,8 @@ def run_token_integration(config: ProjectConfig, store: Store, settings: Integra
     data = token_data(config, store, by_role["unlabeled"])
     pool = integrate_token_pool(settings, store, data)
     evaluation = token_data(config, store, by_role["eval"]) if by_role["eval"] else None
+    if evaluation is None and data.gold is not None:  # a tagged pool: measured on its own tags
+        evaluation = data
     summary = token_summary(data, pool, settings, evaluation)
     key = integration_key(data, settings, pool)
     store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
