@@ -258,3 +258,33 @@ def test_two_cpu_ranks_score_a_token_project_as_one_process_does(ner_root, tmp_p
     for place, arrays in theirs.items():
         for name, values in arrays.items():
             assert np.array_equal(mine[place][name], values), (place, name)
+
+
+def test_two_cpu_ranks_train_a_token_student_to_the_weights_one_process_does(ner_root, tmp_path):
+    """Data-parallel training through the token kind's seams: the same global batch on two
+    gloo ranks gives one process's weights (a dropout-free student, so only summation order
+    differs)."""
+    import torch
+    from test_distributed_training import assert_close, weights
+    from transformers import BertForTokenClassification
+
+    base = tmp_path / "base"
+    torch.manual_seed(0)
+    tokenizer = ner_wordpiece_tokenizer()
+    BertForTokenClassification(tiny_bert_config(
+        ("x", "y"), len(tokenizer), hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0)).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    project = write_ner_project(tmp_path / "proj", ner_root)
+    config = project / "kiwb.toml"
+    config.write_text(config.read_text().replace(str(ner_root / "base"), str(base)))
+    assert run_kiwb("score", project, "--foreground", cwd=tmp_path).returncode == 0
+    one = run_kiwb("train", project, "--run", "one", "--epochs", "2", "--foreground", cwd=tmp_path)
+    assert one.returncode == 0, one.stderr
+    two = run_kiwb("train", project, "--run", "two", "--epochs", "2", "--devices", "cpu,cpu",
+                   cwd=tmp_path)
+    assert two.returncode == 0, two.stderr
+    assert "on 2 ranks (cpu, cpu)" in " ".join((two.stdout + two.stderr).split())
+    assert_close(weights(project, "two"), weights(project, "one"))
+    best = json.loads((project / "runs" / "two" / "best.json").read_text(encoding="utf-8"))
+    assert best["step"] == 20 and "f1" in best["metrics"]["entity"]  # rank 0 evaluated it

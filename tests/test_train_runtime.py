@@ -237,3 +237,33 @@ def test_losses_are_read_back_once_per_log_line_not_once_per_step(project, still
     trainer, reported = train(project, "synced", still_student, eval_every=1000)
     assert trainer.total_steps == 10 == LOG_EVERY
     assert [n for n in reads if n] == [1, 9]  # the first step (for the progress bar), then step 10
+
+
+def test_micro_batches_weigh_each_piece_by_its_loss_terms():
+    """A tagger's loss is a mean over words, and texts hold different numbers of words: the
+    pieces of a batch that ran out of memory must count by their words, not their texts, for
+    their gradients to add up to the whole batch's (here 1, 3 and 5 terms per row)."""
+    from kiwb.workers.training_loop import OptimizerSteps
+
+    torch.manual_seed(0)
+    inputs = [torch.randn(count, 4) for count in (1, 3, 5)]
+    goals = [torch.randn(count) for count in (1, 3, 5)]
+
+    def gradients(micro_batch: int) -> torch.Tensor:
+        torch.manual_seed(1)
+        model = torch.nn.Linear(4, 1)
+        steps = OptimizerSteps(model, CPU, learning_rate=0.1, weight_decay=0.0, total_steps=1,
+                               warmup_ratio=0.0, batch_size=3)
+
+        def loss_of(rows):  # the mean over the rows' terms
+            x = torch.cat([inputs[int(row)] for row in rows])
+            y = torch.cat([goals[int(row)] for row in rows])
+            return ((model(x).squeeze(-1) - y) ** 2).mean()
+
+        steps.accumulate(torch.arange(3), micro_batch, loss_of,
+                         units=lambda rows: sum(len(goals[int(row)]) for row in rows))
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    whole, pieces = gradients(3), gradients(1)
+    assert torch.allclose(pieces, whole, atol=1e-6)
+    assert whole.abs().max() > 0.1  # a real gradient, not two zeros

@@ -109,6 +109,10 @@ class SequenceStudent:
         """(rows, |Y|) logits of the rows' texts."""
         return model(**collate(tokenizer, features, rows, device)).logits.float()
 
+    def loss_units(self, features, rows) -> int:
+        """The loss terms of the rows: one per text."""
+        return len(rows)
+
     def row_targets(self, data, rows, features=None) -> tuple[torch.Tensor, torch.Tensor]:
         """The rows' targets and instance weights, in the order `logits` gives them."""
         return data.targets[rows], data.weights[rows]

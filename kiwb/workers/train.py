@@ -339,13 +339,19 @@ class Trainer:
         """One optimizer step over the batch `rows`; its mean loss, on the device. On several
         ranks each takes its share of the batch, its loss scaled so that the gradients the
         ranks average are those of the whole batch, and the loss returned is the batch's."""
+        units = self._loss_units
         if self.ranks is None:
-            return self.steps.step(rows, self._loss)
-        mine, factor = self.ranks.share(rows)
+            return self.steps.step(rows, self._loss, units=units)
+        mine, factor = self.ranks.share(rows, units)
         loss = self.steps.step(mine, lambda piece: self._loss(piece) * factor,
                                quiet=self.train_model.no_sync,
-                               reduce=lambda: self.ranks.average_gradients(self.model))
+                               reduce=lambda: self.ranks.average_gradients(self.model),
+                               units=units)
         return self.ranks.mean(loss)
+
+    def _loss_units(self, rows: torch.Tensor) -> int:
+        """How many terms the rows' mean loss averages (texts, or a tagger's words)."""
+        return self.data.student.loss_units(self.features, rows)
 
     def _loss(self, rows: torch.Tensor) -> torch.Tensor:
         """The student's mean loss on some of the texts, against their integrated targets."""

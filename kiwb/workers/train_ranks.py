@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -65,14 +66,17 @@ class TrainRanks:
     def leads(self) -> bool:
         return self.setup.leads
 
-    def share(self, rows: torch.Tensor) -> tuple[torch.Tensor, float]:
+    def share(self, rows: torch.Tensor, units: Callable[[torch.Tensor], int] = len
+              ) -> tuple[torch.Tensor, float]:
         """This rank's rows of a batch and its loss factor (world size x its share of the
-        rows). A batch smaller than the ranks leaves some without a row: they run one row at
-        factor 0, so every rank still takes part in averaging the gradients."""
+        batch's loss terms, `units`: texts by default, words for a tagger), so that the
+        averaged gradients are the whole batch's mean. A batch smaller than the ranks leaves
+        some without a row: they run one row at factor 0, so every rank still takes part in
+        averaging the gradients."""
         mine = rows[self.setup.rank::self.setup.world_size]
         if len(mine) == 0:
             return rows[:1], 0.0
-        return mine, self.setup.world_size * len(mine) / len(rows)
+        return mine, self.setup.world_size * units(mine) / units(rows)
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
         """The model under DDP: its construction gives every rank rank 0's weights and

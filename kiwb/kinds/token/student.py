@@ -221,6 +221,12 @@ class TokenStudent:
         later = [row.words.start + word for row in chosen for _, word in row.continuations]
         return first, torch.tensor(later, dtype=torch.long)
 
+    def loss_units(self, features, rows) -> int:
+        """The loss terms of the rows: one per word's first sub-word and per later sub-word,
+        so a piece of a batch (a micro-batch, a rank's share) counts by its words."""
+        chosen = [features[int(row)] for row in rows]
+        return sum(len(row.words) + len(row.continuations) for row in chosen)
+
     def row_targets(self, data, rows, features=None) -> tuple[torch.Tensor, torch.Tensor]:
         first, later = self._words(features, rows)
         targets = torch.cat([data.targets[first], inside_tags(data.targets[later], data.labels)])
