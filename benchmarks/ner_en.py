@@ -40,7 +40,6 @@ RUNS = [("vanilla-kd", ["--method", "vanilla-kd"]), ("uhc", ["--method", "uhc"])
         ("supervised", ["--method", "supervised"])]
 PAPER = {"Teacher A alone": 55.4, "Teacher B alone": 38.6, "Ensemble": 79.5, "vanilla-kd": 83.6,
          "uhc": 81.4, "muki-hard": 85.3, "muki-soft": 84.5}  # CoNLL-03, Table 6
-MARKER = "ner-en (benchmarks/ner_en.py)"
 
 
 def split_data() -> dict[str, Path]:
@@ -69,7 +68,7 @@ def train_teacher(name: str, types, data: dict[str, Path], base: str) -> dict:
     from transformers import AutoModelForTokenClassification, AutoTokenizer
 
     folder = OUT / f"teacher_{name}"
-    if (folder / "config.json").is_file():
+    if (folder / "teach.json").is_file():  # written last: a teacher cut short is taught again
         return json.loads((folder / "teach.json").read_text())
     tags = ["O"] + [f"{p}-{t}" for t in types for p in ("B", "I")]
     index = {tag: i for i, tag in enumerate(tags)}
@@ -232,8 +231,7 @@ def render(results: dict) -> list[str]:
     """The ner-en section's generated tables, from the results file."""
     test = results["test_integration"]
     teachers = test["eval"]["teacher_accuracy"] if test.get("eval") else {}
-    lines = [f"<!-- generated: {MARKER} -->",
-             f"Rows: train {results['rows']['train']:,} sentences (the teachers' training set "
+    lines = [f"Rows: train {results['rows']['train']:,} sentences (the teachers' training set "
              f"and the students' pool), dev {results['rows']['dev']:,}, test "
              f"{results['rows']['test']:,}. Routing chosen on dev: **{results['routing']}**.",
              "", "| routing (dev) | routing per gold entity | MUKI-Hard targets' entity F1 | "
@@ -272,20 +270,7 @@ def render(results: dict) -> list[str]:
         for name, found in speed.items():
             lines.append(f"| {name} | {found['texts_per_s']['kiwb']:.1f} | "
                          f"{found['texts_per_s']['floor']:.1f} | {found['vs_floor']:.2f}x |")
-    lines.append(f"<!-- end generated: {MARKER} -->")
     return lines
-
-
-def write_into_benchmarks_md(lines: list[str]) -> None:
-    path = HERE.parent / "BENCHMARKS.md"
-    text = path.read_text(encoding="utf-8")
-    start, end = f"<!-- generated: {MARKER} -->", f"<!-- end generated: {MARKER} -->"
-    block = "\n".join(lines)
-    if start in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n## ner-en: NER teachers (token kind)\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
@@ -330,9 +315,11 @@ def main() -> None:
             results.setdefault("students", {})[run] = report
             RESULTS.write_text(json.dumps(results, indent=2))
     if results.get("test_integration"):
-        lines = render(results)
-        write_into_benchmarks_md(lines)
-        print("\n".join(lines))
+        from report import write_section
+
+        rendered = "\n".join(render(results))
+        write_section("ner-en", "benchmarks/ner_en.py", rendered)
+        print(rendered)
 
 
 if __name__ == "__main__":

@@ -48,7 +48,6 @@ VARIANTS = {
 }
 METHODS = ("muki-hard", "muki-soft")
 RARE = "mail"
-MARKER = "rare classes (benchmarks/rare_classes.py)"
 
 
 def project() -> tuple[Path, Path, dict]:
@@ -203,7 +202,7 @@ def _pct(value: float | None) -> str:
 
 
 def render(results: dict) -> list[str]:
-    lines = [f"<!-- generated: {MARKER} -->", "### Integration alone: the targets on dev and test",
+    lines = ["### Integration alone: the targets on dev and test",
              "", "What each variant's targets would teach (no student): their accuracy and "
              f"macro-F1 against the gold labels, and the funnel of `{RARE}` on test (share of its "
              "texts an owner says it / routed to an owner saying it / target carries it), with "
@@ -243,20 +242,7 @@ def render(results: dict) -> list[str]:
                 f"{_pct(student_means(results, key, 'test', 'accuracy'))} | "
                 f"{_pct(student_means(results, key, 'test', 'macro_f1'))} | "
                 + " | ".join(_pct(value) for value in per_class) + f" | {len(runs)} |")
-    lines.append(f"<!-- end generated: {MARKER} -->")
     return lines
-
-
-def write_into_benchmarks_md(lines: list[str]) -> None:
-    path = HERE.parent / "BENCHMARKS.md"
-    text = path.read_text(encoding="utf-8")
-    start, end = f"<!-- generated: {MARKER} -->", f"<!-- end generated: {MARKER} -->"
-    block = "\n".join(lines)
-    if start in text:
-        text = text[:text.index(start)] + block + text[text.index(end) + len(end):]
-    else:
-        text = text.rstrip("\n") + "\n\n## Rare classes on debian-8\n\n" + block + "\n"
-    path.write_text(text, encoding="utf-8")
 
 
 def main() -> None:
@@ -273,9 +259,11 @@ def main() -> None:
         RESULTS.write_text(json.dumps(results, indent=2), encoding="utf-8")
         if not args.no_students:
             students(folder, data, args.seeds, results)
-    lines = render(results)
-    write_into_benchmarks_md(lines)
-    print("\n".join(lines))
+    from report import write_section
+
+    rendered = "\n".join(render(results))
+    write_section("rare classes", "benchmarks/rare_classes.py", rendered)
+    print(rendered)
 
 
 if __name__ == "__main__":

@@ -125,3 +125,23 @@ def test_training_defaults_table_shows_each_run_and_the_ensemble():
     assert ("| debian-8 500 | old | 48 | 2.0e-05 | 41.8% | 23.0% | 43.3% | 23.9% | mail, sound | "
             "collapsed |") in table
     assert "| debian-8 500 | Ensemble (untrained) | | | 70.2% | | 66.0% | | | |" in table
+
+
+def test_teach_balance_chooses_on_dev_and_leaves_unmeasured_times_blank():
+    import teach_balance
+
+    def variant(dev_macro: float, test_macro: float, seconds):
+        figures = {"accuracy": 0.9, "per_class_accuracy": {"a": 0.9, "rare": 0.5}}
+        return {"kept_step": 200, "check": "ok", "seconds": seconds,
+                "dev": {**figures, "macro_f1": dev_macro},
+                "test": {**figures, "macro_f1": test_macro}}
+
+    teacher = {"train_counts": {"a": 900, "rare": 46}, "variants": {
+        "old": variant(0.70, 0.70, None), "new": variant(0.90, 0.88, None),
+        "loss": variant(0.89, 0.95, 1056.4), "sampler": variant(0.88, 0.90, 833.0)}}
+    lines = teach_balance.render({"teachers": {"A": teacher, "B": teacher}})
+    # The test split's best (loss) is not chosen: the choice is made on dev.
+    assert lines[-1] == "Chosen on dev (mean macro-F1 of both teachers): **new**."
+    assert "| A (rare: 46 of 946) | old | 200 | 90.0 | 70.0 | 50.0 | 90.0 | 70.0 | 50.0 | ok | – |" in lines
+    assert any(line.startswith("| B (rare: 46 of 946) | loss |") and line.endswith("| 1056 s |")
+               for line in lines)
