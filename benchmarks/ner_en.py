@@ -27,6 +27,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
+from report import percent, write_section  # noqa: E402
 
 DATA = HERE.parent.parent / "shared" / "data" / "ner-en.jsonl.gz"
 OUT = HERE / "out" / "ner"
@@ -223,10 +224,6 @@ NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard",
          "supervised": "Supervised"}
 
 
-def _pct(value) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def render(results: dict) -> list[str]:
     """The ner-en section's generated tables, from the results file."""
     test = results["test_integration"]
@@ -237,32 +234,32 @@ def render(results: dict) -> list[str]:
              "", "| routing (dev) | routing per gold entity | MUKI-Hard targets' entity F1 | "
              "Ensemble F1 |", "|---|---:|---:|---:|"]
     for routing, found in results["routing_dev"].items():
-        lines.append(f"| {routing} | {_pct(found['routing'])} | {_pct(found['targets_f1'])} | "
-                     f"{_pct(found['ensemble'])} |")
+        lines.append(f"| {routing} | {percent(found['routing'])} | {percent(found['targets_f1'])} | "
+                     f"{percent(found['ensemble'])} |")
     lines += ["", "| method | entity F1 (conlleval) | strict IOB2 F1 | "
               + " | ".join(f"F1 {t}" for t in TYPES) + " | paper (CoNLL-03) |",
               "|---|---:|---:|" + "---:|" * len(TYPES) + "---:|"]
     for name, key in (("Teacher A alone", "A"), ("Teacher B alone", "B")):
-        lines.append(f"| {name} ({', '.join(TEACHERS[key])}) | {_pct(teachers.get(key))} | | "
+        lines.append(f"| {name} ({', '.join(TEACHERS[key])}) | {percent(teachers.get(key))} | | "
                      + " | " * (len(TYPES) - 1) + f" | {PAPER[name]} |")
     ensemble = (test.get("token") or {}).get("eval", {}).get("ensemble")
     if ensemble:
-        lines.append(f"| Ensemble (untrained) | {_pct(ensemble['f1'])} | "
-                     f"{_pct(ensemble['strict_f1'])} | "
-                     + " | ".join(_pct(ensemble["per_type"].get(t)) for t in TYPES)
+        lines.append(f"| Ensemble (untrained) | {percent(ensemble['f1'])} | "
+                     f"{percent(ensemble['strict_f1'])} | "
+                     + " | ".join(percent(ensemble["per_type"].get(t)) for t in TYPES)
                      + f" | {PAPER['Ensemble']} |")
     for run, report in (results.get("students") or {}).items():
-        lines.append(f"| {NAMES[run]} | {_pct(report['accuracy'])} | "
-                     f"{_pct(report['entity']['strict']['f1'])} | "
-                     + " | ".join(_pct(report["per_class_accuracy"].get(t)) for t in TYPES)
+        lines.append(f"| {NAMES[run]} | {percent(report['accuracy'])} | "
+                     f"{percent(report['entity']['strict']['f1'])} | "
+                     + " | ".join(percent(report["per_class_accuracy"].get(t)) for t in TYPES)
                      + f" | {PAPER.get(run, '–')} |")
     routing = test["eval"]["routing_accuracy"] if test.get("eval") else None
     if routing:
         lines += ["", f"Routing per gold entity on test ({test['token']['eval']['entities_touched']:,} "
                   f"of {test['token']['eval']['gold_entities']:,} gold entities touched by a "
-                  f"teacher's span): {routing['routing']} {_pct(routing['chosen'])}%, MC "
-                  f"confidence {_pct(routing['mc_dropout'])}%, plain confidence "
-                  f"{_pct(routing['plain_entropy'])}%."]
+                  f"teacher's span): {routing['routing']} {percent(routing['chosen'])}%, MC "
+                  f"confidence {percent(routing['mc_dropout'])}%, plain confidence "
+                  f"{percent(routing['plain_entropy'])}%."]
     speed = results.get("speed")
     if speed:
         lines += ["", "| teacher | kiwb texts/s (K = 16) | floor: K x eval forward, texts/s | "
@@ -315,8 +312,6 @@ def main() -> None:
             results.setdefault("students", {})[run] = report
             RESULTS.write_text(json.dumps(results, indent=2))
     if results.get("test_integration"):
-        from report import write_section
-
         rendered = "\n".join(render(results))
         write_section("ner-en", "benchmarks/ner_en.py", rendered)
         print(rendered)

@@ -37,6 +37,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # debian8, report and routing live beside this script
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
+from report import percent, write_section  # noqa: E402
 
 OUT = HERE / "out" / "cpu"
 RESULTS = OUT / "rare_classes.json"
@@ -178,7 +179,7 @@ def train_one(folder: Path, data: dict, variant: str, method: str, seed: int,
 
 def demo_figures(folder: Path) -> dict:
     """The defaults rule's other half: each variant's MUKI-Hard and MUKI-Soft on the demo
-    (its eval set, the kept checkpoint), beside the demo's own settings. Seconds per run."""
+    (its eval set, the kept checkpoint), beside the demo's own settings."""
     log = OUT / "commands.log"
     if not (folder / "store.sqlite").exists():
         debian8.kiwb("demo", folder, "--no-ui", log=log)
@@ -217,10 +218,6 @@ def chosen_on_dev(results: dict) -> dict[str, str]:
     return chosen
 
 
-def _pct(value: float | None) -> str:
-    return "–" if value is None else f"{100 * value:.1f}"
-
-
 def demo_rows(results: dict) -> list[str]:
     demo = results.get("demo")
     if not demo:
@@ -230,8 +227,8 @@ def demo_rows(results: dict) -> list[str]:
              "MUKI-Soft macro-F1 |", "|---|---:|---:|---:|---:|"]
     for variant in VARIANTS:
         hard, soft = demo[f"{variant}/muki-hard"], demo[f"{variant}/muki-soft"]
-        lines.append(f"| {variant} | {_pct(hard['accuracy'])} | {_pct(hard['macro_f1'])} | "
-                     f"{_pct(soft['accuracy'])} | {_pct(soft['macro_f1'])} |")
+        lines.append(f"| {variant} | {percent(hard['accuracy'])} | {percent(hard['macro_f1'])} | "
+                     f"{percent(soft['accuracy'])} | {percent(soft['macro_f1'])} |")
     return lines
 
 
@@ -249,13 +246,13 @@ def render(results: dict) -> list[str]:
         funnel = entry["test"]["funnel"]
         index = funnel["labels"].index(RARE)
         labeled = funnel["labeled"]
-        steps = " / ".join(_pct(labeled[name][index]) for name in
+        steps = " / ".join(percent(labeled[name][index]) for name in
                            ("owner_recall", "routed_recall", "target_recall"))
         lines.append(
-            f"| {variant} | {method} | {_pct(entry['dev']['accuracy'])} | "
-            f"{_pct(entry['dev']['macro_f1'])} | {_pct(entry['test']['accuracy'])} | "
-            f"{_pct(entry['test']['macro_f1'])} | {steps} | "
-            f"{_pct(entry['pool_target_share'][RARE])}% / {_pct(entry['estimated_share'][RARE])}% |")
+            f"| {variant} | {method} | {percent(entry['dev']['accuracy'])} | "
+            f"{percent(entry['dev']['macro_f1'])} | {percent(entry['test']['accuracy'])} | "
+            f"{percent(entry['test']['macro_f1'])} | {steps} | "
+            f"{percent(entry['pool_target_share'][RARE])}% / {percent(entry['estimated_share'][RARE])}% |")
     if results.get("students"):
         chosen = chosen_on_dev(results)
         labels = list(next(iter(results["integration"].values()))["test"]["per_class"])
@@ -271,11 +268,11 @@ def render(results: dict) -> list[str]:
             per_class = [mean([run["test"]["per_class_accuracy"].get(label) for run in
                                runs.values()]) for label in labels]
             lines.append(
-                f"| {variant} | {method} | {_pct(student_means(results, key, 'dev', 'accuracy'))} | "
-                f"{_pct(student_means(results, key, 'dev', 'macro_f1'))} | "
-                f"{_pct(student_means(results, key, 'test', 'accuracy'))} | "
-                f"{_pct(student_means(results, key, 'test', 'macro_f1'))} | "
-                + " | ".join(_pct(value) for value in per_class) + f" | {len(runs)} |")
+                f"| {variant} | {method} | {percent(student_means(results, key, 'dev', 'accuracy'))} | "
+                f"{percent(student_means(results, key, 'dev', 'macro_f1'))} | "
+                f"{percent(student_means(results, key, 'test', 'accuracy'))} | "
+                f"{percent(student_means(results, key, 'test', 'macro_f1'))} | "
+                + " | ".join(percent(value) for value in per_class) + f" | {len(runs)} |")
     return lines + demo_rows(results)
 
 
@@ -298,8 +295,6 @@ def main() -> None:
         RESULTS.write_text(json.dumps(results, indent=2), encoding="utf-8")
         if not args.no_students:
             students(folder, data, args.seeds, results)
-    from report import write_section
-
     rendered = "\n".join(render(results))
     write_section("rare classes", "benchmarks/rare_classes.py", rendered)
     print(rendered)

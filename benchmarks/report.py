@@ -15,6 +15,11 @@ NAMES = {"vanilla-kd": "Vanilla KD", "uhc": "UHC", "muki-hard": "MUKI-Hard", "mu
          "muki-hard-no-reweight": "MUKI-Hard w/o re-weighting", "supervised": "Supervised (upper bound)"}
 
 
+def percent(value: float | None) -> str:
+    """A fraction as a percentage with one decimal, "–" when it was not measured."""
+    return "–" if value is None else f"{100 * value:.1f}"
+
+
 def _pct(values: list[float]) -> str:
     if len(values) == 1:
         return f"{100 * values[0]:.1f}"
