@@ -39,24 +39,54 @@ def _corpus() -> list[str]:
     return [row["text"] for row in make_texts(200, seed=99)] + [" ".join(FILLER)]
 
 
-def wordpiece_tokenizer(folder: Path):
-    """A BERT-style WordPiece tokenizer trained on the synthetic corpus."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
+def wordpiece_vocab(corpus: list[str], *, lowercase: bool, split_every: int = 0) -> dict[str, int]:
+    """A WordPiece vocabulary built the same in every process: specials, each character alone
+    and as a continuation, then the corpus's words by frequency (ties by spelling).
+
+    tokenizers' WordPieceTrainer draws its ties from Rust's randomly seeded hash maps, so each
+    process got another vocabulary and every tiny model another initialisation: a test that
+    passed alone failed in a full run. With split_every = n, every n-th word is kept only as
+    3-character pieces (\"Wash\", \"##ing\", \"##ton\"), as a real vocabulary splits rare words."""
+    from tokenizers import normalizers, pre_tokenizers
+
+    normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    splitter = pre_tokenizers.BertPreTokenizer()
+    counts: dict[str, int] = {}
+    for text in corpus:
+        for word, _ in splitter.pre_tokenize_str(normalizer.normalize_str(text)):
+            counts[word] = counts.get(word, 0) + 1
+    characters = sorted({character for word in counts for character in word})
+    tokens = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *characters,
+              *(f"##{character}" for character in characters)]
+    for rank, word in enumerate(sorted(counts, key=lambda word: (-counts[word], word))):
+        if split_every and rank % split_every == split_every - 1 and len(word) > 3:
+            tokens += [word[:4]] + [f"##{word[i:i + 3]}" for i in range(4, len(word), 3)]
+        else:
+            tokens.append(word)
+    return {token: i for i, token in enumerate(dict.fromkeys(tokens))}
+
+
+def bert_wordpiece_tokenizer(vocab: dict[str, int], *, lowercase: bool):
+    """A BERT-style fast tokenizer ([CLS] ... [SEP], 64 tokens at most) over `vocab`."""
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors
     from transformers import PreTrainedTokenizerFast
 
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
+    tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="[UNK]"))
+    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tokenizer.train_from_iterator(_corpus(), trainers.WordPieceTrainer(vocab_size=200, special_tokens=specials))
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
     tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]", special_tokens=[("[CLS]", cls), ("[SEP]", sep)]
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", vocab["[CLS]"]), ("[SEP]", vocab["[SEP]"])],
     )
     return PreTrainedTokenizerFast(
         tokenizer_object=tokenizer, model_max_length=64, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
         sep_token="[SEP]", mask_token="[MASK]",
     )
+
+
+def wordpiece_tokenizer(folder: Path):
+    """A BERT-style WordPiece tokenizer over the synthetic corpus's words."""
+    return bert_wordpiece_tokenizer(wordpiece_vocab(_corpus(), lowercase=True), lowercase=True)
 
 
 def bpe_tokenizer(folder: Path):

@@ -7,7 +7,13 @@ import random
 import re
 from pathlib import Path
 
-from tiny import tiny_bert_config, tiny_roberta_config, write_jsonl
+from tiny import (
+    bert_wordpiece_tokenizer,
+    tiny_bert_config,
+    tiny_roberta_config,
+    wordpiece_vocab,
+    write_jsonl,
+)
 
 __all__ = [
     "ALL_TYPES", "BATCH_SIZE", "ENTITY_WORDS", "FILLER", "SCHEMES", "TEACHER_A_TYPES",
@@ -127,26 +133,10 @@ def _corpus() -> list[str]:
 
 def ner_wordpiece_tokenizer():
     """A BERT-style WordPiece tokenizer, cased as NER checkpoints usually are."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=False)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    # About half the entity words stay whole and the rest split in 2-4 pieces, as in a real
-    # model; a much smaller vocabulary shreds every name and the tiny model cannot learn them.
-    trainer = trainers.WordPieceTrainer(vocab_size=300, special_tokens=specials)
-    tokenizer.train_from_iterator(_corpus(), trainer)
-    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
-    tokenizer.post_processor = processors.TemplateProcessing(
-        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
-        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
-    )
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer, model_max_length=64, unk_token="[UNK]", pad_token="[PAD]",
-        cls_token="[CLS]", sep_token="[SEP]", mask_token="[MASK]",
-    )
+    # Every other word is kept only as pieces, so names split in 2-4 pieces as in a real model;
+    # shredding every name to characters leaves the tiny model unable to learn them.
+    return bert_wordpiece_tokenizer(wordpiece_vocab(_corpus(), lowercase=False, split_every=2),
+                                    lowercase=False)
 
 
 def ner_bpe_tokenizer():
