@@ -161,7 +161,11 @@ def _arrays(det, mc_confidence):
 
 
 def test_stacking_scores_on_the_union_and_the_conflicts_by_margin():
-    from kiwb.kinds.multilabel.pool import integrate_label_scores, label_conflicts, stack_label_scores
+    from kiwb.kinds.multilabel.pool import (
+        integrate_label_scores,
+        label_conflicts,
+        stack_label_scores,
+    )
 
     # A knows (sports, music), B knows (music, jazz): music is shared.
     scores = stack_label_scores(
