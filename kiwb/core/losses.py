@@ -28,6 +28,15 @@ def weighted_kl_loss(
     return _weighted_mean(_kl_rows(targets, log_probs), weights)
 
 
+def softmax_distillation_loss(method: str, student_logits: Tensor, targets: Tensor,
+                              weights: Tensor | None, coverage: Tensor) -> Tensor:
+    """A softmax student's loss against its integrated targets: UHC's per-teacher slices for
+    `uhc` (coverage (N, |Y|): which union labels each teacher has), else the weighted KL."""
+    if method == "uhc":
+        return uhc_loss(student_logits, targets, coverage.to(student_logits.device), weights)
+    return weighted_kl_loss(student_logits, targets, weights)
+
+
 def uhc_loss(
     student_logits: Tensor,
     teacher_targets: Tensor,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from kiwb.core.losses import softmax_distillation_loss
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
 from kiwb.kinds import DEFAULT_KIND
@@ -91,6 +92,9 @@ class SequenceStudent:
     TrainingData to the other ranks, so it holds no tensors and no model."""
 
     kind = DEFAULT_KIND
+    # The losses the Trainer asks for: against gold label ids, and against integrated targets.
+    supervised_loss = staticmethod(torch.nn.functional.cross_entropy)
+    distillation_loss = staticmethod(softmax_distillation_loss)
 
     def load_base(self, base: str, labels: list[str]):
         return load_student_base(base, labels)

@@ -14,7 +14,6 @@ from kiwb import __version__
 from kiwb.console import console
 from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
-from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
 from kiwb.kinds import kind_named, run_seam
@@ -360,14 +359,12 @@ class Trainer:
                                      self.device)
         if method == SUPERVISED:
             gold = data.student.row_gold(data, rows, self.features).to(self.device)
-            return torch.nn.functional.cross_entropy(logits, gold)
+            return data.student.supervised_loss(logits, gold)
         targets, weights = (values.to(self.device)
                             for values in data.student.row_targets(data, rows, self.features))
         if data.logit_offsets is not None:  # the loss sees them; predictions never do
             logits = logits + data.logit_offsets.to(self.device)
-        if method == "uhc":
-            return uhc_loss(logits, targets, data.coverage.to(self.device), weights)
-        return weighted_kl_loss(logits, targets, weights)
+        return data.student.distillation_loss(method, logits, targets, weights, data.coverage)
 
     # -- evaluation and checkpoints ------------------------------------------------------
     def evaluate_and_checkpoint(self) -> None:

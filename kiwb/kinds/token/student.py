@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from kiwb.console import console
+from kiwb.core.losses import softmax_distillation_loss
 from kiwb.errors import KiwbError
 from kiwb.kinds.token.metrics import entity_report
 from kiwb.kinds.token.scoring import pad_windows, window_texts
@@ -190,6 +191,9 @@ class TokenStudent:
     SequenceStudent is the sequence kind's): rows are texts, targets are per word."""
 
     kind = "token"
+    # Per word, the same losses as a text classifier's (kiwb.workers.student.SequenceStudent).
+    supervised_loss = staticmethod(torch.nn.functional.cross_entropy)
+    distillation_loss = staticmethod(softmax_distillation_loss)
 
     def __init__(self, types: list[str], pool_words: list[list[str]],
                  eval_words: list[list[str]] | None, eval_tags: list[list[str]] | None,

@@ -1,0 +1,24 @@
+"""A multi-label student's losses: each label is its own yes or no (binary cross-entropy), so
+a text's labels do not compete for one unit of probability as a softmax's would."""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+def weighted_bce_loss(method: str, student_logits: Tensor, targets: Tensor,
+                      weights: Tensor | None, coverage: Tensor | None = None) -> Tensor:
+    """Mean over (text, label) of w * BCE(sigmoid(logit), target) against (n, L) integrated
+    probabilities; `weights` (n, L) are MUKI's per-label margins (ones for the baselines).
+    `method` and `coverage` are the softmax loss's arguments, unused: every method's targets
+    here are one probability per label."""
+    per_label = torch.nn.functional.binary_cross_entropy_with_logits(
+        student_logits, targets.to(student_logits.dtype), reduction="none")
+    return (per_label if weights is None else weights * per_label).mean()
+
+
+def gold_bce_loss(student_logits: Tensor, gold: Tensor) -> Tensor:
+    """The supervised run's loss: mean BCE against (n, L) 0/1 gold labels."""
+    return torch.nn.functional.binary_cross_entropy_with_logits(
+        student_logits, gold.to(student_logits.dtype))
