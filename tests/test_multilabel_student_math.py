@@ -38,3 +38,42 @@ def test_thresholds_are_tuned_per_label_and_default_to_a_half():
     assert thresholds.tolist() == pytest.approx([0.25, 0.6, 0.5])
     assert decide(probs, thresholds).tolist() == [[1, 1, 0], [1, 0, 0], [0, 1, 0], [0, 0, 0]]
     assert decide(probs).tolist() == [[0, 1, 0], [0, 1, 0], [0, 1, 0], [0, 0, 0]]
+
+
+def test_the_student_head_losses_and_metrics_on_a_tiny_model(tmp_path):
+    from types import SimpleNamespace
+
+    from tiny import make_texts, tiny_bert_config, wordpiece_tokenizer
+    from transformers import BertForSequenceClassification
+
+    from kiwb.kinds.multilabel.metrics import multilabel_report
+    from kiwb.kinds.multilabel.student import MultiLabelStudent, multi_hot, predict_probs
+    from kiwb.workers.student import tokenize
+
+    labels = ["sports", "politics", "music"]
+    base = tmp_path / "base"
+    tokenizer = wordpiece_tokenizer(base)
+    torch.manual_seed(0)
+    BertForSequenceClassification(tiny_bert_config(("x", "y"), len(tokenizer))).save_pretrained(base)
+    tokenizer.save_pretrained(base)
+    student = MultiLabelStudent()
+    model, tokenizer = student.load_base(str(base), labels)
+    assert model.config.problem_type == "multi_label_classification"
+    assert model.config.num_labels == 3
+    texts = [row["text"] for row in make_texts(6, seed=4)]
+    gold = multi_hot([("sports",), ("politics", "music"), (), ("music",), ("sports",), ()], labels)
+    assert gold.tolist()[1] == [0.0, 1.0, 1.0]
+    features = tokenize(tokenizer, texts, 64)
+    cpu = torch.device("cpu")
+    data = SimpleNamespace(eval_ids=gold, labels=labels)
+    report = student.evaluate(model, tokenizer, features, data, 4, cpu, "float32")
+    probs = predict_probs(model, tokenizer, features, 4, cpu)
+    assert report["accuracy"] == report["micro_f1"]
+    assert report == {"accuracy": report["micro_f1"], "per_class_accuracy": report["per_label_f1"],
+                      **multilabel_report(gold, (probs > 0.5).long(), labels)}
+    # The losses the Trainer takes from the student: BCE per label, not a softmax's.
+    logits = student.logits(model, tokenizer, features, torch.arange(6), cpu)
+    assert torch.isclose(student.supervised_loss(logits, gold),
+                         torch.nn.functional.binary_cross_entropy_with_logits(logits, gold))
+    assert student.predicted_counts(model, tokenizer, features, 4, cpu, "float32", 3) == (
+        (probs > 0.5).sum(0).tolist())
