@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -151,3 +152,39 @@ def test_metrics_by_hand():
     assert report["hamming_loss"] == pytest.approx(2 / 6)
     assert report["subset_accuracy"] == pytest.approx(0.5)
     assert report["support"] == {"x": 1, "y": 1, "z": 1}
+
+
+def _arrays(det, mc_confidence):
+    det, confidence = np.asarray(det, dtype=np.float32), np.asarray(mc_confidence, dtype=np.float32)
+    return {"det_probs": det, "mc_probs": det, "mc_confidence": confidence,
+            "det_confidence": np.full_like(confidence, 0.5)}
+
+
+def test_stacking_scores_on_the_union_and_the_conflicts_by_margin():
+    from kiwb.kinds.multilabel.pool import (
+        integrate_label_scores,
+        label_conflicts,
+        stack_label_scores,
+    )
+
+    # A knows (sports, music), B knows (music, jazz): music is shared.
+    scores = stack_label_scores(
+        ["A", "B"], [("sports", "music"), ("music", "jazz")],
+        [_arrays([[0.9, 0.8], [0.1, 0.3], [0.7, 0.6]], [[0.9, 0.9], [0.8, 0.5], [0.6, 0.7]]),
+         _arrays([[0.2, 0.9], [0.4, 0.1], [0.9, 0.2]], [[0.5, 0.8], [0.9, 0.9], [0.6, 0.8]])])
+    assert scores.union == ["sports", "music", "jazz"]
+    assert scores.owners.tolist() == [[True, True, False], [False, True, True]]
+    assert scores.shared.tolist() == [False, True, False]
+    assert scores.det_probs[1, 0].tolist() == pytest.approx([0.0, 0.2, 0.9])
+    hard = integrate_label_scores(scores, "muki-hard")
+    # music (B's first column): text 0 A 0.8 at confidence 0.9 against B 0.2 at 0.5 -> 0.8;
+    # text 1 A 0.3 at 0.5 against B 0.4 at 0.9 -> 0.4; text 2 A 0.6 at 0.7 against B 0.9 at 0.6.
+    assert hard.targets[:, 1].tolist() == pytest.approx([0.8, 0.4, 0.6])
+    conflicts = label_conflicts(scores, hard)
+    # Only text 0's owners disagree on music (yes 0.8, no 0.2); margin 0.9 - 0.5.
+    assert [(c.text, c.label, c.says_yes) for c in conflicts] == [(0, "music", ["A"])]
+    assert conflicts[0].margin == pytest.approx(0.4)
+    assert conflicts[0].target == pytest.approx(0.8)
+    plain = integrate_label_scores(scores, "muki-hard", use_mc=False)
+    # Plain confidences are all 0.5: ties go to the first owner, A.
+    assert plain.targets[:, 1].tolist() == pytest.approx([0.8, 0.3, 0.6])

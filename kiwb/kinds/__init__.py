@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.sequence import KIND as SEQUENCE
@@ -16,7 +16,8 @@ KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN)}
 DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
 
 __all__ = ["DEFAULT_KIND", "KINDS", "SEQUENCE", "TOKEN", "TeacherKind", "TeacherKnowledge",
-           "kind_named", "kind_of_architectures", "common_kind", "run_seam"]
+           "kind_named", "kind_of_checkpoint", "common_kind", "run_seam",
+           "unmatched_checkpoint"]
 
 
 def kind_named(name: str | None) -> TeacherKind:
@@ -28,13 +29,32 @@ def kind_named(name: str | None) -> TeacherKind:
     return KINDS[name]
 
 
-def kind_of_architectures(architectures: Sequence[str]) -> tuple[TeacherKind, str] | None:
-    """The kind a checkpoint's `architectures` name, with the matching class; None if none."""
+def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
+                       ) -> tuple[TeacherKind, str] | None:
+    """The kind of a checkpoint from its config.json (a dict), with the matching model class;
+    None if no kind matches. `problem_type` (kiwb.toml) overrides the checkpoint's."""
+    architectures = list(model_config.get("architectures") or [])
+    problem_type = problem_type or model_config.get("problem_type")
     for kind in KINDS.values():
-        found = kind.matches(architectures)
+        found = kind.matches(architectures, problem_type)
         if found is not None:
             return kind, found
     return None
+
+
+def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None) -> str:
+    """Why no kind matches a checkpoint, and the fix: one line after "<folder> is "."""
+    architectures = list(model_config.get("architectures") or [])
+    problem = problem_type or model_config.get("problem_type")
+    if problem == "multi_label_classification" and any(
+            name.endswith(SEQUENCE.architecture_suffix) for name in architectures):
+        return ("a multi-label classifier (problem_type multi_label_classification), which kiwb "
+                "does not integrate yet; if its head is in fact single-label (softmax), set "
+                'problem_type = "single_label_classification" in its [[teachers]] entry')
+    suffixes = " or ".join(f"*{kind.architecture_suffix}" for kind in KINDS.values())
+    return (f"not a sequence classifier nor a token classifier (architectures: "
+            f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned "
+            f"{suffixes} checkpoint (kiwb teach makes one)")
 
 
 def common_kind(kinds: Mapping[str, str]) -> str:

@@ -15,8 +15,9 @@ lives in the kind's own package, `kiwb/kinds/<name>/`:
                student.py, metrics.py and the seams in data.py, integrate_job.py, training.py.
 
 The sequence kind's seams are kiwb's original code paths (kiwb/workers, kiwb/core). A kind is
-read from the teachers (`architectures` in config.json: the model class names the head) and
-must be the same for every teacher of a project. To add one: write its package, with `seams`
+read from the teachers (`architectures` in config.json: the model class names the head; a
+sequence classifier's `problem_type` says single-label or multi-label) and must be the same for
+every teacher of a project. To add one: write its package, with `seams`
 naming its functions, and add KIND to `KINDS` in kiwb/kinds/__init__.py.
 """
 
@@ -49,6 +50,14 @@ class TeacherKind(ABC):
     headline: str             # a student's headline figure: "accuracy", "entity F1"
     routing_unit: str         # what routing accuracy is counted over: "texts", "gold entities"
     labels_routing: str       # the routing the workbench fits on labels given to conflicts
+    short_title: str = ""     # beside a model class in the Teachers pane: "NER", "multi-label"
+    classes_title: str = "labels"  # what a teacher knows, in words: "labels", "entity types"
+    override_key: str = "labels"   # the [[teachers]] key that renames what a teacher knows
+    reads_words: bool = False  # texts are read as words (a fast tokenizer's word alignment)
+    adaptive_passes: bool = True  # mc_passes = "auto" applies (routing settles per text)
+    # The config.json problem_type this kind's checkpoints have (None: any); kiwb.toml's
+    # problem_type in a [[teachers]] entry stands in for a checkpoint that names none.
+    problem_type: str | None = None
 
     @abstractmethod
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -78,7 +87,10 @@ class TeacherKind(ABC):
     #       one line per text for `kiwb predict`
     seams: dict[str, str] = {}
 
-    def matches(self, architectures: Sequence[str]) -> str | None:
-        """The architecture of this kind among a checkpoint's, or None."""
+    def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
+        """The architecture of this kind among a checkpoint's, or None. A sequence classifier's
+        head is single-label or multi-label by its problem_type, not its class name."""
+        if self.problem_type is not None and problem_type != self.problem_type:
+            return None
         return next((name for name in architectures if name.endswith(self.architecture_suffix)),
                     None)

@@ -100,6 +100,14 @@ class TeacherConfig:
         choices=("bio", "iob1", "bioes", "bare"),
         example="iob1",
     )
+    problem_type: str | None = _setting(
+        "What the teacher's head is, where its config.json names no problem_type or names it "
+        "wrongly: single_label_classification (softmax) or multi_label_classification "
+        "(sigmoid).",
+        None,
+        choices=("single_label_classification", "multi_label_classification"),
+        example="single_label_classification",
+    )
     trust_remote_code: bool = _setting(
         "Run modeling code shipped with the checkpoint (only for checkpoints you trust).", False
     )
@@ -116,7 +124,12 @@ class DatasetConfig:
     )
     text_column: str = _setting("Column holding the text.", "text")
     label_column: str | None = _setting(
-        "Column holding the gold label name.", None, example="label"
+        "Column holding the gold label name (multi-label teachers: the text's labels, a list, "
+        "or one string split by label_separator).", None, example="label"
+    )
+    label_separator: str | None = _setting(
+        "Multi-label teachers: the separator of the labels in one label_column string (a CSV "
+        "cell such as \"sports;politics\"); unset, each row holds a list.", None, example=";"
     )
     tokens_column: str | None = _setting(
         "NER teachers: column holding each text's words (a list); unset, the text column is "

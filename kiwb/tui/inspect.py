@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kiwb.kinds import DEFAULT_KIND, KINDS, kind_of_architectures
+from kiwb.kinds import DEFAULT_KIND, KINDS, kind_of_checkpoint, unmatched_checkpoint
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, is_hub_id
 from kiwb.project.teach_report import untrained_teacher_problem
 
@@ -67,20 +67,18 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     except (OSError, ValueError) as error:
         return replace(base, problem=f"cannot read {folder}/config.json: {error}")
     architectures = list(model_config.get("architectures") or [])
-    found = kind_of_architectures(architectures)
+    found = kind_of_checkpoint(model_config, teacher.problem_type)
     kind, architecture = found if found is not None else (KINDS[DEFAULT_KIND], "")
     summary = replace(base, architecture=architecture or ", ".join(architectures),
                       model_type=str(model_config.get("model_type", "")),
                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
                       kind=kind.name)
-    if kind.name == DEFAULT_KIND:
+    if kind.override_key == "labels":
         labels, problem, scheme = *_labels(model_config, teacher), None
     else:
         labels, problem, scheme = _knowledge(kind, model_config, teacher)
     if not architecture:
-        suffixes = " or ".join(f"*{k.architecture_suffix}" for k in KINDS.values())
-        problem = (f"not a sequence classifier nor a token classifier (architectures: "
-                   f"{', '.join(architectures) or 'none'}); pick a fine-tuned {suffixes} checkpoint")
+        problem = unmatched_checkpoint(model_config, teacher.problem_type)
     problem = problem or untrained_teacher_problem(teacher.name, folder)
     return replace(summary, labels=labels, problem=problem, scheme=scheme)
 

@@ -22,6 +22,7 @@ class TextTable:
     fingerprint: str
     words: list[list[str]] | None = None  # token kind: each text's words
     tags: list[list[str]] | None = None   # token kind: each word's gold tag (BIO2)
+    label_sets: list[tuple[str, ...]] | None = None  # multi-label kind: each text's gold labels
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -46,13 +46,13 @@ def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tup
 
 
 def folder_kind(folder: Path) -> str:
-    """The kind of a model folder, from its config.json's architectures (kiwb.kinds)."""
+    """The kind of a model folder, from its config.json (kiwb.kinds)."""
     import json
 
-    from kiwb.kinds import DEFAULT_KIND, kind_of_architectures
+    from kiwb.kinds import DEFAULT_KIND, kind_of_checkpoint
 
     config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    found = kind_of_architectures(list(config.get("architectures") or []))
+    found = kind_of_checkpoint(config)
     return found[0].name if found is not None else DEFAULT_KIND
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from kiwb.errors import ConfigError, DataError, KiwbError
-from kiwb.kinds import common_kind, kind_of_architectures, run_seam
+from kiwb.kinds import common_kind, kind_of_checkpoint, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.data import TextTable
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher, resolve_checkpoint
@@ -35,7 +35,7 @@ def project_kind(config: ProjectConfig) -> str:
             model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (KiwbError, OSError, ValueError):
             continue
-        found = kind_of_architectures(list(model_config.get("architectures") or []))
+        found = kind_of_checkpoint(model_config, teacher.problem_type)
         if found is not None:
             kinds[teacher.name] = found[0].name
     try:
@@ -78,6 +78,7 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
             list(teacher.labels) if teacher.labels is not None else None,
             teacher.trust_remote_code, teacher.tag_scheme,
             list(teacher.types) if teacher.types is not None else None,
+            teacher.problem_type,
         )
         for teacher in config.teachers
     ]

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kiwb.errors import ConfigError, KiwbError
-from kiwb.kinds import DEFAULT_KIND, run_seam
+from kiwb.kinds import DEFAULT_KIND, KINDS, run_seam
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -73,10 +73,12 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
     tables = load_datasets(config)
     teachers = inspect_teachers(config)
     scoring = config.scoring
-    if scoring.mc_passes == "auto" and any(t.kind != DEFAULT_KIND for t in teachers):
+    fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].adaptive_passes]
+    if scoring.mc_passes == "auto" and fixed:
         raise ConfigError(f'{config.file}: [scoring] mc_passes = "auto" decides which texts need '
-                          "more passes by how their routing settles, which token teachers route "
-                          "per span: set mc_passes to a number (16 is the default)")
+                          "more passes by how their routing settles, which "
+                          f"{fixed[0].short_title or fixed[0].name} teachers route per "
+                          f"{fixed[0].unit}: set mc_passes to a number (16 is the default)")
     drawings = ([drawing_key(device, scoring.dtype)] if device is not None
                 else readable_drawings(scoring.device, scoring.dtype))
     hashes = [teacher_content_hash(teacher, store) for teacher in teachers]

@@ -72,9 +72,12 @@ def score_texts(
     model, tokenizer, texts: list[str], settings: ScoringSettings, device: torch.device,
     *, shard_seed: int, on_batch: Callable[[int], None] | None = None,
     should_stop: Callable[[], bool] | None = None, batch: FittedBatch | None = None,
+    batch_scores: Callable[..., dict[str, np.ndarray]] | None = None,
 ) -> dict[str, np.ndarray]:
     """All score arrays for `texts`, in input order; halves the batch on CUDA OOM (and
-    `batch`, shared by a teacher's shards, keeps the size that fitted)."""
+    `batch`, shared by a teacher's shards, keeps the size that fitted). `batch_scores` turns
+    a batch's logits into its arrays: a softmax head's by default (a kind with another head,
+    such as the multi-label kind's sigmoid, gives its own)."""
     encodings = tokenizer(texts, truncation=True, max_length=capped_max_length(tokenizer, settings.max_length))
     features = [
         {name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))
@@ -90,7 +93,7 @@ def score_texts(
         with sampled_dropout(model, device, shard_seed):
             return _score_features(
                 model, tokenizer, features, lengths, settings, batch_size, device,
-                progress, should_stop,
+                progress, should_stop, batch_scores or _batch_scores,
             )
 
     batch = batch or FittedBatch(settings.batch_size)
@@ -120,6 +123,7 @@ class ProgressOnce:
 @torch.inference_mode()
 def _score_features(
     model, tokenizer, features, lengths, settings, batch_size, device, on_batch, should_stop,
+    batch_scores,
 ) -> dict[str, np.ndarray]:
     columns: dict[str, np.ndarray] = {}
     for batch_rows in length_sorted_batches(lengths, batch_size):
@@ -134,7 +138,7 @@ def _score_features(
         # one overflowing teacher would win every text. One check (one sync) per batch.
         if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
             raise NonFiniteLogits()
-        for name, values in _batch_scores(det, passes, settings.keep_passes).items():
+        for name, values in batch_scores(det, passes, settings.keep_passes).items():
             if name not in columns:
                 columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)
             columns[name][batch_rows] = values
@@ -160,8 +164,13 @@ def _batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor,
     }
     if keep_passes:
         arrays["pass_probs"] = pass_probs.transpose(0, 1)  # (n, K, C)
-    # One device-to-host copy for the whole batch rather than one per array.
-    n = det_logits.shape[0]
+    return arrays_to_host(arrays)
+
+
+def arrays_to_host(arrays: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
+    """A batch's (n, ...) score tensors as float32 arrays, in one device-to-host copy for the
+    whole batch rather than one per array."""
+    n = next(iter(arrays.values())).shape[0]
     packed = torch.cat([value.float().reshape(n, -1) for value in arrays.values()], dim=1).cpu().numpy()
     result, start = {}, 0
     for name, value in arrays.items():

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiwb.errors import TeacherError
-from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, kind_of_architectures
+from kiwb.kinds import DEFAULT_KIND, TeacherKind, kind_of_checkpoint, unmatched_checkpoint
 from kiwb.project.fingerprint import checkpoint_hash
 from kiwb.project.store import Store
 from kiwb.project.teach_report import untrained_teacher_problem
@@ -51,7 +51,8 @@ def resolve_checkpoint(name: str, path: str, *, role: str = "teacher") -> Path:
 
 
 def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_code=False,
-                    scheme: str | None = None, types_override=None) -> TeacherInfo:
+                    scheme: str | None = None, types_override=None,
+                    problem_type: str | None = None) -> TeacherInfo:
     """Read a teacher's config and check that it is a usable classifier of a kind kiwb knows."""
     from transformers import AutoConfig
 
@@ -71,10 +72,10 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
                 "trust_remote_code = true in this teacher's [[teachers]] entry in kiwb.toml"
             ) from None
         raise TeacherError(f"teacher {name!r}: cannot read {folder}/config.json: {error}") from None
-    kind, architecture = _teacher_kind(name, folder, config)
+    kind, architecture = _teacher_kind(name, folder, config, problem_type)
     _check_overrides(name, kind, labels_override, types_override, scheme)
     outputs = [str(config.id2label[i]) for i in range(int(config.num_labels))]
-    override = labels_override if kind.name == DEFAULT_KIND else types_override
+    override = {"labels": labels_override, "types": types_override}[kind.override_key]
     try:
         knowledge = kind.read_teacher(outputs, override, scheme)
     except ValueError as error:
@@ -82,7 +83,7 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
     problem = untrained_teacher_problem(name, folder)
     if problem:
         raise TeacherError(problem)
-    if kind.name != DEFAULT_KIND:
+    if kind.reads_words:
         _require_fast_tokenizer(name, folder, trust_remote_code)
     return TeacherInfo(name, folder, knowledge.outputs, architecture, config.model_type,
                        trust_remote_code, kind.name, knowledge.classes, knowledge.scheme)
@@ -91,7 +92,7 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
 def _check_overrides(name: str, kind: TeacherKind, labels, types, scheme) -> None:
     """A sequence teacher's labels are renamed with labels, a token teacher's entity types with
     types (and its tags read with tag_scheme): the other key is refused, naming the right one."""
-    token = kind.name != DEFAULT_KIND
+    token = kind.override_key == "types"
     if token and labels is not None:
         raise TeacherError(f"teacher {name!r} is a {kind.title} model, so labels = [...] does not "
                            "apply: rename its entity types with types = [...] in its [[teachers]] "
@@ -118,18 +119,15 @@ def _require_fast_tokenizer(name: str, folder: Path, trust_remote_code: bool) ->
             f"{folder} a tokenizer.json (save_pretrained of a fast tokenizer writes it)")
 
 
-def _teacher_kind(name: str, folder: Path, config) -> tuple[TeacherKind, str]:
-    architectures = list(getattr(config, "architectures", None) or [])
-    found = kind_of_architectures(architectures)
+def _teacher_kind(name: str, folder: Path, config,
+                  problem_type: str | None = None) -> tuple[TeacherKind, str]:
+    model_config = {"architectures": list(getattr(config, "architectures", None) or []),
+                    "problem_type": getattr(config, "problem_type", None)}
+    found = kind_of_checkpoint(model_config, problem_type)
     if found is not None:
         return found
-    suffixes = " or ".join(f"*{kind.architecture_suffix}" for kind in KINDS.values())
-    raise TeacherError(
-        f"teacher {name!r}: {folder} is not a sequence classifier nor a token classifier "
-        f"(architectures: "
-        f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned {suffixes} "
-        "checkpoint (kiwb teach makes one)"
-    )
+    raise TeacherError(f"teacher {name!r}: {folder} is "
+                       f"{unmatched_checkpoint(model_config, problem_type)}")
 
 
 def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:

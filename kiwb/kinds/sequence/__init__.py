@@ -10,6 +10,26 @@ from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 _GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
 
 
+def read_label_names(outputs: Sequence[str], override: Sequence[str] | None) -> tuple[str, ...]:
+    """A classifier's label names in id order: its id2label, or kiwb.toml's labels override;
+    ValueError with one line for a count that does not match, generic or repeated names."""
+    count = len(outputs)
+    if override is not None:
+        labels = tuple(override)
+        if len(labels) != count:
+            raise ValueError(f"labels override lists {len(labels)} names but the "
+                             f"checkpoint has {count} outputs; list exactly {count}")
+    else:
+        labels = tuple(str(label) for label in outputs)
+        generic = [label for label in labels if _GENERIC_LABEL.match(label)]
+        if generic:
+            raise ValueError(f"names its labels generically ({', '.join(generic)}); give "
+                             "the real names with labels = [...] in its [[teachers]] entry")
+    if len(set(labels)) != len(labels):
+        raise ValueError(f"repeats label names {labels}; make them unique")
+    return labels
+
+
 class SequenceKind(TeacherKind):
     """One label per text, from a *ForSequenceClassification head."""
 
@@ -23,6 +43,9 @@ class SequenceKind(TeacherKind):
     headline = "accuracy"
     routing_unit = "texts"
     labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
+    # A sigmoid head (problem_type multi_label_classification) answers each label alone:
+    # its outputs are no distribution over labels, so it is not this kind's teacher.
+    not_problem_types = ("multi_label_classification", "regression")
     seams = {
         "score_shard": "kiwb.workers.shard_scoring:score_task_rows",
         "load_table": "kiwb.workers.data:load_role_table",
@@ -32,25 +55,18 @@ class SequenceKind(TeacherKind):
         "predict": "kiwb.workers.predict:predicted_labels",
     }
 
+    def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
+        if problem_type in self.not_problem_types:
+            return None
+        return super().matches(architectures, problem_type)
+
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:
         count = len(outputs)
         if count < 2:  # before the label names, whose fixes cannot help a one-output model
             raise ValueError(f"has only {count} label; a teacher needs two or more (its "
                              "confidence is undefined with one): use a classifier of 2+ labels")
-        if override is not None:
-            labels = tuple(override)
-            if len(labels) != count:
-                raise ValueError(f"labels override lists {len(labels)} names but the "
-                                 f"checkpoint has {count} outputs; list exactly {count}")
-        else:
-            labels = tuple(str(label) for label in outputs)
-            generic = [label for label in labels if _GENERIC_LABEL.match(label)]
-            if generic:
-                raise ValueError(f"names its labels generically ({', '.join(generic)}); give "
-                                 "the real names with labels = [...] in its [[teachers]] entry")
-        if len(set(labels)) != len(labels):
-            raise ValueError(f"repeats label names {labels}; make them unique")
+        labels = read_label_names(outputs, override)
         return TeacherKnowledge(outputs=labels, classes=labels)
 
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:

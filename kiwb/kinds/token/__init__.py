@@ -21,6 +21,11 @@ class TokenKind(TeacherKind):
     headline = "entity F1"
     routing_unit = "gold entities"
     labels_routing = "rank"  # labeled spans become targets; the routing stays label-free
+    short_title = "NER"
+    classes_title = "entity types"
+    override_key = "types"
+    reads_words = True
+    adaptive_passes = False  # its routing settles per span, not per text
     seams = {
         "score_shard": "kiwb.kinds.token.scoring:score_task_rows",
         "load_table": "kiwb.kinds.token.data:load_role_table",

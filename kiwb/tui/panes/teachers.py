@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from kiwb.kinds import DEFAULT_KIND, KINDS
+from kiwb.kinds import KINDS
 from kiwb.tui import config_edit
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
@@ -78,7 +78,7 @@ class TeachersPane(Pane):
             table.move_cursor(row=min(row, len(summaries) - 1))
         usable = [s for s in summaries if s.problem is None]
         union = union_with_overlaps([s.labels for s in usable])
-        token = any(s.kind != DEFAULT_KIND for s in usable)
+        token = any(KINDS[s.kind].reads_words for s in usable)
         text = Text("union entity types (BIO tags for each): " if token else "union labels: ",
                     "bold")
         for number, (label, teachers) in enumerate(union):
@@ -156,7 +156,7 @@ def short_architecture(summary: TeacherSummary) -> str:
     for kind in KINDS.values():
         if name.endswith(kind.architecture_suffix):
             short = name[: -len(kind.architecture_suffix)]
-            return short + (" (NER)" if kind.name != DEFAULT_KIND else "")
+            return short + (f" ({kind.short_title})" if kind.short_title else "")
     return name or "–"
 
 
@@ -167,7 +167,7 @@ def detail(summary: TeacherSummary) -> Text:
     if summary.architecture:
         text.append(f"\n{summary.architecture} ({summary.model_type}) · tokenizer {summary.tokenizer}"
                     f" · weights {human_size(summary.size_bytes)}", "dim")
-    if summary.labels and summary.kind != DEFAULT_KIND:
+    if summary.labels and KINDS[summary.kind].reads_words:
         text.append(f"\n{KINDS[summary.kind].title} · entity types: {', '.join(summary.labels)}"
                     f" · tags read as {summary.scheme}", "dim")
     elif summary.labels:
