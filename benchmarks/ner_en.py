@@ -142,7 +142,7 @@ def tagger_f1(model, tokenizer, rows, types, tags) -> float:
 
 
 def write_project(folder: Path, teachers: dict, pool: Path, evaluation: Path | None,
-                  base: str, routing: str) -> Path:
+                  base: str, routing: str, student_epochs: float | None = None) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     lines = ['name = "ner-en"']
     for name, path in teachers.items():
@@ -155,6 +155,8 @@ def write_project(folder: Path, teachers: dict, pool: Path, evaluation: Path | N
     lines += ["[scoring]", "mc_passes = 16", "batch_size = 32", "max_length = 128",
               "shard_size = 1024", "[integration]", f'routing = "{routing}"', "[training]",
               f'student = "{base}"', "eval_every = 100", "max_length = 128"]
+    if student_epochs is not None:  # unset: kiwb's default (3 epochs, 300 steps at least)
+        lines.append(f"epochs = {student_epochs}")
     (folder / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return folder
 
@@ -231,7 +233,11 @@ def render(results: dict) -> list[str]:
     teachers = test["eval"]["teacher_accuracy"] if test.get("eval") else {}
     lines = [f"Rows: train {results['rows']['train']:,} sentences (the teachers' training set "
              f"and the students' pool), dev {results['rows']['dev']:,}, test "
-             f"{results['rows']['test']:,}. Routing chosen on dev: **{results['routing']}**.",
+             f"{results['rows']['test']:,}. Routing chosen on dev: **{results['routing']}**. "
+             f"Students: kiwb's defaults"
+             + (f", except {results['student_epochs']:g} epoch(s) (300 steps at least) for the CPU "
+                "budget, the same for every method" if results.get("student_epochs") else "")
+             + ".",
              "", "Teachers: " + "; ".join(
                  f"{name} ({', '.join(TEACHERS[name])}) dev F1 of its types "
                  f"{percent(found['dev_f1'])}, epoch {found['epoch']} kept, taught in "
@@ -294,6 +300,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--render", action="store_true")
     parser.add_argument("--speed", action="store_true", help="scoring speed alone (quiet machine)")
+    parser.add_argument("--student-epochs", type=float, default=None,
+                        help="epochs of every student (default: kiwb's, 3 epochs and 300 steps "
+                        "at least; on 2 CPU cores a student of 3 epochs takes ~30 minutes)")
     args = parser.parse_args()
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.speed:
@@ -312,7 +321,9 @@ def main() -> None:
             rows = [json.loads(line) for line in data["test"].read_text().splitlines()][:256]
             results["speed"] = {name: speed(folder, rows) for name, folder in teachers.items()}
             RESULTS.write_text(json.dumps(results, indent=2))
-        project = write_project(OUT / "project", teachers, data["train"], data["dev"], base, "rank")
+        results["student_epochs"] = args.student_epochs
+        project = write_project(OUT / "project", teachers, data["train"], data["dev"], base, "rank",
+                                args.student_epochs)
         test_view = write_project(OUT / "test-view", teachers, data["test"], None, base, "rank")
         for folder, stage in ((project, "score"), (test_view, "score_test")):
             results.setdefault("stages", {})[stage] = debian8.kiwb(
@@ -321,7 +332,8 @@ def main() -> None:
         chosen = max(ROUTINGS, key=lambda r: (results["routing_dev"][r]["targets_f1"],
                                               results["routing_dev"][r]["routing"]))
         results["routing"] = chosen
-        write_project(project, teachers, data["train"], data["dev"], base, chosen)
+        write_project(project, teachers, data["train"], data["dev"], base, chosen,
+                      args.student_epochs)
         write_project(test_view, teachers, data["test"], None, base, chosen)
         results["test_integration"] = json.loads(debian8.kiwb(
             "integrate", test_view, "--json", log=OUT / "commands.log")["stdout"])
