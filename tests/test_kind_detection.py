@@ -81,3 +81,27 @@ def test_problem_type_in_kiwb_toml_reads_it_as_single_label(tmp_path, sigmoid_te
     assert (teacher.kind, teacher.labels) == ("sequence", TEACHER_A_LABELS)
     summary = summarize(config, config.teachers[0])
     assert (summary.kind, summary.labels) == ("sequence", TEACHER_A_LABELS)
+
+
+def test_each_kind_takes_its_own_methods():
+    from kiwb.kinds import SEQUENCE, TOKEN
+    from kiwb.kinds.multilabel import MULTI_LABEL
+
+    for method in ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised"):
+        SEQUENCE.check_method(method)
+        TOKEN.check_method(method)
+    for method in ("ant", "vote", "mean", "muki-hard", "muki-soft", "supervised"):
+        MULTI_LABEL.check_method(method)
+    with pytest.raises(ValueError, match=r"method 'ant' does not apply to single-label text "
+                                         r"classification teachers; choose one of muki-hard, "
+                                         r"muki-soft, vanilla-kd, uhc \(or supervised\)"):
+        SEQUENCE.check_method("ant")
+    with pytest.raises(ValueError, match="method 'uhc' does not apply to multi-label"):
+        MULTI_LABEL.check_method("uhc")
+
+
+@pytest.mark.slow
+def test_a_method_of_another_kind_is_refused_in_one_line(scored_project, tmp_path):
+    result = run_kiwb("integrate", scored_project, "--method", "ant", "--json", cwd=tmp_path)
+    assert_refused(result, "kiwb.toml", "method 'ant' does not apply to single-label",
+                   "muki-hard, muki-soft, vanilla-kd, uhc")

@@ -29,4 +29,9 @@ DEFAULT_ROUTING = "rank"  # beat MUKI's confidence on debian-8 dev (77.7% vs 74.
 # The ways of making training targets from the teachers' scores (METHOD.md), and the
 # training methods: those plus `supervised` (the eval labels as targets: an upper bound).
 INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
+# Multi-label teachers decide each label over the teachers that have it (kiwb/kinds/multilabel):
+# ANT's rule, the owners' vote or mean, or MUKI per label. Each kind lists the methods it takes.
+MULTILABEL_METHODS = ("ant", "vote", "mean", "muki-hard", "muki-soft")
+KNOWN_METHODS = tuple(dict.fromkeys((*INTEGRATION_METHODS, *MULTILABEL_METHODS)))
 TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")
+KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, "supervised")

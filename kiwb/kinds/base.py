@@ -27,6 +27,8 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kiwb.core.choices import INTEGRATION_METHODS
+
 
 @dataclass(frozen=True)
 class TeacherKnowledge:
@@ -58,6 +60,7 @@ class TeacherKind(ABC):
     # The config.json problem_type this kind's checkpoints have (None: any); kiwb.toml's
     # problem_type in a [[teachers]] entry stands in for a checkpoint that names none.
     problem_type: str | None = None
+    methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
 
     @abstractmethod
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -86,6 +89,12 @@ class TeacherKind(ABC):
     #   predict(folder, texts, top) -> list[str]
     #       one line per text for `kiwb predict`
     seams: dict[str, str] = {}
+
+    def check_method(self, method: str) -> None:
+        """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""
+        if method != "supervised" and method not in self.methods:
+            raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
+                             f"choose one of {', '.join(self.methods)} (or supervised)")
 
     def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
         """The architecture of this kind among a checkpoint's, or None. A sequence classifier's

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS
+from kiwb.core.choices import DEFAULT_ROUTING, KNOWN_METHODS, ROUTINGS
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
@@ -203,9 +203,10 @@ class IntegrationConfig:
     """How the teachers' predictions merge into one target over the union of their labels."""
 
     method: str = _setting(
-        "muki-hard (most confident teacher), muki-soft (confidence-weighted), vanilla-kd or uhc.",
+        "muki-hard (most confident teacher), muki-soft (confidence-weighted), vanilla-kd or uhc; "
+        "multi-label teachers: ant, vote, mean, muki-hard or muki-soft, decided per label.",
         "muki-hard",
-        choices=INTEGRATION_METHODS,
+        choices=KNOWN_METHODS,
     )
     tau: float = _setting(
         "Temperature of the muki-soft weights softmax(c / tau) under confidence routing (other "

@@ -15,7 +15,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
+from kiwb.core.choices import (
+    DEFAULT_ROUTING,
+    INTEGRATION_METHODS,
+    MULTILABEL_METHODS,
+    ROUTINGS,
+    TRAINING_METHODS,
+)
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
 from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
@@ -160,7 +166,8 @@ class ScoreSpec(JobSpec):
 class _MethodOptions(JobSpec):
     """The integration choices shared by `integrate` and `train` (None: [integration]'s)."""
 
-    method: str | None = flag("--method", _either(INTEGRATION_METHODS))
+    method: str | None = flag("--method", _either(INTEGRATION_METHODS) + " (multi-label "
+                              "teachers: " + _either(MULTILABEL_METHODS) + ")")
     tau: float | None = flag("--tau", "MUKI-Soft temperature", type=float)
     reweight: bool | None = flag("--no-reweight", "ablation: every text counts the same (no "
                                  "margin weights)", type=bool, negative=True)
@@ -204,7 +211,8 @@ class TrainSpec(_MethodOptions):
 
     kind: ClassVar[str] = "train"
     run: str | None = flag("--run", "run name (default: from the method, e.g. muki-hard)")
-    method: str | None = flag("--method", _either(TRAINING_METHODS))
+    method: str | None = flag("--method", _either(TRAINING_METHODS) + " (multi-label "
+                              "teachers: " + _either((*MULTILABEL_METHODS, "supervised")) + ")")
     student: str | None = flag("--student", "override [training] student (base checkpoint)")
     epochs: float | None = flag("--epochs", "override [training] epochs (a run still takes "
                                 "min_steps steps or more)", type=float)

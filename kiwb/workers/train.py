@@ -37,6 +37,7 @@ from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
     IntegrationSettings,
     TeacherScores,
+    check_method,
     class_funnel_of,
     ensemble_reference,
     integrate_pool,
@@ -74,6 +75,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
+    check_method(config, tasks[0].teacher.kind, request.settings.method)
     return run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
 
 

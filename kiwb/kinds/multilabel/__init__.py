@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kiwb.core.choices import MULTILABEL_METHODS
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.sequence import read_label_names
 
@@ -32,6 +33,7 @@ class MultiLabelKind(TeacherKind):
     short_title = "multi-label"
     problem_type = "multi_label_classification"
     adaptive_passes = False  # its routing settles per label, not per text
+    methods = MULTILABEL_METHODS
     seams = {
         "score_shard": "kiwb.kinds.multilabel.scoring:score_task_rows",
         "load_table": "kiwb.kinds.multilabel.data:load_role_table",

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-MULTILABEL_METHODS = ("ant", "vote", "mean", "muki-hard", "muki-soft")
+from kiwb.core.choices import MULTILABEL_METHODS
+
 THRESHOLD = 0.5
 
 
