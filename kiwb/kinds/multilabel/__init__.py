@@ -1,11 +1,13 @@
 """The multi-label kind: sigmoid classifiers with partly shared labels (ANT, thesis ch. 4).
 
 What it has so far: the kind's description (MULTI_LABEL below: how a checkpoint is recognised
-and read), per-label uncertainty (uncertainty.py), scoring (scoring.py), data with a list of
-labels per text (data.py), the per-label integrators (integration.py), the label-dependency
-transfer (transfer.py) and the metrics (metrics.py). It joins kiwb.kinds.KINDS once its
-integration, training, evaluation and prediction seams exist (issue 27); until then kiwb
-refuses multi-label teachers in one line (kiwb.kinds.unmatched_checkpoint).
+and read, the methods it takes), per-label uncertainty (uncertainty.py), scoring (scoring.py),
+data with a list of labels per text (data.py), the per-label integrators (integration.py), the
+label-dependency transfer (transfer.py), a data set's scores on the union and its conflicts
+(pool.py), the student's losses, thresholds and head (losses.py, thresholds.py, student.py)
+and the metrics (metrics.py). It joins kiwb.kinds.KINDS once its integration, training,
+evaluation and prediction seams are wired to the store and the jobs (issue 27); until then
+kiwb refuses multi-label teachers in one line (kiwb.kinds.unmatched_checkpoint).
 """
 
 from __future__ import annotations
