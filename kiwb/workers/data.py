@@ -39,12 +39,24 @@ def load_table(
     split: str | None = None, limit: int | None = None, role: str = "data",
 ) -> TextTable:
     """Load texts (and labels) from a data file or a saved `datasets` folder."""
+    dataset = open_text_columns(path, ((text_column, "text_column"), (label_column, "label_column")),
+                                split, limit, role)
+    texts = _checked_texts(dataset[text_column], path, text_column)
+    labels = None
+    if label_column is not None:
+        labels = _checked_labels(dataset[label_column], dataset.features[label_column], path)
+    return TextTable(path, texts, labels, texts_fingerprint(texts))
+
+
+def open_text_columns(path: str, wanted, split: str | None, limit: int | None, role: str):
+    """The data set at `path`, checked to exist, to hold the `wanted` (column, kiwb.toml key)
+    pairs (None: not asked for) and at least one row, cut to `limit` rows."""
     location = Path(path)
     if not location.exists():
         raise DataError(f"{path}: no such file or folder; fix the path in kiwb.toml [data.{role}]")
     dataset = open_dataset(location, split, role)
     columns = list(dataset.column_names)
-    for column, key in ((text_column, "text_column"), (label_column, "label_column")):
+    for column, key in wanted:
         if column is not None and column not in columns:
             raise DataError(
                 f"{path}: no column {column!r} (columns: {', '.join(columns)}); "
@@ -54,11 +66,7 @@ def load_table(
         raise DataError(f"{path}: the data set has no rows; give it at least one text")
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
-    texts = _checked_texts(dataset[text_column], path, text_column)
-    labels = None
-    if label_column is not None:
-        labels = _checked_labels(dataset[label_column], dataset.features[label_column], path)
-    return TextTable(path, texts, labels, texts_fingerprint(texts))
+    return dataset
 
 
 def open_dataset(location: Path, split: str | None, role: str):

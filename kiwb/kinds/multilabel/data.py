@@ -6,30 +6,17 @@ one string split by the data set's label_separator in CSV ("sports;politics", ""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kiwb.errors import DataError
 from kiwb.project.fingerprint import texts_fingerprint
-from kiwb.workers.data import TextTable, _checked_texts, open_dataset
+from kiwb.workers.data import TextTable, _checked_texts, open_text_columns
 
 
 def load_label_set_table(path: str, *, text_column: str = "text", label_column: str | None = None,
                          label_separator: str | None = None, split: str | None = None,
                          limit: int | None = None, role: str = "data") -> TextTable:
     """The texts of a data set and, with `label_column`, each text's set of gold labels."""
-    location = Path(path)
-    if not location.exists():
-        raise DataError(f"{path}: no such file or folder; fix the path in kiwb.toml [data.{role}]")
-    dataset = open_dataset(location, split, role)
-    columns = list(dataset.column_names)
-    for column, key in ((text_column, "text_column"), (label_column, "label_column")):
-        if column is not None and column not in columns:
-            raise DataError(f"{path}: no column {column!r} (columns: {', '.join(columns)}); set "
-                            f"{key} in kiwb.toml [data.{role}]")
-    if len(dataset) == 0:
-        raise DataError(f"{path}: the data set has no rows; give it at least one text")
-    if limit is not None:
-        dataset = dataset.select(range(min(limit, len(dataset))))
+    dataset = open_text_columns(path, ((text_column, "text_column"), (label_column, "label_column")),
+                                split, limit, role)
     texts = _checked_texts(dataset[text_column], path, text_column)
     label_sets = None
     if label_column is not None:
