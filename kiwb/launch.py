@@ -22,6 +22,7 @@ from kiwb.project.jobs import Jobs
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive
 from kiwb.project.store import Store
+from kiwb.workers.project_inputs import check_before_recording
 
 KILL_WAIT_S = 5.0
 # Unbuffered, so `kiwb logs -f` shows lines as they come; wide, so a log file (not a
@@ -40,7 +41,7 @@ def launch_job(project_root: str | Path, spec: JobSpec) -> int:
     paths = ProjectPaths(root)
     if not paths.config.is_file():
         raise KiwbError(f"{root}: no kiwb.toml here; create a project with: kiwb init {root}")
-    spec.check()
+    check_before_recording(spec, paths.config)
     kind = spec.kind
     paths.make_layout()
     with Store(paths.store) as store:

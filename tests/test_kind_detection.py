@@ -102,6 +102,13 @@ def test_each_kind_takes_its_own_methods():
 
 @pytest.mark.slow
 def test_a_method_of_another_kind_is_refused_in_one_line(scored_project, tmp_path):
-    result = run_kiwb("integrate", scored_project, "--method", "ant", "--json", cwd=tmp_path)
-    assert_refused(result, "kiwb.toml", "method 'ant' does not apply to single-label",
-                   "muki-hard, muki-soft, vanilla-kd, uhc")
+    def jobs() -> list:
+        return json.loads(run_kiwb("jobs", scored_project, "--all", "--json", cwd=tmp_path).stdout)
+
+    before = jobs()
+    for verb in ("integrate", "train"):
+        result = run_kiwb(verb, scored_project, "--method", "ant", cwd=tmp_path)
+        assert_refused(result, "kiwb.toml", "method 'ant' does not apply to single-label",
+                       "muki-hard, muki-soft, vanilla-kd, uhc")
+    # Refused before a job is recorded: the shared project's job list is as it was.
+    assert jobs() == before

@@ -14,7 +14,7 @@ from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels,
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
-from kiwb.kinds import kind_named, run_seam
+from kiwb.kinds import run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
@@ -30,6 +30,7 @@ from kiwb.project.records import (
     TeacherRouting,
 )
 from kiwb.project.store import Store
+from kiwb.workers.project_inputs import check_method
 from kiwb.workers.rare_classes import (
     ClassBalance,
     balance_classes,
@@ -514,14 +515,6 @@ def run_integration(config: ProjectConfig, store: Store,
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
     check_method(config, tasks[0].teacher.kind, settings.method)
     return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)
-
-
-def check_method(config: ProjectConfig, kind: str, method: str) -> None:
-    """The method is one the teachers' kind takes; else one line naming the kind's."""
-    try:
-        kind_named(kind).check_method(method)
-    except ValueError as error:
-        raise ConfigError(f"{config.file}: {error}") from None
 
 
 def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,

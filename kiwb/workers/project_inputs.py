@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from kiwb.errors import ConfigError, DataError, KiwbError
-from kiwb.kinds import common_kind, kind_of_checkpoint, run_seam
-from kiwb.project.config import ProjectConfig
+from kiwb.kinds import common_kind, kind_named, kind_of_checkpoint, run_seam
+from kiwb.project.config import ProjectConfig, load_config
+from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
 from kiwb.workers.data import TextTable
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher, resolve_checkpoint
 
@@ -82,3 +84,27 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         )
         for teacher in config.teachers
     ]
+
+
+def check_method(config: ProjectConfig, kind: str, method: str) -> None:
+    """The method is one the teachers' kind takes; else one line naming the kind's."""
+    try:
+        kind_named(kind).check_method(method)
+    except ValueError as error:
+        raise ConfigError(f"{config.file}: {error}") from None
+
+
+def check_before_recording(spec: JobSpec, config_file: Path) -> None:
+    """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
+    integrate or train job whose method (given, or the project's [integration] method) the
+    teachers' kind does not take; a refused job leaves no row. A project that cannot be read
+    here is left to the job, which records why."""
+    spec.check()
+    if not isinstance(spec, (IntegrateSpec, TrainSpec)):
+        return
+    try:
+        config = load_config(config_file)
+        kind = project_kind(config)
+    except KiwbError:
+        return
+    check_method(config, kind, spec.method or config.integration.method)

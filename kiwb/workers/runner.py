@@ -21,11 +21,12 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 from kiwb.workers.job_kinds import WORK
+from kiwb.workers.project_inputs import check_before_recording
 
 
 def run_in_foreground(store: Store, spec: JobSpec, project_label: str) -> tuple[int, int]:
     """Record a job for `spec` and run it in this process; its id and exit status."""
-    spec.check()
+    check_before_recording(spec, ProjectPaths(store.path.parent).config)
     job_id = store.jobs.create(spec.kind, spec.job_run(), spec.settings())
     return job_id, run_job(store, job_id, project_label=project_label)
 

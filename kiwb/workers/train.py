@@ -37,7 +37,6 @@ from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
     IntegrationSettings,
     TeacherScores,
-    check_method,
     class_funnel_of,
     ensemble_reference,
     integrate_pool,
@@ -47,6 +46,7 @@ from kiwb.workers.integrate import (
     routing_check,
     scores_from_tasks,
 )
+from kiwb.workers.project_inputs import check_method
 from kiwb.workers.runtime import FittedBatch, training_precision
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.teachers import teacher_content_hash
