@@ -152,6 +152,9 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
     store.close()
     from kiwb.project.config import check_routing
+    from kiwb.project.teacher_kinds import with_kind_defaults
+
+    config = with_kind_defaults(config)
 
     check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
     if args.json and not (args.foreground or args.detach):
@@ -186,11 +189,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if (served := serve_other_rank(args, spec, "kiwb.workers.train_ranks",
                                    "run_train_follower")) is not None:
         return served
+    from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+
     config, store = open_project(args.project)
     store.close()
+    config = with_kind_defaults(config)
     if spec.method != "supervised":  # refused here, before a job is started for it
         check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
-    return run_or_launch(args, spec.named(config.integration))
+    return run_or_launch(args, spec.named(config.integration, default_routing(config)))
 
 
 def cmd_labels(args: argparse.Namespace) -> int:

@@ -22,7 +22,7 @@ from kiwb.project.jobs import Jobs
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive
 from kiwb.project.store import Store
-from kiwb.workers.project_inputs import check_before_recording
+from kiwb.project.teacher_kinds import check_before_recording
 
 KILL_WAIT_S = 5.0
 # Unbuffered, so `kiwb logs -f` shows lines as they come; wide, so a log file (not a

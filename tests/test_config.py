@@ -78,6 +78,22 @@ def test_defaults(project: Path) -> None:
     assert load_config(file) == config
 
 
+def test_routing_auto_is_the_teachers_kinds(project: Path) -> None:
+    """[integration] routing defaults to auto: the kind's (rank: single-label, confidence:
+    token); a routing kiwb.toml names is kept whatever the kind."""
+    from kiwb.kinds import SEQUENCE, TOKEN
+
+    write_toml(project, 'name = "p"\n')
+    config = load_config(project)
+    assert config.integration.routing == "auto"
+    assert config.with_defaults_of(SEQUENCE).integration.routing == "rank"
+    assert config.with_defaults_of(TOKEN).integration.routing == "confidence"
+    assert config.with_defaults_of(TOKEN).scoring == config.scoring
+    write_toml(project, 'name = "p"\n[integration]\nrouting = "rank"\n')
+    named = load_config(project)
+    assert named.with_defaults_of(TOKEN) is named
+
+
 def test_every_setting_has_help_and_unset_optionals_have_an_example() -> None:
     classes = (ProjectConfig, TeacherConfig, DatasetConfig, DataConfig, ScoringConfig)
     for cls in (*classes, IntegrationConfig, TrainingConfig):

@@ -25,6 +25,9 @@ FEW_LABEL_ROUTINGS = ("stacked", "trust", "temperature")
 # it held on labels taken from the conflicts list, where trust collapsed (BENCHMARKS.md).
 LABELS_ROUTING = "stacked"
 DEFAULT_ROUTING = "rank"  # beat MUKI's confidence on debian-8 dev (77.7% vs 74.8%; BENCHMARKS.md)
+# kiwb.toml's routing default: the teachers' kind's (kiwb/kinds: default_routing), since the
+# best label-free routing differs by kind (rank for single-label teachers, confidence for NER).
+AUTO_ROUTING = "auto"
 
 # The ways of making training targets from the teachers' scores (METHOD.md), and the
 # training methods: those plus `supervised` (the eval labels as targets: an upper bound).

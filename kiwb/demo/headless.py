@@ -21,6 +21,7 @@ from kiwb.project.job_specs import ExportSpec, IntegrateSpec, JobSpec, ScoreSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord
 from kiwb.project.store import Store
+from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.evaluate import evaluate_checkpoint
 from kiwb.workers.export import choose_checkpoint
@@ -31,14 +32,15 @@ from kiwb.workers.runtime import resolve_device
 
 def run_headless(root: Path) -> dict:
     """Score, integrate, train every method, evaluate and export; return the figures."""
-    config = load_config(root)
+    config = with_kind_defaults(load_config(root))
     paths = ProjectPaths(config.root)
     paths.make_layout()
     with Store(paths.store) as store:
         run_step(store, ScoreSpec())
         integration = run_step(store, IntegrateSpec())["integration"]
         references = IntegrationRecord.from_dict(store.integration(integration)).summary.eval
-        runs = {name: train(store, TrainSpec(**overrides).named(config.integration))
+        runs = {name: train(store, TrainSpec(**overrides).named(
+            config.integration, default_routing(config)))
                 for name, overrides in STUDENTS.items()}
         exported = paths.exports / runs[EXPORTED]
         run_step(store, ExportSpec(run=runs[EXPORTED], destination=str(exported), force=True))

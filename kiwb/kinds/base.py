@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from kiwb.core.choices import INTEGRATION_METHODS
+from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS
 
 
 @dataclass(frozen=True)
@@ -61,6 +61,9 @@ class TeacherKind(ABC):
     # problem_type in a [[teachers]] entry stands in for a checkpoint that names none.
     problem_type: str | None = None
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
+    # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
+    # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
+    default_routing: str = DEFAULT_ROUTING
 
     @abstractmethod
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,

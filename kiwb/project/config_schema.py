@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kiwb.core.choices import DEFAULT_ROUTING, KNOWN_METHODS, ROUTINGS
+from kiwb.core.choices import AUTO_ROUTING, KNOWN_METHODS, ROUTINGS
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
@@ -219,12 +219,13 @@ class IntegrationConfig:
         "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True
     )
     routing: str = _setting(
-        "How teachers are compared per text: "
+        "How teachers are compared per text: auto (the teachers' kind's: rank for single-label "
+        "teachers, confidence for NER taggers), "
         + ", ".join(ROUTINGS)
         + " (see the README); stacked, trust and temperature need labeled texts: "
         "[data.labeled] or labels = true.",
-        DEFAULT_ROUTING,
-        choices=tuple(ROUTINGS),
+        AUTO_ROUTING,
+        choices=(AUTO_ROUTING, *ROUTINGS),
     )
     labels: bool = _setting(
         "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
@@ -307,6 +308,14 @@ class ProjectConfig:
     scoring: ScoringConfig = _setting(ScoringConfig.__doc__, factory=ScoringConfig)
     integration: IntegrationConfig = _setting(IntegrationConfig.__doc__, factory=IntegrationConfig)
     training: TrainingConfig = _setting(TrainingConfig.__doc__, factory=TrainingConfig)
+
+    def with_defaults_of(self, kind) -> ProjectConfig:
+        """This config with "auto" settings made the teachers' kind's (a kiwb.kinds TeacherKind):
+        today [integration] routing (rank for single-label teachers, confidence for taggers)."""
+        if self.integration.routing != AUTO_ROUTING:
+            return self
+        return dataclasses.replace(self, integration=dataclasses.replace(
+            self.integration, routing=kind.default_routing))
 
     def teacher(self, name: str) -> TeacherConfig:
         """The teacher called `name`."""

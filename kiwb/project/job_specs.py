@@ -236,9 +236,10 @@ class TrainSpec(_MethodOptions):
     def resume_command(self, project: str) -> str:
         return dataclasses.replace(self, resume=True).command(project)
 
-    def named(self, integration) -> TrainSpec:
+    def named(self, integration, default_routing: str = DEFAULT_ROUTING) -> TrainSpec:
         """This spec with its run named (when not named) from the settings it resolves to over
-        the project's `[integration]` section."""
+        the project's `[integration]` section (`default_routing`: the teachers' kind's, which
+        the name leaves out)."""
         if self.run:
             return self
 
@@ -249,7 +250,7 @@ class TrainSpec(_MethodOptions):
         return dataclasses.replace(self, run=default_run_name(
             given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
             given("labels"), given("prior_correction"), given("class_weighting"),
-            given("logit_adjustment")))
+            given("logit_adjustment"), default_routing=default_routing))
 
 
 @dataclass(frozen=True)
@@ -346,13 +347,15 @@ def job_label(kind: str, run: str) -> str:
 def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
                      routing: str = DEFAULT_ROUTING, labels: bool = False,
                      prior_correction: bool = False, class_weighting: float = 0.0,
-                     logit_adjustment: float = 0.0) -> str:
+                     logit_adjustment: float = 0.0, *,
+                     default_routing: str = DEFAULT_ROUTING) -> str:
     """The run name `kiwb train` picks for these settings: the method, then what differs
-    from the defaults (the workbench and the CLI both name runs with this)."""
+    from the defaults (the workbench and the CLI both name runs with this); the routing is
+    named when it is not the teachers' kind's default."""
     name = method
     if method == "muki-soft" and routing == "confidence":
         name += f"-tau{tau:g}"  # tau only acts on raw confidences
-    if method != "supervised" and routing != DEFAULT_ROUTING:
+    if method != "supervised" and routing != default_routing:
         name += f"-{routing}"
     if method.startswith("muki"):
         name += "" if use_mc else "-no-mc"

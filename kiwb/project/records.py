@@ -20,6 +20,7 @@ from kiwb.core.learning_check import LearningCheck
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import ProjectConfig, check_routing
+from kiwb.project.teacher_kinds import with_kind_defaults
 
 _ABSENT = "absent"      # metadata: the value of a key that records written before it lack
 _OMIT_NONE = "omit"     # metadata: None is written by leaving the key out
@@ -116,8 +117,9 @@ class IntegrationSettings(Record):
 
     @classmethod
     def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
-        """The project's [integration] settings with the given (not None) overrides, checked."""
-        section = config.integration
+        """The project's [integration] settings with the given (not None) overrides, checked;
+        "auto" settings are the teachers' kind's."""
+        section = with_kind_defaults(config).integration
         values = {
             "method": section.method, "tau": section.tau, "reweight": section.reweight,
             "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,

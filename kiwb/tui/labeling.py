@@ -9,12 +9,14 @@ from dataclasses import dataclass, replace
 
 from rich.text import Text
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, LABELS_ROUTING
+from kiwb.core.choices import FEW_LABEL_ROUTINGS
+from kiwb.kinds import kind_named
 from kiwb.project.config import ProjectConfig
 from kiwb.project.instances import ORDERS, Instance
 from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.labels import NONE
 from kiwb.project.queries import LabelProgress
+from kiwb.project.teacher_kinds import default_routing, project_kind, with_kind_defaults
 
 NUMBERED = 9  # labels on the number keys; the picker (p) has every label
 ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next",
@@ -96,8 +98,10 @@ def header(progress: LabelProgress | None, used: bool) -> Text:
 
 def _labels_routing(config: ProjectConfig) -> str | None:
     """The routing to fit on the labels: the project's own if it reads labels, else the one
-    kiwb fits on labels (None: the project's)."""
-    return None if config.integration.routing in FEW_LABEL_ROUTINGS else LABELS_ROUTING
+    the teachers' kind fits on labels (None: the project's)."""
+    if config.integration.routing in FEW_LABEL_ROUTINGS:
+        return None
+    return kind_named(project_kind(config)).labels_routing
 
 
 def integrate_with_labels(config: ProjectConfig) -> IntegrateSpec:
@@ -109,7 +113,8 @@ def train_with_labels(config: ProjectConfig, taken: Callable[[str], bool]) -> Tr
     """The student run the Conflicts pane's t starts: the settings of r, named by them; a
     name `taken` by an earlier run gets -2, -3, ... so label, train, label more, train again
     keeps every run beside the others."""
-    spec = TrainSpec(labels=True, routing=_labels_routing(config)).named(config.integration)
+    spec = TrainSpec(labels=True, routing=_labels_routing(config)).named(
+        with_kind_defaults(config).integration, default_routing(config))
     return replace(spec, run=free_run_name(spec.run, taken))
 
 

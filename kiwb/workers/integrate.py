@@ -30,7 +30,7 @@ from kiwb.project.records import (
     TeacherRouting,
 )
 from kiwb.project.store import Store
-from kiwb.workers.project_inputs import check_method
+from kiwb.project.teacher_kinds import check_method
 from kiwb.workers.rare_classes import (
     ClassBalance,
     balance_classes,

@@ -13,6 +13,7 @@ from kiwb.console import console
 from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.teacher_kinds import with_kind_defaults
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.quiet import quiet_libraries
 
@@ -59,7 +60,7 @@ def integrate(session: JobSession) -> Outcome:
     from kiwb.workers.integrate import IntegrationSettings, run_integration
 
     spec: IntegrateSpec = session.job.spec
-    config = session.config()
+    config = with_kind_defaults(session.config())
     config.require_scoring_inputs()
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     session.started(torch.device("cpu"))  # tensor math over stored scores: no GPU needed
@@ -90,7 +91,7 @@ def train(session: JobSession) -> Outcome:
     from kiwb.workers.train import TrainRequest
 
     spec: TrainSpec = session.job.spec
-    config = session.config()
+    config = with_kind_defaults(session.config())
     config = dataclasses.replace(config, training=dataclasses.replace(
         config.training, **spec.overrides("student", "epochs", "min_steps", "device")))
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from kiwb.errors import ConfigError, DataError, KiwbError
-from kiwb.kinds import common_kind, kind_named, kind_of_checkpoint, run_seam
-from kiwb.project.config import ProjectConfig, load_config
-from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
+from kiwb.errors import DataError
+from kiwb.kinds import run_seam
+from kiwb.project.config import ProjectConfig
+from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable
-from kiwb.workers.teachers import TeacherInfo, inspect_teacher, resolve_checkpoint
+from kiwb.workers.teachers import TeacherInfo, inspect_teacher
 
 DATASET_ROLES = ("unlabeled", "eval", "labeled")
 
@@ -24,26 +21,6 @@ def load_dataset_role(config: ProjectConfig, role: str,
         return None
     path = config.resolve(spec.path, allow_hub_id=False)
     return run_seam(kind or project_kind(config), "load_table", path, spec, role)
-
-
-def project_kind(config: ProjectConfig) -> str:
-    """The kind of the project's teachers (kiwb.kinds), read from their config.json; teachers
-    of different kinds are refused in one line. A teacher whose config cannot be read counts
-    as nothing here: inspecting it says what is wrong."""
-    kinds = {}
-    for teacher in config.teachers:
-        try:
-            folder = resolve_checkpoint(teacher.name, config.resolve(teacher.path))
-            model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        except (KiwbError, OSError, ValueError):
-            continue
-        found = kind_of_checkpoint(model_config, teacher.problem_type)
-        if found is not None:
-            kinds[teacher.name] = found[0].name
-    try:
-        return common_kind(kinds)
-    except ValueError as error:
-        raise ConfigError(f"{config.file}: {error}") from None
 
 
 def load_datasets(config: ProjectConfig, kind: str | None = None) -> dict[str, TextTable]:
@@ -85,26 +62,3 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         for teacher in config.teachers
     ]
 
-
-def check_method(config: ProjectConfig, kind: str, method: str) -> None:
-    """The method is one the teachers' kind takes; else one line naming the kind's."""
-    try:
-        kind_named(kind).check_method(method)
-    except ValueError as error:
-        raise ConfigError(f"{config.file}: {error}") from None
-
-
-def check_before_recording(spec: JobSpec, config_file: Path) -> None:
-    """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
-    integrate or train job whose method (given, or the project's [integration] method) the
-    teachers' kind does not take; a refused job leaves no row. A project that cannot be read
-    here is left to the job, which records why."""
-    spec.check()
-    if not isinstance(spec, (IntegrateSpec, TrainSpec)):
-        return
-    try:
-        config = load_config(config_file)
-        kind = project_kind(config)
-    except KiwbError:
-        return
-    check_method(config, kind, spec.method or config.integration.method)

@@ -19,9 +19,9 @@ from kiwb.project.job_specs import JobSpec
 from kiwb.project.jobs import LOG_TAIL_LINES, JobConflict, read_log_tail
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
+from kiwb.project.teacher_kinds import check_before_recording
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 from kiwb.workers.job_kinds import WORK
-from kiwb.workers.project_inputs import check_before_recording
 
 
 def run_in_foreground(store: Store, spec: JobSpec, project_label: str) -> tuple[int, int]:

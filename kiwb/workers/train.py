@@ -33,6 +33,7 @@ from kiwb.project.records import (
     TrainStopped,
 )
 from kiwb.project.store import Store
+from kiwb.project.teacher_kinds import check_method
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.integrate import (
     IntegrationSettings,
@@ -46,7 +47,6 @@ from kiwb.workers.integrate import (
     routing_check,
     scores_from_tasks,
 )
-from kiwb.workers.project_inputs import check_method
 from kiwb.workers.runtime import FittedBatch, training_precision
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.teachers import teacher_content_hash

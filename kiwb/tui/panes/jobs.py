@@ -17,6 +17,7 @@ from kiwb.project.job_specs import IntegrateSpec, ScoreSpec, TrainSpec, default_
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
+from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
@@ -168,6 +169,7 @@ class JobsPane(Pane):
         config = self.require_config()
         if config is None:
             return
+        config = with_kind_defaults(config)  # the routing shown is the one the job would use
         integration, training = config.integration, config.training
         fields = [
             Field("method", "method", integration.method, choices=TRAINING_METHODS),
@@ -197,7 +199,8 @@ class JobsPane(Pane):
             run = values["run"] or default_run_name(
                 method, tau, values["reweight"], values["use_mc"], routing, values["labels"],
                 integration.prior_correction, integration.class_weighting,
-                integration.logit_adjustment)
+                integration.logit_adjustment,
+                default_routing=default_routing(config))
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
@@ -218,6 +221,7 @@ class JobsPane(Pane):
         config = self.require_config()
         if config is None:
             return
+        config = with_kind_defaults(config)
         integration = config.integration
         fields = [Field("method", "method", integration.method, choices=INTEGRATION_METHODS),
                   Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),

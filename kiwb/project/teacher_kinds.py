@@ -1,0 +1,84 @@
+"""The teachers' kind of a project, read cheaply from their config.json (no model library),
+and what follows from it before any job runs: the kind's defaults where kiwb.toml leaves a key
+out, and the integration methods the kind takes. The CLI, the workers and the workbench all
+read it here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from kiwb.core.choices import AUTO_ROUTING
+from kiwb.errors import ConfigError
+from kiwb.kinds import common_kind, kind_named, kind_of_checkpoint
+from kiwb.project.config import ProjectConfig, is_hub_id, load_config
+from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
+
+
+def project_kind(config: ProjectConfig) -> str:
+    """The kind of the project's teachers (kiwb.kinds), read from their config.json; teachers
+    of different kinds are refused in one line. A teacher whose config cannot be read counts
+    as nothing here: inspecting it says what is wrong."""
+    kinds = {}
+    for teacher in config.teachers:
+        folder = _checkpoint_folder(config, teacher.path)
+        try:
+            model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+        except (TypeError, OSError, ValueError):  # TypeError: no folder (a hub id not here)
+            continue
+        found = kind_of_checkpoint(model_config, teacher.problem_type)
+        if found is not None:
+            kinds[teacher.name] = found[0].name
+    try:
+        return common_kind(kinds)
+    except ValueError as error:
+        raise ConfigError(f"{config.file}: {error}") from None
+
+
+def _checkpoint_folder(config: ProjectConfig, path: str) -> Path | None:
+    """A teacher's local folder, or a hub id's cached snapshot; None when it is not here."""
+    if not is_hub_id(path, config.root):
+        return Path(config.resolve(path, allow_hub_id=False))
+    try:
+        from huggingface_hub import snapshot_download  # light: no torch, no transformers
+
+        return Path(snapshot_download(path, local_files_only=True))
+    except Exception:  # not cached, or no huggingface_hub: both mean "not here"
+        return None
+
+
+def with_kind_defaults(config: ProjectConfig, kind: str | None = None) -> ProjectConfig:
+    """The config as a job of its teachers' kind reads it: its "auto" settings made the kind's.
+    `kind`: the teachers' kind when known, else read from their config.json (only if needed)."""
+    if config.integration.routing != AUTO_ROUTING:
+        return config
+    return config.with_defaults_of(kind_named(kind or project_kind(config)))
+
+
+def default_routing(config: ProjectConfig, kind: str | None = None) -> str:
+    """The routing of the teachers' kind when kiwb.toml sets none (a run's name leaves it out)."""
+    return kind_named(kind or project_kind(config)).default_routing
+
+
+def check_method(config: ProjectConfig, kind: str, method: str) -> None:
+    """The method is one the teachers' kind takes; else one line naming the kind's."""
+    try:
+        kind_named(kind).check_method(method)
+    except ValueError as error:
+        raise ConfigError(f"{config.file}: {error}") from None
+
+
+def check_before_recording(spec: JobSpec, config_file: Path) -> None:
+    """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
+    integrate or train job whose method (given, or the project's [integration] method) the
+    teachers' kind does not take; a refused job leaves no row. A project that cannot be read
+    here is left to the job, which records why."""
+    spec.check()
+    if not isinstance(spec, (IntegrateSpec, TrainSpec)):
+        return
+    try:
+        config = load_config(config_file)
+        kind = project_kind(config)
+    except ConfigError:
+        return
+    check_method(config, kind, spec.method or config.integration.method)
