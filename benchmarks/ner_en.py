@@ -339,9 +339,11 @@ def main() -> None:
             "integrate", test_view, "--json", log=OUT / "commands.log")["stdout"])
         RESULTS.write_text(json.dumps(results, indent=2))
         for run, options in RUNS:
-            if debian8._run_state(project / "runs" / run) != "done":
+            state = debian8._run_state(project / "runs" / run)
+            if state != "done":  # a run stopped part way goes on from its last checkpoint
+                resume = ("--resume",) if state == "partial" else ()
                 results["stages"][f"train_{run}"] = debian8.kiwb(
-                    "train", project, "--run", run, *options, "--foreground",
+                    "train", project, "--run", run, *options, *resume, "--foreground",
                     log=OUT / "commands.log")
             report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
                                              data["test"], "--json", log=OUT / "commands.log")["stdout"])
