@@ -91,7 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     evaluate.add_argument("--data", type=Path, help="labeled data (default: the project's [data.eval])")
     evaluate.add_argument("--text-column", default="text")
-    evaluate.add_argument("--label-column", default="label")
+    evaluate.add_argument("--label-column", help="the gold labels column of --data (default: "
+                          "[data.eval]'s, else label; multi-label: a list per row, or a string "
+                          "split by [data.eval] label_separator)")
     evaluate.add_argument("--tokens-column", help="NER students: the words column of --data "
                           "(default: [data.eval]'s, else tokens)")
     evaluate.add_argument("--tags-column", help="NER students: the gold tags column of --data "

@@ -415,7 +415,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from kiwb.kinds import TOKEN
     from kiwb.project.config import load_config
     from kiwb.report import evaluation_table
-    from kiwb.workers.data import load_table
     from kiwb.workers.evaluate import evaluate_checkpoint
     from kiwb.workers.export import choose_checkpoint
     from kiwb.workers.project_inputs import load_dataset_role, project_kind
@@ -431,9 +430,15 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             tokens_column=args.tokens_column or (spec and spec.tokens_column) or "tokens",
             tags_column=args.tags_column or (spec and spec.tags_column) or "tags",
             role="evaluate")
-    elif args.data is not None:
-        table = load_table(str(args.data), text_column=args.text_column,
-                           label_column=args.label_column, role="evaluate")
+    elif args.data is not None:  # read as the kind reads its eval set, with --data's columns
+        from kiwb.kinds import run_seam
+        from kiwb.project.config import DatasetConfig
+
+        spec = config.data.eval
+        table = run_seam(project_kind(config), "load_table", str(args.data), DatasetConfig(
+            path=str(args.data), text_column=args.text_column,
+            label_column=args.label_column or (spec and spec.label_column) or "label",
+            label_separator=spec.label_separator if spec else None), "evaluate")
     else:
         table = load_dataset_role(config, "eval")
         if table is None:

@@ -1,11 +1,11 @@
-"""Which kind a checkpoint is: its model class, and for a sequence classifier its problem_type.
-
-A sigmoid (multi-label) head is no distribution over labels: until the multi-label kind exists
-kiwb refuses it in one line, naming problem_type and the kiwb.toml key that overrides it."""
+"""Which kind a checkpoint is: its model class, and for a sequence classifier its problem_type
+(a sigmoid head is the multi-label kind's; kiwb.toml's problem_type overrides the checkpoint's,
+and a head of no kind is refused in one line naming the override)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,9 @@ from kiwb.kinds import kind_of_checkpoint
     ({"architectures": ["BertForSequenceClassification"],
       "problem_type": "single_label_classification"}, None, "sequence"),
     ({"architectures": ["BertForSequenceClassification"],
-      "problem_type": "multi_label_classification"}, None, None),
+      "problem_type": "multi_label_classification"}, None, "multi-label"),
+    ({"architectures": ["BertForSequenceClassification"]}, "multi_label_classification",
+     "multi-label"),
     ({"architectures": ["BertForSequenceClassification"],
       "problem_type": "multi_label_classification"}, "single_label_classification", "sequence"),
     ({"architectures": ["BertForSequenceClassification"],
@@ -60,21 +62,27 @@ def _project(root: Path, teacher: Path, extra: str = "") -> Path:
     return root
 
 
-def test_a_multi_label_teacher_is_refused_in_one_line_naming_the_override(tmp_path, sigmoid_teacher):
-    project = _project(tmp_path / "proj", sigmoid_teacher)
+def test_a_regression_head_is_refused_in_one_line_naming_the_override(tmp_path, sigmoid_teacher):
+    regression = tmp_path / "regression"
+    shutil.copytree(sigmoid_teacher, regression)
+    config = json.loads((regression / "config.json").read_text())
+    (regression / "config.json").write_text(json.dumps({**config, "problem_type": "regression"}))
+    project = _project(tmp_path / "proj", regression)
     result = run_kiwb("score", project, "--foreground", cwd=tmp_path)
-    assert_refused(result, "'tags'", "multi-label classifier",
-                   'problem_type = "single_label_classification"')
+    assert_refused(result, "'tags'", "problem_type 'regression'",
+                   '"single_label_classification"', '"multi_label_classification"')
     assert not score_files(project)
 
 
-def test_problem_type_in_kiwb_toml_reads_it_as_single_label(tmp_path, sigmoid_teacher):
+def test_problem_type_reads_a_sigmoid_head_as_multi_label_or_single_label(tmp_path, sigmoid_teacher):
+    """The checkpoint's problem_type decides its kind; kiwb.toml's overrides it."""
     from kiwb.project.config import load_config
     from kiwb.tui.inspect import inspect_teacher as summarize
     from kiwb.workers.project_inputs import inspect_teachers
 
-    refused = load_config(_project(tmp_path / "refused", sigmoid_teacher))
-    assert "multi-label classifier" in summarize(refused, refused.teachers[0]).problem
+    as_saved = load_config(_project(tmp_path / "saved", sigmoid_teacher))
+    assert inspect_teachers(as_saved)[0].kind == "multi-label"
+    assert summarize(as_saved, as_saved.teachers[0]).kind == "multi-label"
     config = load_config(_project(tmp_path / "proj", sigmoid_teacher,
                                   'problem_type = "single_label_classification"\n'))
     teacher = inspect_teachers(config)[0]

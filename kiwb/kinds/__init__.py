@@ -2,6 +2,7 @@
 
   sequence   single-label text classifiers (*ForSequenceClassification)
   token      NER taggers (*ForTokenClassification), integrated per word and span
+  multi-label  sigmoid text classifiers (problem_type multi_label_classification), per label
 """
 
 from __future__ import annotations
@@ -9,13 +10,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.multilabel import MULTI_LABEL
 from kiwb.kinds.sequence import KIND as SEQUENCE
 from kiwb.kinds.token import KIND as TOKEN
 
-KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN)}
+# Sequence first: a sequence classifier is single-label unless its problem_type says otherwise.
+KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL)}
 DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
 
-__all__ = ["DEFAULT_KIND", "KINDS", "SEQUENCE", "TOKEN", "TeacherKind", "TeacherKnowledge",
+__all__ = ["DEFAULT_KIND", "KINDS", "MULTI_LABEL", "SEQUENCE", "TOKEN", "TeacherKind",
+           "TeacherKnowledge",
            "kind_named", "kind_of_checkpoint", "common_kind", "run_seam",
            "unmatched_checkpoint"]
 
@@ -46,12 +50,13 @@ def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None)
     """Why no kind matches a checkpoint, and the fix: one line after "<folder> is "."""
     architectures = list(model_config.get("architectures") or [])
     problem = problem_type or model_config.get("problem_type")
-    if problem == "multi_label_classification" and any(
-            name.endswith(SEQUENCE.architecture_suffix) for name in architectures):
-        return ("a multi-label classifier (problem_type multi_label_classification), which kiwb "
-                "does not integrate yet; if its head is in fact single-label (softmax), set "
-                'problem_type = "single_label_classification" in its [[teachers]] entry')
-    suffixes = " or ".join(f"*{kind.architecture_suffix}" for kind in KINDS.values())
+    if problem is not None and any(name.endswith(SEQUENCE.architecture_suffix)
+                                   for name in architectures):
+        return (f"a sequence classifier of problem_type {problem!r}, which kiwb does not "
+                "integrate; set problem_type in its [[teachers]] entry to "
+                '"single_label_classification" (softmax head) or "multi_label_classification" '
+                "(sigmoid head)")
+    suffixes = " or ".join(dict.fromkeys(f"*{kind.architecture_suffix}" for kind in KINDS.values()))
     return (f"not a sequence classifier nor a token classifier (architectures: "
             f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned "
             f"{suffixes} checkpoint (kiwb teach makes one)")

@@ -24,7 +24,7 @@ naming its functions, and add KIND to `KINDS` in kiwb/kinds/__init__.py.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS
@@ -91,7 +91,30 @@ class TeacherKind(ABC):
     #       a trained student's figures, the headline one under "accuracy"
     #   predict(folder, texts, top) -> list[str]
     #       one line per text for `kiwb predict`
+    #   check_data(config, tables, teachers) -> None (optional)
+    #       refuse, before scoring, gold data the teachers cannot read (one line)
     seams: dict[str, str] = {}
+
+    # How the exported student's model card speaks of it: summary, unit, labels (its heading),
+    # pipeline and call (the usage example).
+    card: Mapping[str, str] = {}
+    takes_transfer: bool = False  # [integration] transfer applies (multi-label: ANT's transfer)
+
+    # -- how the workbench shows a conflict whose record has details (kiwb.project.instances):
+    # plain strings, so the description stays free of the UI.
+    def conflict_row(self, text: str, details: Mapping, teachers: Sequence[str]) -> str:
+        """The conflicts list's text cell: the text, with what the kind adds around it."""
+        return text
+
+    def conflict_detail(self, details: Mapping, teachers: Sequence[str]) -> list[tuple[str, str]]:
+        """The detail view's lines below the text, as (line, style) pairs: "bold" or "dim"."""
+        return []
+
+    def check_transfer(self, transfer: bool | None) -> None:
+        """ValueError in one line when transfer is on for a kind that has no label dependencies."""
+        if transfer and not self.takes_transfer:
+            raise ValueError(f"transfer revises multi-label teachers' labels; {self.title} "
+                             "teachers have none to revise: set [integration] transfer = false")
 
     def check_method(self, method: str) -> None:
         """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""

@@ -243,6 +243,11 @@ class IntegrationConfig:
         "Divide each text's weight by its target class's share to this power (0: off, 1: fully "
         "balanced).", 0.0, min=0, max=1
     )
+    transfer: bool = _setting(
+        "Multi-label teachers: before integrating, revise each teacher's other labels where "
+        "the owners of a shared label disagree, through the label dependencies its own "
+        "predictions show on the pool (ANT's transfer).", False
+    )
     logit_adjustment: float = _setting(
         "Train the student on its logits plus this times log(the targets' class mix) (logit "
         "adjustment; 0: off); it predicts with the plain logits, which favour rare classes.",

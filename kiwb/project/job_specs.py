@@ -29,7 +29,7 @@ from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 # The fields of IntegrationSettings a job may set (kiwb.project.records).
 INTEGRATION_CHOICES = ("method", "tau", "reweight", "use_mc", "routing", "labels",
                        "conflict_threshold", "prior_correction", "class_weighting",
-                       "logit_adjustment")
+                       "logit_adjustment", "transfer")
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
 
@@ -173,6 +173,8 @@ class _MethodOptions(JobSpec):
                                  "margin weights)", type=bool, negative=True)
     use_mc: bool | None = flag("--no-mc", "ablation: route by plain (deterministic) entropy",
                                type=bool, negative=True)
+    transfer: bool | None = flag("--transfer", "multi-label teachers: revise each teacher's "
+                                 "labels through its label dependencies first (ANT)", type=bool)
     routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
     labels: bool | None = flag("--labels", "use the labels given in the workbench or by kiwb "
                                "labels import: one-hot targets, none left out, and a few-label "
@@ -250,7 +252,8 @@ class TrainSpec(_MethodOptions):
         return dataclasses.replace(self, run=default_run_name(
             given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
             given("labels"), given("prior_correction"), given("class_weighting"),
-            given("logit_adjustment"), default_routing=default_routing))
+            given("logit_adjustment"), default_routing=default_routing,
+            transfer=bool(given("transfer"))))
 
 
 @dataclass(frozen=True)
@@ -348,7 +351,7 @@ def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
                      routing: str = DEFAULT_ROUTING, labels: bool = False,
                      prior_correction: bool = False, class_weighting: float = 0.0,
                      logit_adjustment: float = 0.0, *,
-                     default_routing: str = DEFAULT_ROUTING) -> str:
+                     default_routing: str = DEFAULT_ROUTING, transfer: bool = False) -> str:
     """The run name `kiwb train` picks for these settings: the method, then what differs
     from the defaults (the workbench and the CLI both name runs with this); the routing is
     named when it is not the teachers' kind's default."""
@@ -360,6 +363,8 @@ def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
     if method.startswith("muki"):
         name += "" if use_mc else "-no-mc"
         name += "" if reweight else "-no-reweight"
+    if method != "supervised" and transfer:
+        name += "-transfer"
     if method != "supervised" and labels:
         name += "-labels"
     if method != "supervised":

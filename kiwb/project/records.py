@@ -114,6 +114,17 @@ class IntegrationSettings(Record):
     prior_correction: bool = since(False, default=False)
     class_weighting: float = since(0.0, default=0.0)
     logit_adjustment: float = since(0.0, default=0.0)  # read by training only
+    # Multi-label teachers: revise each teacher's answers through its label dependencies before
+    # integrating (kiwb.kinds.multilabel.transfer); None (left out of records and keys) is off.
+    transfer: bool | None = since()
+
+    def pinned(self) -> dict[str, Any]:
+        """Every setting, as integration keys and run manifests pin them; a setting newer than
+        a record (transfer) is left out while off, so older keys and manifests still match."""
+        values = dataclasses.asdict(self)
+        if not values["transfer"]:
+            del values["transfer"]
+        return values
 
     @classmethod
     def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
@@ -127,6 +138,7 @@ class IntegrationSettings(Record):
             "prior_correction": section.prior_correction,
             "class_weighting": section.class_weighting,
             "logit_adjustment": section.logit_adjustment,
+            "transfer": section.transfer or None,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         settings = cls(**values)
@@ -341,6 +353,9 @@ class IntegrationSummary(Record):
     # in the accuracy fields, and `token` holds what only it has.
     task_kind: str | None = since()
     token: dict | None = since()
+    # What only its kind has, for kinds after the token kind (whose `token` came first): a
+    # multi-label integration's texts, shared labels, labeled pairs and eval figures.
+    details: dict | None = since()
 
     @property
     def teacher_names(self) -> list[str]:
@@ -444,6 +459,10 @@ class TrainEval(Record):
     # `confusion` words' types; here precision, recall, strict F1, word accuracy, the entity
     # confusion and boundary errors (kiwb.kinds.token.student.evaluation_figures).
     entity: dict | None = since()
+    # A multi-label student's (accuracy: micro F1 at its thresholds; per_class_accuracy: F1
+    # per label; no confusion): Hamming loss, subset accuracy, support, the texts given each
+    # label and the thresholds tuned on this eval set (kiwb.kinds.multilabel.student).
+    details: dict | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)

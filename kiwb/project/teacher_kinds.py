@@ -60,10 +60,13 @@ def default_routing(config: ProjectConfig, kind: str | None = None) -> str:
     return kind_named(kind or project_kind(config)).default_routing
 
 
-def check_method(config: ProjectConfig, kind: str, method: str) -> None:
-    """The method is one the teachers' kind takes; else one line naming the kind's."""
+def check_method(config: ProjectConfig, kind: str, method: str,
+                 transfer: bool | None = None) -> None:
+    """The method (and transfer) is one the teachers' kind takes; else one line naming the
+    kind's."""
     try:
         kind_named(kind).check_method(method)
+        kind_named(kind).check_transfer(transfer)
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None
 

@@ -72,6 +72,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "evaluation": _evaluation_of(project_root, run, progress),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
+        **({"thresholds": model.config.label_thresholds}
+           if getattr(model.config, "label_thresholds", None) else {}),
         # Sequence exports keep the manifest they always had; other kinds name theirs.
         **({"kind": kind.name} if kind.name != DEFAULT_KIND else {}),
     }
@@ -119,28 +121,11 @@ def _evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
     return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}
 
 
-# How the model card speaks of each kind's student.
-KIND_WORDS = {
-    "sequence": {
-        "summary": "A text classifier over the union of its teachers' label sets,",
-        "unit": "text", "labels": "Labels",
-        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
-        "call": 'print(classify("your text here"))'},
-    "token": {
-        "summary": "A named-entity tagger over the union of its teachers' entity types (BIO2 "
-                   "tags),",
-        "unit": "span of words", "labels": "Tags",
-        "pipeline": 'tag = pipeline("token-classification", model="PATH/TO/THIS/FOLDER", '
-                    'aggregation_strategy="simple")',
-        "call": 'print(tag("Alice flew to Paris."))'},
-}
-
-
 def model_card(manifest: dict) -> str:
     """A README.md for the exported model: labels, teachers, method, settings, figures."""
     method = manifest.get("method") or {}
     kind = kind_named(manifest.get("kind"))
-    what = KIND_WORDS[kind.name]
+    what = kind.card
     lines = [
         "---", "library_name: transformers", f"pipeline_tag: {kind.pipeline_tag}", "tags:",
         "- kiwb", "- knowledge-integration", "---", "",
@@ -167,6 +152,11 @@ def model_card(manifest: dict) -> str:
     if routing is not None:  # a student trained on a collapsed routing lost a teacher's labels
         lines.append(f"- kiwb's routing check: {routing.status}"
                      + (f" ({routing.problem}; {routing.hint})" if routing.flagged else ""))
+    thresholds = manifest.get("thresholds")
+    if thresholds:  # a multi-label student decides each label at its own threshold
+        lines.append("- decision thresholds (tuned per label on the labeled eval set, in "
+                     "config.json as label_thresholds): "
+                     + ", ".join(f"{label} {value:g}" for label, value in thresholds.items()))
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += _funnel_lines(manifest)
     lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",

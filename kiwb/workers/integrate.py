@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -513,7 +513,7 @@ def run_integration(config: ProjectConfig, store: Store,
     """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
     returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    check_method(config, tasks[0].teacher.kind, settings.method)
+    check_method(config, tasks[0].teacher.kind, settings.method, settings.transfer)
     return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)
 
 
@@ -535,7 +535,7 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
     else:
         eval_scores = None
     summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores))
-    used = {"scores": scores.score_keys, **asdict(settings)}
+    used = {"scores": scores.score_keys, **settings.pinned()}
     # Keys of integrations from before a setting existed stay the same while it is off, and
     # logit adjustment acts on training alone: the targets do not depend on it.
     del used["logit_adjustment"]

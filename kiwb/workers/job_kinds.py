@@ -111,7 +111,7 @@ def export(session: JobSession) -> Outcome:
     quiet_libraries()
     import torch
 
-    from kiwb.workers.export import KIND_WORDS, export_student, read_export_manifest
+    from kiwb.workers.export import export_student, read_export_manifest
 
     spec: ExportSpec = session.job.spec
     run = session.job.run
@@ -120,7 +120,7 @@ def export(session: JobSession) -> Outcome:
     export_student(session.root, run, destination, checkpoint=spec.checkpoint, force=spec.force)
     console.print(f"Exported run {run} to {destination}")
     kind = read_export_manifest(destination).get("kind", DEFAULT_KIND)
-    load = KIND_WORDS[kind]["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
+    load = kind_named(kind).card["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
     console.print(f"Load it with:\n  from transformers import pipeline\n  {load}",
                   highlight=False, markup=False)
     return Outcome(data={"destination": str(destination)})

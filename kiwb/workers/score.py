@@ -72,6 +72,9 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
     config.require_scoring_inputs()
     tables = load_datasets(config)
     teachers = inspect_teachers(config)
+    kind = KINDS[teachers[0].kind] if teachers else None
+    if kind is not None and "check_data" in kind.seams:  # before any score is drawn
+        run_seam(kind.name, "check_data", config, tables, teachers)
     scoring = config.scoring
     fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].adaptive_passes]
     if scoring.mc_passes == "auto" and fixed:

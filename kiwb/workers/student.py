@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import softmax_distillation_loss
 from kiwb.core.metrics import classification_report
 from kiwb.errors import KiwbError
@@ -136,6 +137,24 @@ class SequenceStudent:
                          num_labels: int) -> list[int]:
         predicted = predict_ids(model, tokenizer, features, batch, device, autocast_dtype)
         return torch.bincount(predicted, minlength=num_labels).tolist()
+
+    # -- the learning check (kiwb.core.learning_check): what the Trainer asks after each
+    # evaluation, or, without an eval set, of the student's predictions on a pool sample.
+    def eval_check(self, data, metrics: dict, target_shares: list[float]) -> LearningCheck:
+        reference = data.eval_reference or {}
+        return check_on_eval(self.check_labels(data), metrics["confusion"],
+                             reference.get("per_class"), reference.get("accuracy"),
+                             target_shares=target_shares)
+
+    def pool_check(self, data, predicted_counts: list[int],
+                   target_shares: list[float]) -> LearningCheck:
+        return check_on_pool(self.check_labels(data), predicted_counts, target_shares)
+
+    def target_shares(self, data) -> torch.Tensor:
+        """Each class's share of the rows the student is taught: the targets' top class (UHC's
+        per-teacher targets averaged first), or the gold labels of a supervised run."""
+        top = self.target_tops(data)
+        return torch.bincount(top, minlength=len(self.check_labels(data))).float() / max(1, len(top))
 
     def target_tops(self, data) -> torch.Tensor:
         """Each taught row's class: the targets' top class, or the gold label (supervised)."""

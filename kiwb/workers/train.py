@@ -13,7 +13,7 @@ import torch
 from kiwb import __version__
 from kiwb.console import console
 from kiwb.core.class_priors import logit_offsets, target_prior
-from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
+from kiwb.core.learning_check import LearningCheck
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
 from kiwb.kinds import kind_named, run_seam
@@ -75,7 +75,8 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
-    check_method(config, tasks[0].teacher.kind, request.settings.method)
+    check_method(config, tasks[0].teacher.kind, request.settings.method,
+                 request.settings.transfer)
     return run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
 
 
@@ -141,7 +142,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
                       "labels": list(t.teacher.labels)} for t in by_dataset["unlabeled"]],
         "labels": labels,
-        "method": asdict(request.settings),
+        "method": request.settings.pinned(),
         "data": unlabeled_table.fingerprint,
         "labeled_data": labeled_fingerprint,
         "given_labels": gold.fingerprint if gold is not None else None,
@@ -379,10 +380,7 @@ class Trainer:
                                                  self.data, self.eval_batch, self.device,
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
-            reference = self.data.eval_reference or {}
-            check = check_on_eval(self.data.student.check_labels(self.data), metrics["confusion"],
-                                  reference.get("per_class"),
-                                  reference.get("accuracy"), target_shares=self.target_shares)
+            check = self.data.student.eval_check(self.data, metrics, self.target_shares)
             metrics["check"] = check.to_dict()
             self._record(TrainEval.from_dict({"step": self.step, **metrics}))
         else:
@@ -421,7 +419,7 @@ class Trainer:
         counts = self.data.student.predicted_counts(
             self.model, self.tokenizer, features, self.eval_batch, self.device,
             self.autocast_dtype, len(self.target_shares))
-        return check_on_pool(self.data.student.check_labels(self.data), counts, self.target_shares)
+        return self.data.student.pool_check(self.data, counts, self.target_shares)
 
     def checkpoint(self, evaluation: dict | None = None) -> None:
         if not self.leads:
@@ -443,11 +441,9 @@ class Trainer:
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:
-    """Each class's share of the rows the student is taught: the targets' top class (UHC's
-    per-teacher targets averaged first), or the gold labels of a supervised run."""
-    top = data.student.target_tops(data)
-    num_classes = len(data.student.check_labels(data))
-    return torch.bincount(top, minlength=num_classes).float() / max(1, len(top))
+    """What the learning check compares the student's predictions with, per class: the
+    share of taught rows whose target is that class (the student's kind says how)."""
+    return data.student.target_shares(data)
 
 
 def improves(best: dict | None, metrics: dict | None) -> bool:

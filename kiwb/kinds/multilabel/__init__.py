@@ -1,13 +1,13 @@
 """The multi-label kind: sigmoid classifiers with partly shared labels (ANT, thesis ch. 4).
 
-What it has so far: the kind's description (MULTI_LABEL below: how a checkpoint is recognised
-and read, the methods it takes), per-label uncertainty (uncertainty.py), scoring (scoring.py),
-data with a list of labels per text (data.py), the per-label integrators (integration.py), the
-label-dependency transfer (transfer.py), a data set's scores on the union and its conflicts
-(pool.py), the student's losses, thresholds and head (losses.py, thresholds.py, student.py)
-and the metrics (metrics.py). It joins kiwb.kinds.KINDS once its integration, training,
-evaluation and prediction seams are wired to the store and the jobs (issue 27); until then
-kiwb refuses multi-label teachers in one line (kiwb.kinds.unmatched_checkpoint).
+MULTI_LABEL below describes it: how a checkpoint is recognised (problem_type
+multi_label_classification) and read, the methods it takes. Its worker side: per-label
+uncertainty (uncertainty.py), scoring (scoring.py), data with a list of labels per text
+(data.py), the per-label integrators (integration.py), the label-dependency transfer
+(transfer.py), a data set's scores on the union and its conflicts (pool.py), the pool's
+integration and the given labels (runtime.py), its record (summary.py, integrate_job.py), the
+student's losses, thresholds, learning check and head (losses.py, thresholds.py, check.py,
+student.py), training (training.py) and the metrics (metrics.py).
 """
 
 from __future__ import annotations
@@ -32,13 +32,27 @@ class MultiLabelKind(TeacherKind):
     headline = "micro F1"
     routing_unit = "shared labels"
     labels_routing = "confidence"
+    default_routing = "confidence"  # per label; the other routings read one class per text
+    takes_transfer = True
     short_title = "multi-label"
+    card = {
+        "summary": "A multi-label text classifier (a yes or no per label) over the union of its "
+                   "teachers' label sets,",
+        "unit": "text and label", "labels": "Labels",
+        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER", '
+                    'top_k=None, function_to_apply="sigmoid")',
+        "call": 'print(classify("your text here"))  # a label is said over its threshold'}
     problem_type = "multi_label_classification"
     adaptive_passes = False  # its routing settles per label, not per text
     methods = MULTILABEL_METHODS
     seams = {
         "score_shard": "kiwb.kinds.multilabel.scoring:score_task_rows",
         "load_table": "kiwb.kinds.multilabel.data:load_role_table",
+        "integrate": "kiwb.kinds.multilabel.integrate_job:run_label_integration",
+        "prepare_training": "kiwb.kinds.multilabel.training:prepare_multilabel",
+        "evaluate": "kiwb.kinds.multilabel.student:evaluate_classifier",
+        "predict": "kiwb.kinds.multilabel.student:predicted_labels",
+        "check_data": "kiwb.kinds.multilabel.data:check_tables",
     }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -52,6 +66,31 @@ class MultiLabelKind(TeacherKind):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """Every label once, in teacher then label order; a shared label is one output."""
         return list(dict.fromkeys(label for labels in classes for label in labels))
+
+    def conflict_row(self, text, details, teachers) -> str:
+        """A (text, label) pair: "[label] text", what it was decided, each owner's answer."""
+        return f"{text} · decided {details['decided']} · {_owners_said(details)}"
+
+    def conflict_detail(self, details, teachers) -> list[tuple[str, str]]:
+        """Each owner of the label: its probability, its confidence (MC and plain)."""
+        lines = [(f"{details['label']}: decided {details['decided']} (target "
+                  f"{details['target']:.3f}); each owner of the label:", "bold")]
+        for number, name in enumerate(details["owners"]):
+            lines += [(f"{name}: {_answer(details['probs'][number])}", "bold"),
+                      (f"   probability {details['probs'][number]:.3f} · confidence MC "
+                       f"{details['mc'][number]:.3f}, plain {details['plain'][number]:.3f}",
+                       "dim")]
+        return lines
+
+
+def _answer(probability: float) -> str:
+    return "yes" if probability > 0.5 else "no"
+
+
+def _owners_said(details) -> str:
+    """`a: yes 0.95 (MC 0.50) · b: no 0.50 (MC 0.50)`."""
+    return " · ".join(f"{name}: {_answer(prob)} {prob:.2f} (MC {mc:.2f})" for name, prob, mc in
+                      zip(details["owners"], details["probs"], details["mc"], strict=True))
 
 
 MULTI_LABEL = MultiLabelKind()

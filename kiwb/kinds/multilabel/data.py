@@ -67,3 +67,11 @@ def check_known_labels(table: TextTable, union: list[str], column: str) -> None:
             raise DataError(f"{table.source}: row {row} of column {column!r} has label "
                             f"{unknown[0]!r}, which no teacher knows ({', '.join(union)}); fix "
                             "the label or add a teacher that knows it")
+
+
+def check_tables(config, tables: dict[str, TextTable], teachers) -> None:
+    """The multi-label kind's data check: every gold label of every data set is one some
+    teacher knows (named in one line otherwise)."""
+    union = list(dict.fromkeys(label for teacher in teachers for label in teacher.classes))
+    for role, table in tables.items():
+        check_known_labels(table, union, getattr(config.data, role).label_column)

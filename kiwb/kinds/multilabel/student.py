@@ -10,12 +10,15 @@ from __future__ import annotations
 import numpy as np
 import torch
 
+from kiwb.core.learning_check import LearningCheck
+from kiwb.errors import KiwbError
+from kiwb.kinds.multilabel.check import check_label_rates
 from kiwb.kinds.multilabel.losses import gold_bce_loss, weighted_bce_loss
 from kiwb.kinds.multilabel.metrics import multilabel_report
-from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide
-from kiwb.workers.runtime import FittedBatch, autocast_context
+from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
+from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
 from kiwb.workers.shard_scoring import length_sorted_batches
-from kiwb.workers.student import SequenceStudent, collate, load_student_base
+from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize
 
 PROBLEM_TYPE = "multi_label_classification"
 
@@ -61,7 +64,7 @@ class MultiLabelStudent(SequenceStudent):
     distillation_loss = staticmethod(weighted_bce_loss)
 
     def __init__(self, thresholds: list[float] | None = None):
-        self.thresholds = thresholds  # per label, tuned on dev; None: 0.5 for every label
+        self.thresholds = thresholds  # per label; None: 0.5 for every label
 
     def load_base(self, base: str, labels: list[str]):
         model, tokenizer = load_student_base(base, labels)
@@ -71,17 +74,105 @@ class MultiLabelStudent(SequenceStudent):
         return model, tokenizer
 
     def evaluate(self, model, tokenizer, features, data, batch, device, autocast_dtype) -> dict:
-        """Micro F1 (the headline, under "accuracy"), macro F1, F1 per label (under
-        "per_class_accuracy" too, for the panes), Hamming loss and subset accuracy."""
+        """Micro F1 at 0.5 (the headline, under "accuracy", which picks the best checkpoint),
+        macro F1, F1 per label (under "per_class_accuracy", for the panes), Hamming loss and
+        subset accuracy; and per-label thresholds tuned on these labeled texts, saved in the
+        model's config (label_thresholds) so the checkpoint, its export, `kiwb evaluate` and
+        `kiwb predict` decide with them."""
         probs = predict_probs(model, tokenizer, features, batch, device, autocast_dtype)
         thresholds = (torch.tensor(self.thresholds) if self.thresholds is not None
                       else DEFAULT_THRESHOLD)
-        report = multilabel_report(data.eval_ids, decide(probs, thresholds), data.labels)
-        return {"accuracy": report["micro_f1"], "per_class_accuracy": report["per_label_f1"],
-                **report}
+        decided = decide(probs, thresholds)
+        report = multilabel_report(data.eval_ids, decided, data.labels)
+        tuned = tune_thresholds(probs, data.eval_ids)
+        model.config.label_thresholds = dict(zip(data.labels, tuned.tolist(), strict=True))
+        tuned_report = multilabel_report(data.eval_ids, decide(probs, tuned), data.labels)
+        counts = decided.sum(0).tolist()
+        details = {name: report[name] for name in ("micro_f1", "hamming_loss", "subset_accuracy",
+                                                   "support")}
+        details.update(predicted_counts=dict(zip(data.labels, counts, strict=True)),
+                       thresholds=model.config.label_thresholds,
+                       tuned_micro_f1=tuned_report["micro_f1"],
+                       tuned_macro_f1=tuned_report["macro_f1"])
+        return {"accuracy": report["micro_f1"], "macro_f1": report["macro_f1"],
+                "per_class_accuracy": report["per_label_f1"], "confusion": [],
+                "num_texts": len(data.eval_ids), "details": details,
+                "predicted_counts": counts}
 
     def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
                          num_labels: int) -> list[int]:
         """How many texts the student gives each label."""
         probs = predict_probs(model, tokenizer, features, batch, device, autocast_dtype)
         return decide(probs).sum(0).tolist()
+
+    def target_shares(self, data) -> torch.Tensor:
+        """Per label, the share of taught texts whose target says yes (gold, supervised)."""
+        taught = data.label_ids if data.label_ids is not None else data.targets
+        return (taught > DEFAULT_THRESHOLD).float().mean(0) if len(taught) else taught.sum(0)
+
+    def eval_check(self, data, metrics: dict, target_shares: list[float]) -> LearningCheck:
+        """A label the targets give often that the student predicts on no eval text."""
+        return check_label_rates(data.labels, metrics["predicted_counts"], len(data.eval_texts),
+                                 target_shares, "eval texts")
+
+    def pool_check(self, data, predicted_counts: list[int],
+                   target_shares: list[float]) -> LearningCheck:
+        return check_label_rates(data.labels, predicted_counts, None, target_shares, "pool texts")
+
+
+def _load(folder):
+    from transformers import AutoTokenizer
+
+    model = load_classifier(folder, kind="multi-label")
+    labels = [model.config.id2label[i] for i in range(model.config.num_labels)]
+    return model, AutoTokenizer.from_pretrained(folder), labels
+
+
+def saved_thresholds(model, labels: list[str]) -> torch.Tensor:
+    """(L,) the label_thresholds a student's config holds (tuned on its eval set), 0.5 for a
+    label without one."""
+    found = getattr(model.config, "label_thresholds", None) or {}
+    return torch.tensor([float(found.get(label, DEFAULT_THRESHOLD)) for label in labels])
+
+
+def evaluate_classifier(checkpoint, table, device: torch.device, batch_size: int,
+                        max_length: int) -> dict:
+    """The multi-label kind's evaluation seam: micro F1 (the headline, in `accuracy`), macro
+    F1, F1 per label, Hamming loss and subset accuracy on a table of texts and label sets,
+    decided at the student's saved thresholds."""
+    if table.label_sets is None:
+        raise KiwbError(f"{table.source}: evaluating a multi-label student needs each text's "
+                        'labels: set label_column (a list per row, or a string with label_separator)')
+    model, tokenizer, labels = _load(checkpoint)
+    known = set(labels)
+    unknown = sorted({label for found in table.label_sets for label in found} - known)
+    if unknown:
+        raise KiwbError(f"{table.source}: labels {', '.join(unknown[:5])} are not among the "
+                        f"student's labels ({', '.join(labels)})")
+    model.to(device)
+    features = tokenize(tokenizer, table.texts, max_length)
+    probs = predict_probs(model, tokenizer, features, FittedBatch(batch_size), device)
+    thresholds = saved_thresholds(model, labels)
+    report = multilabel_report(multi_hot(table.label_sets, labels), decide(probs, thresholds),
+                               labels)
+    return {"accuracy": report["micro_f1"], "per_class_accuracy": report["per_label_f1"],
+            **report, "thresholds": dict(zip(labels, thresholds.tolist(), strict=True)),
+            "num_texts": len(table.texts), "kind": "multi-label"}
+
+
+def predicted_labels(folder, texts: list[str], top: int = 3) -> list[str]:
+    """The multi-label kind's prediction seam: per text, the labels over their thresholds (or
+    none), the `top` most probable labels with their probabilities, and the text's start."""
+    from rich.markup import escape
+
+    model, tokenizer, labels = _load(folder)
+    features = tokenize(tokenizer, texts, 512)
+    probs = predict_probs(model, tokenizer, features, FittedBatch(32), torch.device("cpu"))
+    decided = decide(probs, saved_thresholds(model, labels))
+    lines = []
+    for text, row, chosen in zip(texts, probs, decided, strict=True):
+        said = ", ".join(label for label, yes in zip(labels, chosen.tolist(), strict=True) if yes)
+        ranked = row.argsort(descending=True)[:top].tolist()
+        shown = "  ".join(f"{labels[i]} {100 * float(row[i]):.1f}%" for i in ranked)
+        lines.append(f"[bold]{escape(said or '(none)')}[/bold]\t{escape(shown)}\t{escape(text[:60])}")
+    return lines

@@ -42,6 +42,11 @@ class SequenceKind(TeacherKind):
     units = "texts"
     headline = "accuracy"
     routing_unit = "texts"
+    card = {
+        "summary": "A text classifier over the union of its teachers' label sets,",
+        "unit": "text", "labels": "Labels",
+        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
+        "call": 'print(classify("your text here"))'}
     labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
     # A sigmoid head (problem_type multi_label_classification) answers each label alone:
     # its outputs are no distribution over labels, so it is not this kind's teacher.

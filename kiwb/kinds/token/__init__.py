@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.token.tags import read_tag_set, union_tags
+from kiwb.kinds.token.units import cluster_detail, cluster_teachers
 
 
 class TokenKind(TeacherKind):
@@ -25,6 +26,13 @@ class TokenKind(TeacherKind):
     default_routing = "confidence"
     labels_routing = "confidence"  # labeled spans become targets; the routing stays label-free
     short_title = "NER"
+    card = {
+        "summary": "A named-entity tagger over the union of its teachers' entity types (BIO2 "
+                   "tags),",
+        "unit": "span of words", "labels": "Tags",
+        "pipeline": 'tag = pipeline("token-classification", model="PATH/TO/THIS/FOLDER", '
+                    'aggregation_strategy="simple")',
+        "call": 'print(tag("Alice flew to Paris."))'}
     classes_title = "entity types"
     override_key = "types"
     reads_words = True
@@ -47,6 +55,13 @@ class TokenKind(TeacherKind):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """BIO2 tags: O, then B- and I- of every entity type, in teacher then type order."""
         return union_tags([entity_type for types in classes for entity_type in types])
+
+    def conflict_row(self, text, details, teachers) -> str:
+        """A cluster: its kind, the marked sentence, each teacher's tags and confidence."""
+        return f"{details['kind']} · {text} · {cluster_teachers(details, teachers)}"
+
+    def conflict_detail(self, details, teachers) -> list[tuple[str, str]]:
+        return cluster_detail(details, teachers)
 
 
 KIND = TokenKind()

@@ -8,7 +8,7 @@ them).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -194,7 +194,7 @@ def teacher_tags(data: TokenData, decoded: TextClusters, teacher: int) -> list[l
 def integration_key(data: TokenData, settings: IntegrationSettings,
                     pool: TokenPool | None) -> str:
     """The integration's key: the score sets and the settings that change the targets."""
-    used = {"kind": "token", "scores": data.score_keys, **asdict(settings)}
+    used = {"kind": "token", "scores": data.score_keys, **settings.pinned()}
     del used["logit_adjustment"]
     for name, off in (("labels", False), ("prior_correction", False), ("class_weighting", 0.0)):
         if used[name] == off:

@@ -20,6 +20,7 @@ from kiwb.kinds.token.scoring import pad_windows, window_texts
 from kiwb.kinds.token.words import align_words, merge_windows
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
+from kiwb.workers.student import SequenceStudent
 from kiwb.workers.teachers import resolve_checkpoint
 
 
@@ -200,6 +201,11 @@ class TokenStudent:
                  max_length: int):
         self.types, self.pool_words, self.max_length = list(types), pool_words, max_length
         self.eval_words, self.eval_tags = eval_words, eval_tags
+
+    # The learning check reads the tags as a text classifier's classes (kiwb.workers.student).
+    eval_check = SequenceStudent.eval_check
+    pool_check = SequenceStudent.pool_check
+    target_shares = SequenceStudent.target_shares
 
     def load_base(self, base: str, labels: list[str]):
         return load_token_student(base, labels)

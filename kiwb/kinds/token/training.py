@@ -58,7 +58,7 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
         "kiwb_version": __version__, "kind": "token",
         "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
                       "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
-        "labels": union, "method": asdict(settings), "data": pool_table.fingerprint,
+        "labels": union, "method": settings.pinned(), "data": pool_table.fingerprint,
         "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
         "eval_data": ({"texts": eval_table.fingerprint,
                        "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}

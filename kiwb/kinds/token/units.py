@@ -28,3 +28,23 @@ def read_marked(text: str) -> tuple[str, int, int] | None:
     start = len(before.split())
     end = start + len(inside.split())
     return " ".join([*before.split(), *inside.split(), *after.split()]), start, end
+
+
+def cluster_teachers(details, teachers) -> str:
+    """`a: B-LOC I-LOC (MC 0.91) · b: O O (MC 0.12)`: each teacher's tags over a cluster."""
+    return " · ".join(f"{name}: {' '.join(details['tags'].get(name, []))} "
+                      f"(MC {confidence:.2f})"
+                      for name, confidence in zip(teachers, details["mc"], strict=False))
+
+
+def cluster_detail(details, teachers) -> list[tuple[str, str]]:
+    """A conflict cluster's kind, then per teacher its tags over the span and its confidence
+    over its entity tags there (MC dropout and plain), the routing's score."""
+    lines = [(f"{details['kind']} · each teacher over the marked words:", "bold")]
+    for number, name in enumerate(teachers):
+        tags = " ".join(details["tags"].get(name, [])) or "–"
+        lines += [(f"{name}: {tags}", "bold"),
+                  (f"   confidence MC {details['mc'][number]:.3f}, plain "
+                   f"{details['plain'][number]:.3f} · routing score "
+                   f"{details['scores'][number]:.3f}", "dim")]
+    return lines

@@ -19,6 +19,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Select, Static
 
+from kiwb.kinds import SEQUENCE, TeacherKind, kind_named
 from kiwb.project.instances import Instance, InstanceFilter, key_of
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import (
@@ -153,6 +154,11 @@ class ConflictsPane(Pane):
     def labels(self) -> list[str]:
         return list(self.integration.summary.labels) if self.integration is not None else []
 
+    @property
+    def kind(self) -> TeacherKind:
+        """The kind of the teachers integrated: how a conflict with details reads."""
+        return kind_named(self.integration.summary.task_kind if self.integration else None)
+
     def apply_changes(self, changes: StoreChanges) -> None:
         if changes.integration is None:
             return
@@ -221,9 +227,9 @@ class ConflictsPane(Pane):
             return  # the filters changed while this page was read
         self.loading, self.exhausted = False, message.exhausted
         table = self.main_widget()
-        teachers, labels = self.teachers, self.labels
+        teachers, labels, kind = self.teachers, self.labels, self.kind
         for item in message.instances:
-            table.add_row(*row_cells(item, teachers, labels), key=str(item.row))
+            table.add_row(*row_cells(item, teachers, labels, kind), key=str(item.row))
         self.loaded.extend(message.instances)
         self._status()
 
@@ -338,7 +344,7 @@ class ConflictsPane(Pane):
                 self.action_detail()  # on to the next text, in the detail view too
 
         self.app.push_screen(ConflictDetailScreen(message.instance, message.views, self.teachers,
-                                                  self.labels), decided)
+                                                  self.labels, self.kind), decided)
 
     # -- labeling ------------------------------------------------------------------------
     def action_labeling(self) -> None:
@@ -501,20 +507,14 @@ class ConflictsPane(Pane):
         self.notify(f"wrote {message.rows:,} texts to {message.path}", title="Conflicts exported")
 
 
-def row_cells(item: Instance, teachers: list[str], labels: list[str]) -> tuple:
+def row_cells(item: Instance, teachers: list[str], labels: list[str],
+              kind: TeacherKind = SEQUENCE) -> tuple:
     text = item.text.replace("\n", " ")
-    if item.details is not None:  # a cluster: its kind, then each teacher's tags and confidence
-        text = f"{item.details['kind']} · {text} · {cluster_teachers(item.details, teachers)}"
+    if item.details is not None:  # what the kind adds: a cluster's tags, a label's owners
+        text = kind.conflict_row(text, item.details, teachers)
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", _name(teachers, item.routed), _name(labels, item.target), gold,
             label_cell(item), text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")
-
-
-def cluster_teachers(details: dict, teachers: list[str]) -> str:
-    """`a: B-LOC I-LOC (MC .91) · b: O O (MC .12)`: each teacher's tags over a cluster."""
-    return " · ".join(f"{name}: {' '.join(details['tags'].get(name, []))} "
-                      f"(MC {confidence:.2f})"
-                      for name, confidence in zip(teachers, details["mc"], strict=False))
 
 
 def _name(names: list[str], index: int) -> str:

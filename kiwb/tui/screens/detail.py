@@ -12,6 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from kiwb.kinds import SEQUENCE, TeacherKind
 from kiwb.project.instances import Instance
 from kiwb.project.queries import TeacherView
 from kiwb.tui import plots
@@ -43,9 +44,10 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
                 Binding("p", "pick", "Every label", show=False)]
 
     def __init__(self, instance: Instance, views: list[TeacherView], teachers: list[str],
-                 labels: list[str]):
+                 labels: list[str], kind: TeacherKind = SEQUENCE):
         super().__init__()
         self.instance, self.views, self.teachers, self.labels = instance, views, teachers, labels
+        self.kind = kind
 
     def compose(self) -> ComposeResult:
         item = self.instance
@@ -54,8 +56,9 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
             yield Static(Text(item.text), id="detail-text")
             for _view in self.views:
                 yield Plot(classes="teacher")
-            if item.details is not None:  # a cluster of entity spans: each teacher's reading
-                yield Static(cluster_detail(item.details, self.teachers), id="detail-cluster")
+            if item.details is not None:  # what the kind says of it: each teacher's reading
+                yield Static(kind_detail(self.kind, item.details, self.teachers),
+                             id="detail-cluster")
             elif not self.views:
                 yield Static("The teachers' score files for this text were not found (rescored or "
                              "deleted since the integration); integrate again.", classes="problem")
@@ -112,16 +115,11 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
         self.dismiss(None)
 
 
-def cluster_detail(details: dict, teachers: list[str]) -> Text:
-    """A conflict cluster's kind, then per teacher its tags over the span and its confidence
-    over its entity tags there (MC dropout and plain), the routing's score."""
-    text = Text(f"{details['kind']} · each teacher over the marked words:\n", "bold")
-    for number, name in enumerate(teachers):
-        tags = " ".join(details["tags"].get(name, [])) or "–"
-        text.append(f"{name}: {tags}", "bold")
-        text.append(f"   confidence MC {details['mc'][number]:.3f}, plain "
-                    f"{details['plain'][number]:.3f} · routing score "
-                    f"{details['scores'][number]:.3f}\n", "dim")
+def kind_detail(kind: TeacherKind, details: dict, teachers: list[str]) -> Text:
+    """The kind's lines on a conflict (a cluster's tags per teacher, a label's owners)."""
+    text = Text()
+    for line, style in kind.conflict_detail(details, teachers):
+        text.append(line + "\n", style)
     return text
 
 

@@ -1,0 +1,84 @@
+"""`kiwb train` for multi-label teachers: targets and weights per (text, label) of the
+integrated pool (or, supervised, its gold labels), the eval set's gold labels, the manifest."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, replace
+
+import torch
+
+from kiwb import __version__
+from kiwb.errors import KiwbError
+from kiwb.kinds.multilabel.data import check_known_labels
+from kiwb.kinds.multilabel.runtime import check_settings, integrate_label_pool, label_data
+from kiwb.kinds.multilabel.student import MultiLabelStudent, multi_hot
+from kiwb.kinds.multilabel.summary import ENSEMBLE, eval_figures
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.store import Store
+from kiwb.workers.score import ScoreTask
+from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.training_data import TrainingData
+
+SUPERVISED = "supervised"
+
+
+def _gold(table, union: list[str], config: ProjectConfig, role: str) -> torch.Tensor:
+    spec = getattr(config.data, role)
+    check_known_labels(table, union, spec.label_column)
+    return multi_hot(table.label_sets, union)
+
+
+def _label_fingerprint(table) -> dict:
+    """The texts' and the gold label sets' fingerprints: either changing changes the run."""
+    return {"texts": table.fingerprint,
+            "labels": texts_fingerprint(["\x1f".join(labels) for labels in table.label_sets])}
+
+
+def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list[ScoreTask]):
+    """A multi-label run's TrainingData: (n, L) targets and weights of the integrated pool (or
+    the pool's gold labels, supervised), the eval set's gold labels and the manifest."""
+    settings = request.settings
+    if settings.method != SUPERVISED:
+        check_settings(settings)
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
+    pool_table = by_role["unlabeled"][0].table
+    union = list(dict.fromkeys(label for task in by_role["unlabeled"]
+                               for label in task.teacher.classes))
+    targets = weights = label_ids = pool = None
+    if settings.method == SUPERVISED:
+        if pool_table.label_sets is None:
+            raise KiwbError(f"{config.file}: the supervised run needs the pool's gold labels; set "
+                            "label_column in [data.unlabeled]")
+        label_ids = _gold(pool_table, union, config, "unlabeled")
+    else:
+        data = label_data(config, store, by_role["unlabeled"])
+        pool = integrate_label_pool(settings, store, data)
+        targets, weights = pool.result.targets, pool.result.weights
+    eval_table = by_role["eval"][0].table if by_role["eval"] else None
+    eval_ids = eval_routing = eval_reference = None
+    if eval_table is not None:
+        eval_ids = _gold(eval_table, union, config, "eval")
+        if all(len(store.done_shards(t.key)) == t.num_shards for t in by_role["eval"]):
+            # a supervised run integrates nothing: its reference is still the teachers' union
+            measured = settings if pool is not None else replace(settings, method=ENSEMBLE)
+            summary, _ = eval_figures(label_data(config, store, by_role["eval"]), measured)
+            eval_reference = {"accuracy": summary.ensemble_accuracy, "reference": ENSEMBLE}
+            if pool is not None and summary.routing_accuracy is not None:
+                eval_routing = summary.routing_accuracy.to_dict()
+    manifest = {
+        "kiwb_version": __version__, "kind": "multi-label",
+        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                      "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        "labels": union, "method": settings.pinned(), "data": pool_table.fingerprint,
+        "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
+        "eval_data": _label_fingerprint(eval_table) if eval_table is not None else None,
+        "student": config.training.student,
+        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+    }
+    # Every student output is a label some teacher owns: nothing to mask as a softmax would.
+    coverage = torch.ones(len(by_role["unlabeled"]), len(union), dtype=torch.bool)
+    return TrainingData(
+        union, pool_table.texts, targets, weights, label_ids, coverage,
+        eval_table.texts if eval_table is not None else None, eval_ids, eval_routing, manifest,
+        eval_reference, None, MultiLabelStudent())

@@ -1,0 +1,75 @@
+"""The workbench on a multi-label project scored and integrated by the real CLI: the Conflicts
+pane lists (text, shared label) pairs whose owners disagree as "[label] text"; a pair labeled
+there (its label: yes; 0: no) survives a restart, and kiwb integrate --labels teaches it."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from test_bad_input import run_kiwb
+from test_multilabel_cli import ml_root, write_ml_project  # noqa: F401  (ml_root: a fixture)
+from tui_support import cells, run_async, text_of, wait_for, workbench
+
+from kiwb.project.paths import ProjectPaths
+from kiwb.tui.panes.conflicts import ConflictsPane
+
+pytestmark = pytest.mark.slow
+SIZE = (140, 36)
+TEXT_COLUMN = 5
+MUSIC_KEY = "3"  # the union is sports, politics, music, cooking: music is the third
+
+
+@pytest.fixture(scope="module")
+def integrated(ml_root, tmp_path_factory):  # noqa: F811  (the fixture imported above)
+    project = write_ml_project(tmp_path_factory.mktemp("tui") / "proj", ml_root)
+    for verb in ("score", "integrate"):
+        done = run_kiwb(verb, project, "--foreground", cwd=project.parent)
+        assert done.returncode == 0, done.stderr
+    return project
+
+
+def stored(project) -> dict[str, str | None]:
+    with sqlite3.connect(ProjectPaths(project).store) as db:
+        return dict(db.execute("SELECT text, label FROM text_labels").fetchall())
+
+
+async def open_conflicts(pilot, app):
+    await pilot.press("6")
+    pane = app.screen.query_one(ConflictsPane)
+    table = pane.main_widget()
+    await wait_for(pilot, lambda: table.row_count >= 2, what="the conflicting pairs")
+    table.focus()
+    await pilot.pause()
+    return table
+
+
+@run_async
+async def test_a_labeled_pair_survives_a_restart_and_becomes_a_target(integrated):
+    app = workbench(integrated)
+    async with app.run_test(size=SIZE) as pilot:
+        table = await open_conflicts(pilot, app)
+        shown = [row[TEXT_COLUMN].replace("\\[", "[") for row in cells(table)[:2]]
+        # "[label] text", then the decision and each owner's answer
+        assert all(cell.startswith("[music] ") for cell in shown)
+        assert " · decided " in shown[0] and " a: " in shown[0] and " b: " in shown[0]
+        first, second = (cell.split(" · decided ")[0] for cell in shown)
+        await pilot.press("enter")  # the detail view: each owner's answer on the label
+        await wait_for(pilot, lambda: len(app.screen.query("#detail-cluster")) == 1,
+                       what="the pair's detail")
+        detail = text_of(app.screen.query_one("#detail-cluster"), width=200)
+        assert "each owner of the label" in detail and detail.count("confidence MC") == 2
+        await pilot.press("escape")
+        await pilot.pause()
+        await pilot.press("l", MUSIC_KEY, "0")  # the first pair: yes, music; the second: no
+        await wait_for(pilot, lambda: stored(integrated) == {first: "music", second: None},
+                       what="two stored answers")
+    restarted = workbench(integrated)
+    async with restarted.run_test(size=SIZE) as pilot:
+        table = await open_conflicts(pilot, restarted)
+        await wait_for(pilot, lambda: [row[4] for row in cells(table)[:2]] == ["music", "none"],
+                       what="the answers after a restart")
+    done = run_kiwb("integrate", integrated, "--labels", "--json", cwd=integrated.parent)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["details"]["labeled_pairs"] == 2
