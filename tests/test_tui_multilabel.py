@@ -73,3 +73,34 @@ async def test_a_labeled_pair_survives_a_restart_and_becomes_a_target(integrated
     done = run_kiwb("integrate", integrated, "--labels", "--json", cwd=integrated.parent)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["details"]["labeled_pairs"] == 2
+
+
+@run_async
+async def test_the_panes_show_each_label_per_teacher_and_per_run(integrated, tmp_path):
+    """Uncertainty: each teacher's confidence on each label it owns; Accuracy: a trained
+    student's F1 per label, micro and macro F1, Hamming loss and subset accuracy."""
+    import shutil
+
+    from textual.widgets import DataTable
+
+    project = shutil.copytree(integrated, tmp_path / "proj")
+    done = run_kiwb("train", project, "--run", "hard", "--foreground", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        await wait_for(pilot, lambda: "confidence per label" in text_of(
+            app.screen.query_one("#label-confidence"), width=130), what="the labels' histograms")
+        shown = text_of(app.screen.query_one("#label-confidence"), width=130)
+        assert shown.count("confidence per label") == 2  # teachers a and b
+        for label in ("sports", "politics", "music", "cooking"):
+            assert label in shown
+        await pilot.press("5")
+        runs = app.screen.query_one("#runs-table", DataTable)
+        await wait_for(pilot, lambda: cells(runs) and cells(runs)[0][0] == "hard",
+                       what="the run in the Accuracy pane")
+        await wait_for(pilot, lambda: "F1 per label" in text_of(app.screen.query_one("#per-class")),
+                       what="F1 per label")
+        figures = text_of(app.screen.query_one("#confusion"), width=200)
+        assert "Hamming loss" in figures and "subset accuracy" in figures
+        assert "micro F1" in text_of(app.screen.query_one("#curves"), width=130)

@@ -23,26 +23,44 @@ def default_demo_root(kind: str = "classification") -> Path:
                                                       else f"demo-{kind}")
 
 
+# Each demo's modules: (build module:function, recipe module, results table module). A demo
+# is one kind's project built offline; the headless run is shared (kiwb.demo.headless).
+DEMOS = {
+    "classification": ("kiwb.demo.build:build_demo", "kiwb.demo.recipe", "kiwb.demo.headless"),
+    "ner": ("kiwb.demo.ner_build:build_ner_demo", "kiwb.demo.ner_recipe",
+            "kiwb.demo.ner_results"),
+    "multi-label": ("kiwb.demo.multilabel_build:build_multilabel_demo",
+                    "kiwb.demo.multilabel_recipe", "kiwb.demo.multilabel_results"),
+}
+
+
 def demo_parts(kind: str) -> tuple:
     """What differs between the demos: (build function, full recipe, quick recipe)."""
-    if kind == "ner":
-        from kiwb.demo.ner_build import build_ner_demo
-        from kiwb.demo.ner_recipe import FULL, QUICK
+    import importlib
 
-        return build_ner_demo, FULL, QUICK
-    from kiwb.demo.build import build_demo
-    from kiwb.demo.recipe import FULL, QUICK
+    build, recipe, _ = DEMOS[kind]
+    module, function = build.split(":")
+    recipes = importlib.import_module(recipe)
+    return getattr(importlib.import_module(module), function), recipes.FULL, recipes.QUICK
 
-    return build_demo, FULL, QUICK
+
+def demo_students(kind: str) -> tuple[dict[str, dict], str]:
+    """The students a demo's headless run trains, and the one it exports (the recipe's own
+    where it names them, else the text demo's)."""
+    import importlib
+
+    from kiwb.demo import recipe as text_demo
+
+    recipes = importlib.import_module(DEMOS[kind][1])
+    return (getattr(recipes, "STUDENTS", text_demo.STUDENTS),
+            getattr(recipes, "EXPORTED", text_demo.EXPORTED))
 
 
 def results_table_of(kind: str):
     """The function that draws a demo's results table from its headless figures."""
-    if kind == "ner":
-        from kiwb.demo.ner_results import results_table
-    else:
-        from kiwb.demo.headless import results_table
-    return results_table
+    import importlib
+
+    return importlib.import_module(DEMOS[kind][2]).results_table
 
 
 def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = "classification") -> int:
@@ -51,7 +69,6 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = "classi
 
     quiet_libraries()
     from kiwb.demo.build import limit_cpu_threads, say_built
-    from kiwb.demo.recipe import EXPORTED
     from kiwb.workers.runtime import resolve_device
 
     build_demo, full, small = demo_parts(kind)
@@ -69,10 +86,11 @@ def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = "classi
 
     results_table = results_table_of(kind)
     started = time.perf_counter()
-    results = run_headless(root)
+    students, exported = demo_students(kind)
+    results = run_headless(root, students, exported)
     write_results(root / RESULTS_FILE, {**results, "recipe": recipe.key()})
     stdout.print(results_table(results))
-    stdout.print(f"Exported the {EXPORTED} student to {results['exported']}", highlight=False)
+    stdout.print(f"Exported the {exported} student to {results['exported']}", highlight=False)
     console.print(f"Headless run took {time.perf_counter() - started:.1f}s")
     return 0
 

@@ -30,8 +30,10 @@ from kiwb.workers.runner import run_in_foreground
 from kiwb.workers.runtime import resolve_device
 
 
-def run_headless(root: Path) -> dict:
-    """Score, integrate, train every method, evaluate and export; return the figures."""
+def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
+                 exported_run: str = EXPORTED) -> dict:
+    """Score, integrate, train every method (`students`: name -> integration settings),
+    evaluate and export the `exported_run` student; return the figures."""
     config = with_kind_defaults(load_config(root))
     paths = ProjectPaths(config.root)
     paths.make_layout()
@@ -41,19 +43,20 @@ def run_headless(root: Path) -> dict:
         references = IntegrationRecord.from_dict(store.integration(integration)).summary.eval
         runs = {name: train(store, TrainSpec(**overrides).named(
             config.integration, default_routing(config)))
-                for name, overrides in STUDENTS.items()}
-        exported = paths.exports / runs[EXPORTED]
-        run_step(store, ExportSpec(run=runs[EXPORTED], destination=str(exported), force=True))
+                for name, overrides in students.items()}
+        exported = paths.exports / runs[exported_run]
+        run_step(store, ExportSpec(run=runs[exported_run], destination=str(exported), force=True))
     evaluation = load_dataset_role(config, "eval")
     device = resolve_device(config.training.device)
-    students = {}
+    figures = {}
     for name, run in runs.items():
         checkpoint = choose_checkpoint(config.root, run, "best")
-        students[name] = evaluate_checkpoint(checkpoint, evaluation, device,
-                                             config.training.batch_size, config.training.max_length)
-        students[name]["check"] = learning_check(config.root, run)
+        figures[name] = evaluate_checkpoint(checkpoint, evaluation, device,
+                                            config.training.batch_size, config.training.max_length)
+        figures[name]["check"] = learning_check(config.root, run)
+    routing = references.routing_accuracy
     return {"teachers": references.teacher_accuracy, "ensemble": references.ensemble_accuracy,
-            "routing": references.routing_accuracy.to_dict(), "students": students,
+            "routing": routing.to_dict() if routing is not None else None, "students": figures,
             "eval_texts": references.num_texts, "exported": str(exported)}
 
 

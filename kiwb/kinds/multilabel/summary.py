@@ -111,7 +111,15 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
     margin = _shared_pairs(scores, result.margin)
     margin_values = margin.numpy() if len(margin) else np.zeros(1)
     wins = torch.bincount(_shared_pairs(scores, result.routed), minlength=len(data.teachers))
+    confidence = scores.mc_confidence if settings.use_mc else scores.det_confidence
     details = {"texts": len(data.texts), "labels": len(data.union),
+               # each teacher's confidence on each label it owns, over the pool's texts
+               "label_histograms": {
+                   name: {label: _histogram(confidence[number][:, column])
+                          for column, label in enumerate(data.union)
+                          if scores.owners[number, column]}
+                   for number, name in enumerate(data.teachers)},
+               "confidence": "MC dropout" if settings.use_mc else "plain",
                "shared_labels": [label for label, shared in
                                  zip(data.union, scores.shared.tolist(), strict=True) if shared],
                "disagreements": len(pool.conflicts), "labeled_pairs": len(pool.given),

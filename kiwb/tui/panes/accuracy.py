@@ -105,11 +105,16 @@ class AccuracyPane(Pane):
             return
         classes = list(latest.per_class_accuracy.items())
         token = latest.entity is not None  # a tagger's: F1 per type, the entity confusion
-        per_class.show(f"{'F1 per type' if token else 'Per-class accuracy'} at step {latest.step}",
+        labels = latest.details is not None  # a multi-label student's: F1 per label, its figures
+        title = "F1 per type" if token else "F1 per label" if labels else "Per-class accuracy"
+        per_class.show(f"{title} at step {latest.step}",
                        lambda width, styles: plots.labelled_bars(classes, width, style=styles.bar),
                        len(classes))
         if token:
             confusion.update(entity_confusion(latest.entity))
+            return
+        if labels:
+            confusion.update(label_figures(latest))
             return
         matrix, labels = latest.confusion, [label for label, _ in classes]
         confusion.update(plots.confusion_table(labels, matrix, title="Confusion (gold down, predicted across)")
@@ -216,6 +221,17 @@ def _routing(routing: RoutingAccuracy | None) -> str:
     return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_entropy)}"
 
 
+def label_figures(evaluation) -> Text:
+    """A multi-label student's figures beside F1 per label: micro and macro F1, Hamming loss
+    and subset accuracy at its thresholds, and micro F1 with thresholds tuned on this set."""
+    details = evaluation.details
+    return Text(f"micro F1 {_percent(evaluation.accuracy)} · macro F1 "
+                f"{_percent(evaluation.macro_f1)} · Hamming loss "
+                f"{details['hamming_loss']:.4f} · subset accuracy "
+                f"{_percent(details['subset_accuracy'])} · with thresholds tuned on these texts: "
+                f"micro F1 {_percent(details.get('tuned_micro_f1'))}", "dim")
+
+
 def _curves(run: RunHistory):
     accuracy = [evaluation.accuracy for evaluation in run.evals]
 
@@ -230,7 +246,9 @@ def _curves(run: RunHistory):
             text.append("loss: no steps logged yet", "dim")
         text.append("\n")
         if accuracy:
-            name = "entity F1" if run.evals[-1].entity is not None else "accuracy"
+            last = run.evals[-1]
+            name = ("entity F1" if last.entity is not None
+                    else "micro F1" if last.details is not None else "accuracy")
             text.append(f"{name} {_percent(accuracy[0])} → {_percent(accuracy[-1])}"
                         .ljust(label_width))
             text.append_text(plots.sparkline(accuracy, line_width, style=styles.bar))

@@ -40,6 +40,7 @@ class UncertaintyPane(Pane):
         with VerticalScroll(id="uncertainty-scroll"):
             yield Static("", id="routing-check")
             yield Plot(id="teacher-confidence")
+            yield Plot(id="label-confidence")
             yield Plot(id="routing-split")
             yield Plot(id="routing")
             yield Plot(id="margins")
@@ -65,6 +66,7 @@ class UncertaintyPane(Pane):
         with self.app.batch_update():
             self._show_routing_check()
             self._draw_teachers()
+            self._draw_labels()
             self._draw_split()
             self._draw_routing()
             self._draw_margins()
@@ -108,6 +110,34 @@ class UncertaintyPane(Pane):
             return text
 
         plot.show(title, draw, len(teachers) * (TEACHER_ROWS + 1))
+
+    def _draw_labels(self) -> None:
+        """Per teacher and label it owns, its confidence over the pool (an integration of
+        teachers that answer per label records them: multi-label); hidden otherwise."""
+        plot = self.query_one("#label-confidence", Plot)
+        details = self.summary.details if self.summary is not None else None
+        found = (details or {}).get("label_histograms")
+        plot.display = bool(found)
+        if not found:
+            return
+        rows = sum(len(labels) + 1 for labels in found.values())
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            name_width = min(max(len(label) for labels in found.values() for label in labels),
+                             max(width // 3, 4))
+            text = Text()
+            for number, (teacher, labels) in enumerate(found.items()):
+                if number:
+                    text.append("\n")
+                text.append(f"{teacher} · confidence per label (0 left, 1 right)", "bold")
+                for label, counts in labels.items():
+                    text.append("\n" + label[:name_width].ljust(name_width) + " ")
+                    text.append_text(plots.sparkline(counts, max(width - name_width - 1, 4),
+                                                     style=styles.bar))
+            return text
+
+        plot.show(f"Each teacher's {details.get('confidence', 'MC dropout')} confidence on each "
+                  "of its labels, over the unlabeled texts", draw, rows)
 
     def _draw_split(self) -> None:
         plot = self.query_one("#routing-split", Plot)

@@ -1,0 +1,54 @@
+"""`kiwb demo --kind multi-label`: its corpus (texts of one or two topics, labelled with them),
+its teachers' label sets, and the quick build run end to end with every student."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+
+import pytest
+from test_bad_input import run_kiwb
+
+from kiwb.demo.command import demo_parts, demo_students, results_table_of
+from kiwb.demo.multilabel_build import join_topics
+from kiwb.demo.multilabel_recipe import FULL, QUICK, STUDENTS, TEACHERS
+
+
+def test_texts_join_one_or_two_topics_and_carry_them_as_labels():
+    rows = [{"text": f"{label} text {i}", "label": label}
+            for i in range(6) for label in ("sports", "music", "cooking")]
+    joined = join_topics(rows, 0.5, random.Random(0))
+    assert sum(len(row["labels"]) for row in joined) == len(rows)  # every text used once
+    assert {len(row["labels"]) for row in joined} == {1, 2}
+    for row in joined:
+        assert len(set(row["labels"])) == len(row["labels"])  # two different topics
+        assert all(label in row["text"] for label in row["labels"])
+    assert joined == join_topics(rows, 0.5, random.Random(0))
+
+
+def test_the_teachers_share_two_labels_and_the_demo_is_registered():
+    shared = set(TEACHERS["civic"]) & set(TEACHERS["leisure"])
+    assert shared == {"health", "science"}
+    assert len(set(TEACHERS["civic"]) | set(TEACHERS["leisure"])) == 8
+    build, full, quick = demo_parts("multi-label")
+    assert (build.__name__, full, quick) == ("build_multilabel_demo", FULL, QUICK)
+    assert demo_students("multi-label") == (STUDENTS, "MUKI-Hard")
+    assert results_table_of("multi-label").__module__ == "kiwb.demo.multilabel_results"
+    assert FULL.key() != QUICK.key()
+
+
+@pytest.mark.slow
+def test_the_quick_multilabel_demo_end_to_end(tmp_path):
+    root = tmp_path / "demo"
+    done = run_kiwb("demo", root, "--kind", "multi-label", "--no-ui", "--quick", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"micro F1 on \d+ labeled eval texts", done.stdout)
+    results = json.loads((root / "demo-results.json").read_text())
+    assert results["recipe"] == QUICK.key() and set(results["students"]) == set(STUDENTS)
+    assert set(results["teachers"]) == set(TEACHERS)
+    for report in results["students"].values():
+        assert report["kind"] == "multi-label"
+        assert 0 <= report["micro_f1"] <= 1 and 0 <= report["hamming_loss"] <= 1
+    config = json.loads((root / "exports" / "muki-hard" / "config.json").read_text())
+    assert config["problem_type"] == "multi_label_classification"
