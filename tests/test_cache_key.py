@@ -15,7 +15,8 @@ from kiwb.project.config import load_config
 from kiwb.project.store import Store
 from kiwb.workers.score import plan_scoring
 
-SCORING = "mc_passes = 4\nshard_size = 16\nmax_length = 64\nseed = 0\nbatch_size = 8\n"
+# device = "cpu" so that the float16 case below is on the CPU on a GPU box too
+SCORING = "mc_passes = 4\nshard_size = 16\nmax_length = 64\nseed = 0\nbatch_size = 8\ndevice = \"cpu\"\n"
 TEXTS = [row["text"] for row in make_texts(20, seed=4)]
 
 
@@ -111,7 +112,7 @@ def test_scores_drawn_on_another_device_are_read_without_that_device(tmp_path, t
 
     write_jsonl(tmp_path / "texts.jsonl", [{"text": text} for text in TEXTS])
     project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"},
-                            tmp_path / "texts.jsonl", scoring=SCORING + 'device = "cuda:0"\n')
+                            tmp_path / "texts.jsonl", scoring=SCORING.replace('"cpu"', '"cuda:0"'))
     run_kiwb("score", project, "--device", "cpu", cwd=tmp_path)
     summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
     assert sum(summary["wins"].values()) == len(TEXTS)

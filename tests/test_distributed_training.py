@@ -50,8 +50,8 @@ def project(scored_project, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def one_process_run(project, tmp_path_factory) -> str:
     """Two epochs (20 steps, evaluated at 20) in one process: what the ranks must match."""
-    run_kiwb("train", project, "--run", "one", "--epochs", "2", "--foreground",
-             cwd=tmp_path_factory.mktemp("one"))
+    run_kiwb("train", project, "--run", "one", "--epochs", "2", "--device", "cpu", "--foreground",
+             cwd=tmp_path_factory.mktemp("one"))  # on the ranks' device, also on a GPU box
     return "one"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from cli_helpers import kiwb_env, run_kiwb, write_project
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl
 
@@ -361,10 +362,16 @@ def test_a_followed_job_exits_as_its_worker_does(tmp_path, models):
 
 def test_a_gpu_that_is_not_here_is_refused_in_one_line(tmp_path, models):
     root = make_project(tmp_path / "nogpu", models, texts=8)
-    refused = run_kiwb("score", root, "--device", "cuda:1", cwd=tmp_path, check=False)
+    refused = run_kiwb("score", root, "--device", "cuda:9", cwd=tmp_path, check=False)
     assert refused.returncode == 2
-    assert refused.stderr.strip() == ("kiwb: error: device 'cuda:1': CUDA is not available here "
-                                      '(available here: cpu); use device = "auto" or "cpu"')
+    if torch.cuda.is_available():  # a GPU box: a GPU index it lacks
+        gpus = ", ".join(f"cuda:{index}" for index in range(torch.cuda.device_count()))
+        assert refused.stderr.strip() == (f"kiwb: error: device 'cuda:9': only "
+                                          f"{torch.cuda.device_count()} CUDA device(s) here "
+                                          f"(available here: cpu, {gpus})")
+    else:
+        assert refused.stderr.strip() == ("kiwb: error: device 'cuda:9': CUDA is not available "
+                                          'here (available here: cpu); use device = "auto" or "cpu"')
 
 
 def test_kiwb_jobs_shows_the_gpu_and_memory_a_job_recorded(tmp_path):

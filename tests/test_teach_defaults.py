@@ -13,6 +13,7 @@ from cli_helpers import run_kiwb
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS, auto_learning_rate
 from kiwb.project.config_schema import TrainingConfig
 from kiwb.project.job_specs import TeachSpec
+from kiwb.workers.runtime import resolve_device
 from kiwb.workers.teach import TeachSettings, balanced_class_weights, teacher_hint
 
 
@@ -59,7 +60,8 @@ def test_teach_with_its_defaults_takes_the_minimum_steps_at_the_auto_rate(tmp_pa
     said = " ".join(taught.stderr.split())
     config = json.loads((student_base / "config.json").read_text())
     rate = auto_learning_rate(config["hidden_size"])
-    assert f"from 60 texts on cpu: {DEFAULT_MIN_STEPS} steps" in said
+    device = resolve_device("auto").type  # cpu here, cuda on a GPU box
+    assert f"from 60 texts on {device}: {DEFAULT_MIN_STEPS} steps" in said
     assert "balanced" not in said
     assert f"Learning rate {rate:.2e} (auto for the base's width)" in said
     report = json.loads((out / "kiwb-teach.json").read_text())

@@ -312,7 +312,8 @@ def test_two_cpu_ranks_train_a_token_student_to_the_weights_one_process_does(ner
     config = project / "kiwb.toml"
     config.write_text(config.read_text().replace(str(ner_root / "base"), str(base)))
     assert run_kiwb("score", project, "--foreground", cwd=tmp_path).returncode == 0
-    one = run_kiwb("train", project, "--run", "one", "--epochs", "2", "--foreground", cwd=tmp_path)
+    one = run_kiwb("train", project, "--run", "one", "--epochs", "2", "--device", "cpu",
+                   "--foreground", cwd=tmp_path)
     assert one.returncode == 0, one.stderr
     two = run_kiwb("train", project, "--run", "two", "--epochs", "2", "--devices", "cpu,cpu",
                    cwd=tmp_path)

@@ -177,6 +177,9 @@ def test_the_fitted_batch_size_is_carried_to_the_next_shard_and_evaluation(teach
     ("CUDA out of memory. Tried to allocate 2.00 GiB", True),
     ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`", True),
     ("cuDNN error: CUDNN_STATUS_ALLOC_FAILED", True),
+    # seen on an H200: 1,024 texts x 64 replicated MC passes in one memory-efficient attention
+    ("Efficient attention cannot produce valid seed and offset outputs when the batch size "
+     "exceeds (65535).", True),
     ("CUDA error: device-side assert triggered", False),
 ])
 def test_out_of_memory_is_recognised_in_each_library_s_words(message, memory):

@@ -103,7 +103,10 @@ def autocast_context(device: torch.device, dtype_name: str):
 
 # Messages of memory exhaustion that are not torch.cuda.OutOfMemoryError: cuBLAS and cuDNN
 # report a failed workspace allocation in their own words.
-_OUT_OF_MEMORY_WORDS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed")
+_OUT_OF_MEMORY_WORDS = ("out of memory", "cublas_status_alloc_failed", "cudnn_status_alloc_failed",
+                        # CUDA's memory-efficient attention takes at most 65,535 rows a call
+                        # (replicated MC passes reach it first: K x texts): halving fits it too
+                        "when the batch size exceeds")
 
 
 def is_out_of_memory(error: BaseException) -> bool:
