@@ -125,9 +125,11 @@ def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Pat
     (project / "kiwb.toml").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
-def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
+def speed(teacher: Path, texts: list[str], passes: int = 16, *, batch_scores=None,
+          max_length: int = 128, full: bool = True) -> dict:
     """MC scoring throughput vs the K x eval-forward floor and the reference loop, same run,
-    on the device `auto` picks (the GPU on a GPU box)."""
+    on the device `auto` picks (the GPU on a GPU box). `batch_scores` is a teacher kind's
+    (kiwb's softmax scores when None); `full=False` times kiwb's loop and the floor alone."""
     import torch
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
@@ -149,12 +151,13 @@ def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
         return time.perf_counter() - started
 
     def kiwb_scoring(strategy: str):
-        settings = ScoringSettings(passes, 32, 128, strategy, "float32", 0)
-        return lambda: score_texts(model, tokenizer, texts, settings, device, shard_seed=0)
+        settings = ScoringSettings(passes, 32, max_length, strategy, "float32", 0)
+        kind = {} if batch_scores is None else {"batch_scores": batch_scores}
+        return lambda: score_texts(model, tokenizer, texts, settings, device, shard_seed=0, **kind)
 
     @torch.no_grad()
     def floor():  # one eval-mode pass, kiwb's batching, done K times
-        encodings = tokenizer(texts, truncation=True, max_length=128)
+        encodings = tokenizer(texts, truncation=True, max_length=max_length)
         features = [{k: encodings[k][i] for k in encodings.keys()} for i in range(len(texts))]
         for rows in length_sorted_batches([len(f["input_ids"]) for f in features], 32):
             batch = tokenizer.pad([features[r] for r in rows], return_tensors="pt").to(device)
@@ -172,9 +175,14 @@ def speed(teacher: Path, texts: list[str], passes: int = 16) -> dict:
         model.eval()
 
     timed(floor)  # warm-up
+    n = len(texts)
+    if not full:
+        seconds = {"kiwb": timed(kiwb_scoring("loop")), "floor": timed(floor)}
+        return {"texts": n, "passes": passes, "device": str(device), "seconds": seconds,
+                "texts_per_s": {k: n / v for k, v in seconds.items()},
+                "vs_floor": seconds["kiwb"] / seconds["floor"]}
     seconds = {"kiwb_loop": timed(kiwb_scoring("loop")), "kiwb_replicate": timed(kiwb_scoring("replicate")),
                "floor": timed(floor), "reference": timed(reference)}
-    n = len(texts)
     return {"texts": n, "passes": passes, "device": str(device), "seconds": seconds,
             "texts_per_s": {k: n / v for k, v in seconds.items()},
             "vs_floor": seconds["kiwb_loop"] / seconds["floor"],

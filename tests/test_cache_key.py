@@ -120,3 +120,33 @@ def test_scores_drawn_on_another_device_are_read_without_that_device(tmp_path, t
     assert [job["kind"] for job in jobs] == ["score", "integrate"]
     job = jobs[0]
     assert (job["device"], job["ending"]["precision"], job["ending"]["strategy"]) == ("cpu", "float32", "loop")
+
+
+def test_auto_replicates_on_cuda_and_loops_elsewhere():
+    import torch
+
+    from kiwb.workers.score import resolved_strategy
+
+    assert resolved_strategy("auto", torch.device("cuda", 0)) == "replicate"
+    assert resolved_strategy("auto", "cuda") == "replicate"
+    assert [resolved_strategy("auto", device) for device in (torch.device("cpu"), "mps", None)] == [
+        "loop", "loop", "loop"]
+    assert resolved_strategy("loop", torch.device("cuda")) == "loop"  # a named one is kept
+
+
+@pytest.mark.parametrize(("device", "same_as", "not_as"), [
+    ("cpu", "loop", "replicate"),  # the CPU's keys are those of before auto followed the device
+    ("cuda:0", "replicate", "loop"),  # read, not checked: planning needs no GPU
+])
+def test_the_score_key_of_auto_is_the_key_of_the_strategy_it_runs(device, same_as, not_as,
+                                                                 tmp_path, teachers_dir):
+    write_jsonl(tmp_path / "texts.jsonl", [{"text": text} for text in TEXTS])
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a",
+                                                "b": teachers_dir / "teacher_b"},
+                            tmp_path / "texts.jsonl", scoring=SCORING.replace('"cpu"', f'"{device}"'))
+    keys = {}
+    for strategy in ("auto", "loop", "replicate"):
+        _set_scoring(project, "seed = 0\n", f'seed = 0\nstrategy = "{strategy}"\n')
+        keys[strategy] = _keys(project)
+        _set_scoring(project, f'seed = 0\nstrategy = "{strategy}"\n', "seed = 0\n")
+    assert keys["auto"] == keys[same_as] and keys["auto"] != keys[not_as]

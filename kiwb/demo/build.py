@@ -55,16 +55,29 @@ def limit_cpu_threads(device: torch.device) -> None:
 
 def build_demo(root: Path, recipe: DemoRecipe, device: torch.device) -> dict[str, float | None]:
     """Make (or finish) the demo project in `root`; the seconds each step took, None if reused."""
+    return build_steps(root, recipe, device, write_corpus=write_corpus, read_splits=read_splits,
+                       teachers=TEACHERS, train_teacher=train_teacher, write_project=write_project)
+
+
+def build_steps(root: Path, recipe: DemoRecipe, device: torch.device, *, write_corpus: Callable,
+                read_splits: Callable, teachers: dict, train_teacher: Callable,
+                write_project: Callable, base_texts: Callable = lambda splits: splits,
+                ) -> dict[str, float | None]:
+    """Every demo's build, step by step, each skipped when its artifact is there: the corpus,
+    the base pre-trained on `base_texts(splits)`, each of `teachers` (name: what it knows)
+    taught on the teaching split, the project; the seconds each step took, None if reused.
+    The kind's own steps are the functions passed."""
     paths = DemoPaths(root)
     marker = _claim_folder(paths, recipe)
     timings: dict[str, float | None] = {}
     splits = _step(timings, "corpus", paths.split("eval").is_file(),
                    lambda: write_corpus(paths, recipe)) or read_splits(paths)
-    _step(timings, "base", paths.base.is_dir(), lambda: pretrain_base(splits, recipe, paths.base, device))
-    for name, labels in TEACHERS.items():
+    _step(timings, "base", paths.base.is_dir(),
+          lambda: pretrain_base(base_texts(splits), recipe, paths.base, device))
+    for name, knows in teachers.items():
         _step(timings, f"teacher {name}", paths.teacher(name).is_dir(),
-              lambda name=name, labels=labels: train_teacher(paths, name, labels, splits["teach"],
-                                                             recipe, device))
+              lambda name=name, knows=knows: train_teacher(paths, name, knows, splits["teach"],
+                                                           recipe, device))
     if marker.get("status") != "ready":
         _step(timings, "project", False, lambda: write_project(paths, recipe))
         atomic_write_text(paths.marker, json.dumps({**marker, "status": "ready",

@@ -18,7 +18,7 @@ from pathlib import Path
 import torch
 
 from kiwb.console import progress_bar
-from kiwb.demo.build import _claim_folder, _step, pretrain_base
+from kiwb.demo.build import build_steps
 from kiwb.demo.build import write_project as write_text_demo_project
 from kiwb.demo.corpus import generate, split_by_label
 from kiwb.demo.multilabel_recipe import TEACHERS, MultiLabelRecipe
@@ -33,22 +33,8 @@ def build_multilabel_demo(root: Path, recipe: MultiLabelRecipe,
                           device: torch.device) -> dict[str, float | None]:
     """Make (or finish) the multi-label demo project in `root`; the seconds each step took,
     None if reused."""
-    paths = DemoPaths(root)
-    marker = _claim_folder(paths, recipe)
-    timings: dict[str, float | None] = {}
-    splits = _step(timings, "corpus", paths.split("eval").is_file(),
-                   lambda: write_corpus(paths, recipe)) or read_splits(paths)
-    _step(timings, "base", paths.base.is_dir(),
-          lambda: pretrain_base(splits, recipe, paths.base, device))
-    for name, labels in TEACHERS.items():
-        _step(timings, f"teacher {name}", paths.teacher(name).is_dir(),
-              lambda name=name, labels=labels: train_teacher(paths, name, labels, splits["teach"],
-                                                             recipe, device))
-    if marker.get("status") != "ready":
-        _step(timings, "project", False, lambda: write_project(paths, recipe))
-        atomic_write_text(paths.marker, json.dumps({**marker, "status": "ready",
-                                                    "timings": timings}, indent=2))
-    return timings
+    return build_steps(root, recipe, device, write_corpus=write_corpus, read_splits=read_splits,
+                       teachers=TEACHERS, train_teacher=train_teacher, write_project=write_project)
 
 
 # -- corpus ----------------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from pathlib import Path
 import torch
 
 from kiwb.console import progress_bar
-from kiwb.demo.build import _claim_folder, _step, pretrain_base
+from kiwb.demo.build import build_steps
 from kiwb.demo.build import write_project as write_text_demo_project
 from kiwb.demo.ner_corpus import generate_splits
 from kiwb.demo.ner_recipe import TEACHERS, NerRecipe
@@ -30,25 +30,12 @@ IGNORED = -100  # the label cross-entropy skips: later sub-words, special tokens
 
 def build_ner_demo(root: Path, recipe: NerRecipe, device: torch.device) -> dict[str, float | None]:
     """Make (or finish) the NER demo project in `root`; the seconds each step took, None if
-    reused."""
-    paths = DemoPaths(root)
-    marker = _claim_folder(paths, recipe)
-    timings: dict[str, float | None] = {}
-    splits = _step(timings, "corpus", paths.split("eval").is_file(),
-                   lambda: write_corpus(paths, recipe)) or read_splits(paths)
-    texts = {name: [{"text": " ".join(row["tokens"])} for row in rows]
-             for name, rows in splits.items()}
-    _step(timings, "base", paths.base.is_dir(),
-          lambda: pretrain_base(texts, recipe, paths.base, device))
-    for name, types in TEACHERS.items():
-        _step(timings, f"teacher {name}", paths.teacher(name).is_dir(),
-              lambda name=name, types=types: train_teacher(paths, name, types, splits["teach"],
-                                                           recipe, device))
-    if marker.get("status") != "ready":
-        _step(timings, "project", False, lambda: write_project(paths, recipe))
-        atomic_write_text(paths.marker, json.dumps({**marker, "status": "ready",
-                                                    "timings": timings}, indent=2))
-    return timings
+    reused. The base is pre-trained on the sentences' words joined by spaces."""
+    return build_steps(root, recipe, device, write_corpus=write_corpus, read_splits=read_splits,
+                       teachers=TEACHERS, train_teacher=train_teacher, write_project=write_project,
+                       base_texts=lambda splits: {name: [{"text": " ".join(row["tokens"])}
+                                                         for row in rows]
+                                                  for name, rows in splits.items()})
 
 
 # -- corpus ----------------------------------------------------------------------------------

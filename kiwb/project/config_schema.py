@@ -190,7 +190,8 @@ class ScoringConfig:
         choices=("float32", "float16", "bfloat16"),
     )
     strategy: str = _setting(
-        "How the K passes run: loop (one after another), replicate (as one batch) or auto.",
+        "How the K passes run: loop (one after another), replicate (as one batch) or auto "
+        "(replicate on CUDA, loop elsewhere).",
         "auto",
         choices=("auto", "loop", "replicate"),
     )

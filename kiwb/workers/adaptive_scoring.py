@@ -159,7 +159,7 @@ def _score_round(config, passes: TaskPasses, number: int, rows: np.ndarray, adde
     scoring, task = config.scoring, passes.task
     settings = ScoringSettings(passes=added, batch_size=scoring.batch_size,
                                max_length=scoring.max_length,
-                               strategy=resolved_strategy(scoring.strategy),
+                               strategy=resolved_strategy(scoring.strategy, device),
                                dtype=scoring_precision(scoring.dtype, device), seed=scoring.seed,
                                keep_passes=True)
     size = scoring.shard_size

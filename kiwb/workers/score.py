@@ -96,13 +96,15 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
                 "data": table.fingerprint, "passes": passes_setting(scoring),
                 "max_length": scoring.max_length, "seed": scoring.seed,
-                "shard_size": scoring.shard_size, "strategy": resolved_strategy(scoring.strategy),
+                "shard_size": scoring.shard_size,
                 **({"adaptive_context": context} if context else {}),
                 # Keys of sequence score sets stay as they were before kinds.
                 **({"kind": teacher.kind} if teacher.kind != DEFAULT_KIND else {}),
             }
             num_shards = -(-len(table) // scoring.shard_size)
-            keys = [settings_key({**content, **drawing}) for drawing in drawings]
+            # the strategy `auto` resolves to depends on the drawing's device, as its draws do
+            keys = [settings_key({**content, **drawing, "strategy": resolved_strategy(
+                scoring.strategy, drawing.get("device_type"))}) for drawing in drawings]
             key = next((k for k in keys if len(store.done_shards(k)) >= num_shards), keys[0])
             tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
     return tasks
@@ -135,7 +137,7 @@ def score_job_summary(texts: int, scoring, device, left: int | None = None) -> S
     still has), and the precision and strategy it drew with."""
     return ScoreJobSummary(texts=texts, left=left,
                            precision=scoring_precision(scoring.dtype, device),
-                           strategy=resolved_strategy(scoring.strategy))
+                           strategy=resolved_strategy(scoring.strategy, device))
 
 
 def readable_drawings(device_setting: str, dtype: str) -> list[dict]:
@@ -151,9 +153,15 @@ def readable_drawings(device_setting: str, dtype: str) -> list[dict]:
     return [drawing for i, drawing in enumerate(candidates) if drawing not in candidates[:i]]
 
 
-def resolved_strategy(strategy: str) -> str:
-    """`auto` loops the K passes; replicating gives other random draws, so it is keyed apart."""
-    return "loop" if strategy == "auto" else strategy
+def resolved_strategy(strategy: str, device=None) -> str:
+    """`auto` replicates the K passes on CUDA, where one forward of a batch leaves the chip
+    idle (an H200 scored a MiniLM-sized teacher 1.48x faster so, BENCHMARKS.md "GPU check"),
+    and loops elsewhere. `device`: a torch.device or its type ("cpu" when None). Replicating
+    gives other random draws, so the strategy is part of a score set's key."""
+    if strategy != "auto":
+        return strategy
+    device_type = device if isinstance(device, str) or device is None else device.type
+    return "replicate" if device_type == "cuda" else "loop"
 
 
 def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
@@ -208,7 +216,8 @@ def scoring_settings(config: ProjectConfig, device) -> ScoringSettings:
     scoring = config.scoring
     return ScoringSettings(
         passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
-        strategy=resolved_strategy(scoring.strategy), dtype=scoring_precision(scoring.dtype, device),
+        strategy=resolved_strategy(scoring.strategy, device),
+        dtype=scoring_precision(scoring.dtype, device),
         seed=scoring.seed,
     )
 

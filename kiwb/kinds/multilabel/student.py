@@ -32,6 +32,19 @@ def multi_hot(label_sets: list[tuple[str, ...]], labels: list[str]) -> torch.Ten
     return gold
 
 
+@torch.no_grad()
+def set_head_bias(model, bias: torch.Tensor) -> None:
+    """Start the classifier's output layer (the last linear layer giving one value per label:
+    `classifier` in BERT, `classifier.out_proj` in RoBERTa) at `bias`."""
+    outputs = [module for module in model.modules() if isinstance(module, torch.nn.Linear)
+               and module.out_features == model.config.num_labels and module.bias is not None]
+    if not outputs:
+        raise KiwbError(f"student base {model.config.name_or_path}: no output layer of "
+                        f"{model.config.num_labels} labels with a bias to start from the labels' "
+                        "priors; choose an encoder checkpoint such as BERT, RoBERTa or MiniLM")
+    outputs[-1].bias.copy_(bias.to(outputs[-1].bias))
+
+
 @torch.no_grad()  # not inference_mode: it runs between training steps of the same model
 def predict_probs(model, tokenizer, features, batch_size: int | FittedBatch,
                   device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
@@ -63,14 +76,17 @@ class MultiLabelStudent(SequenceStudent):
     supervised_loss = staticmethod(gold_bce_loss)
     distillation_loss = staticmethod(weighted_bce_loss)
 
-    def __init__(self, thresholds: list[float] | None = None):
+    def __init__(self, thresholds: list[float] | None = None, head_bias: torch.Tensor | None = None):
         self.thresholds = thresholds  # per label; None: 0.5 for every label
+        self.head_bias = head_bias  # per label, the new head's starting bias (prior_log_odds)
 
     def load_base(self, base: str, labels: list[str]):
         model, tokenizer = load_student_base(base, labels)
         # Saved with the model, so an export loads as multi-label and the pipeline applies
         # a sigmoid per label.
         model.config.problem_type = PROBLEM_TYPE
+        if self.head_bias is not None:
+            set_head_bias(model, self.head_bias)
         return model, tokenizer
 
     def evaluate(self, model, tokenizer, features, data, batch, device, autocast_dtype) -> dict:

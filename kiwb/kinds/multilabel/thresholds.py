@@ -1,8 +1,12 @@
 """Decision thresholds of a multi-label student: 0.5, or per label, tuned on labeled dev texts.
 
-A label's best threshold is the one of CANDIDATES with the highest F1 of that label on the dev
-texts; ties go to the one nearest 0.5, and a label with no dev text keeps 0.5 (nothing says
-otherwise). The thresholds are recorded with the run and in the model card.
+The thresholds are chosen together, for the micro F1 of all labels on the dev texts: one label
+at a time moves to the candidate of CANDIDATES that gives the highest micro F1 with the others
+held, until a sweep changes none; ties go to the one nearest 0.5, and a label with no dev text
+keeps 0.5 (nothing says otherwise). Tuning each label for its own F1 instead says yes to every
+text on a label the student has not learned (for a classifier that knows nothing, yes to all
+is F1's optimum), which on debian-tags took a student from 29.8% micro F1 on dev at 0.5 to
+16.1% on test. The thresholds are recorded with the run and in the model card.
 """
 
 from __future__ import annotations
@@ -19,16 +23,32 @@ def decide(probs: Tensor, thresholds: Tensor | float = DEFAULT_THRESHOLD) -> Ten
     return (probs > thresholds).long()
 
 
-def tune_thresholds(probs: Tensor, gold: Tensor) -> Tensor:
-    """(L,) thresholds maximising each label's F1 on (n, L) dev probabilities and 0/1 gold."""
+def tune_thresholds(probs: Tensor, gold: Tensor, sweeps: int = 10) -> Tensor:
+    """(L,) thresholds maximising the micro F1 of (n, L) dev probabilities against 0/1 gold,
+    by coordinate ascent from 0.5 (at most `sweeps` passes over the labels)."""
     gold = gold.bool()
     candidates = torch.tensor(CANDIDATES, dtype=probs.dtype)  # (G,)
     predicted = probs[None] > candidates[:, None, None]  # (G, n, L)
     true_positive = (predicted & gold[None]).sum(1).double()  # (G, L)
-    denominator = predicted.sum(1).double() + gold.sum(0).double()[None]
-    f1 = torch.where(denominator > 0, 2 * true_positive / denominator.clamp_min(1), 0.0)
-    # Highest F1, then nearest 0.5: rank candidates by distance and take the first best.
+    false_positive = predicted.sum(1).double() - true_positive
+    false_negative = gold.sum(0).double()[None] - true_positive
+    # Candidates in order of nearness to 0.5: the first best one wins a tie.
     order = (candidates - DEFAULT_THRESHOLD).abs().argsort(stable=True)
-    best = f1[order].argmax(0)  # (L,): first maximum in nearness order
-    thresholds = candidates[order][best]
-    return torch.where(gold.any(0), thresholds, torch.full_like(thresholds, DEFAULT_THRESHOLD))
+    chosen = torch.full((probs.shape[1],), int(order[0]))  # every label at 0.5
+    tunable = [label for label in range(probs.shape[1]) if gold[:, label].any()]
+    columns = torch.arange(probs.shape[1])
+    for _ in range(sweeps):
+        changed = False
+        for label in tunable:
+            others = columns != label
+            held = [counts[chosen[others], columns[others]].sum()
+                    for counts in (true_positive, false_positive, false_negative)]
+            tp = held[0] + true_positive[order, label]  # (G,), in nearness order
+            errors = held[1] + false_positive[order, label] + held[2] + false_negative[order, label]
+            micro = torch.where(2 * tp + errors > 0, 2 * tp / (2 * tp + errors).clamp_min(1), 0.0)
+            best = int(order[int(micro.argmax())])
+            changed |= best != int(chosen[label])
+            chosen[label] = best
+        if not changed:
+            break
+    return candidates[chosen]

@@ -10,6 +10,7 @@ import torch
 from kiwb import __version__
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.data import check_known_labels
+from kiwb.kinds.multilabel.losses import prior_log_odds
 from kiwb.kinds.multilabel.runtime import check_settings, integrate_label_pool, label_data
 from kiwb.kinds.multilabel.student import MultiLabelStudent, multi_hot
 from kiwb.kinds.multilabel.summary import ENSEMBLE, eval_figures
@@ -81,4 +82,6 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids, coverage,
         eval_table.texts if eval_table is not None else None, eval_ids, eval_routing, manifest,
-        eval_reference, None, MultiLabelStudent())
+        eval_reference, None,
+        MultiLabelStudent(head_bias=prior_log_odds(label_ids) if targets is None
+                          else prior_log_odds(targets, weights)))
