@@ -30,8 +30,8 @@ def tune_thresholds(probs: Tensor, gold: Tensor, sweeps: int = 10) -> Tensor:
     candidates = torch.tensor(CANDIDATES, dtype=probs.dtype)  # (G,)
     predicted = probs[None] > candidates[:, None, None]  # (G, n, L)
     true_positive = (predicted & gold[None]).sum(1).double()  # (G, L)
-    false_positive = predicted.sum(1).double() - true_positive
-    false_negative = gold.sum(0).double()[None] - true_positive
+    # micro F1 = 2 TP / (2 TP + FP + FN): what a label adds to TP and to FP + FN, per candidate
+    errors = predicted.sum(1).double() + gold.sum(0).double()[None] - 2 * true_positive  # (G, L)
     # Candidates in order of nearness to 0.5: the first best one wins a tie.
     order = (candidates - DEFAULT_THRESHOLD).abs().argsort(stable=True)
     chosen = torch.full((probs.shape[1],), int(order[0]))  # every label at 0.5
@@ -41,11 +41,9 @@ def tune_thresholds(probs: Tensor, gold: Tensor, sweeps: int = 10) -> Tensor:
         changed = False
         for label in tunable:
             others = columns != label
-            held = [counts[chosen[others], columns[others]].sum()
-                    for counts in (true_positive, false_positive, false_negative)]
-            tp = held[0] + true_positive[order, label]  # (G,), in nearness order
-            errors = held[1] + false_positive[order, label] + held[2] + false_negative[order, label]
-            micro = torch.where(2 * tp + errors > 0, 2 * tp / (2 * tp + errors).clamp_min(1), 0.0)
+            tp = true_positive[chosen[others], columns[others]].sum() + true_positive[order, label]
+            wrong = errors[chosen[others], columns[others]].sum() + errors[order, label]
+            micro = torch.where(2 * tp + wrong > 0, 2 * tp / (2 * tp + wrong).clamp_min(1), 0.0)
             best = int(order[int(micro.argmax())])
             changed |= best != int(chosen[label])
             chosen[label] = best
