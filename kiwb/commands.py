@@ -438,7 +438,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         table = run_seam(project_kind(config), "load_table", str(args.data), DatasetConfig(
             path=str(args.data), text_column=args.text_column,
             label_column=args.label_column or (spec and spec.label_column) or "label",
-            label_separator=spec.label_separator if spec else None), "evaluate")
+            label_separator=spec.label_separator if spec else None,
+            tasks=spec.tasks if spec else None), "evaluate", config)
     else:
         table = load_dataset_role(config, "eval")
         if table is None:

@@ -29,7 +29,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
     routing = summary.routing
-    routing_name = routing.name if routing is not None else "?"
+    routing_name = routing.name if routing is not None else (
+        "per task" if summary.task_kind == "multi-task" else "?")
     probabilistic = routing is not None and routing.name != "confidence"
     head = FittedTable(title=f"Integration · {settings.method} · routing {routing_name}"
                        + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
@@ -96,9 +97,28 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         facts.add_row(f"targets' {kind.headline} on eval",
                       _percent(summary.token["eval"]["targets"]["f1"]))
     tables = [head, margins, facts]
+    if summary.details and "tasks" in summary.details:
+        tables.append(task_table(summary.details["tasks"], summary.conflict_threshold))
     if summary.funnel is not None:
         tables += funnel_tables(summary.funnel)
     return tables
+
+
+def task_table(tasks: Mapping[str, Any], threshold: float) -> Table:
+    """A multi-task integration per task: its kind, teachers, conflicts and, on the eval set,
+    its untrained Ensemble (accuracy, or the owners' mean micro F1)."""
+    table = FittedTable(title="Tasks", wrap=("teachers",))
+    for column in ("task", "kind", "teachers"):
+        table.add_column(column)
+    table.add_column(f"conflicts (margin < {threshold})", justify="right", no_wrap=False)
+    table.add_column("Ensemble on eval", justify="right", no_wrap=False)
+    for name, task in tasks.items():
+        summary = task.get("summary") or {}
+        conflicts = summary.get("conflicts")
+        table.add_row(name, task["kind"], ", ".join(task["teachers"]),
+                      "– (one teacher)" if conflicts is None else f"{conflicts:,}",
+                      _percent((task.get("eval") or {}).get("ensemble")))
+    return table
 
 
 def funnel_tables(funnel: ClassFunnel,
@@ -150,7 +170,10 @@ def evaluation_table(report: dict) -> Table:
     for label, value in report["per_class_accuracy"].items():
         table.add_row(label, _percent(value))
     table.add_section()
-    overall = "entity F1" if token else "overall"
+    for task, figures in (report.get("tasks") or {}).items():  # a multi-task student's
+        headline = "accuracy" if figures["kind"] == "single-label" else "micro F1"
+        table.add_row(f"[bold]{task}[/bold] {headline}", f"[bold]{_percent(figures['headline'])}[/bold]")
+    overall = "entity F1" if token else ("mean task score" if report.get("tasks") else "overall")
     table.add_row(f"[bold]{overall}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
     if token:

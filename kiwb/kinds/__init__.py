@@ -3,6 +3,7 @@
   sequence   single-label text classifiers (*ForSequenceClassification)
   token      NER taggers (*ForTokenClassification), integrated per word and span
   multi-label  sigmoid text classifiers (problem_type multi_label_classification), per label
+  multi-task   several tasks per text (kiwb.toml [[tasks]]), one output slice per task
 """
 
 from __future__ import annotations
@@ -11,14 +12,16 @@ from collections.abc import Mapping
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.multilabel import MULTI_LABEL
+from kiwb.kinds.multitask import MULTI_TASK
 from kiwb.kinds.sequence import KIND as SEQUENCE
 from kiwb.kinds.token import KIND as TOKEN
 
 # Sequence first: a sequence classifier is single-label unless its problem_type says otherwise.
-KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL)}
+KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL,
+                                                              MULTI_TASK)}
 DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
 
-__all__ = ["DEFAULT_KIND", "KINDS", "MULTI_LABEL", "SEQUENCE", "TOKEN", "TeacherKind",
+__all__ = ["DEFAULT_KIND", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
            "TeacherKnowledge",
            "kind_named", "kind_of_checkpoint", "common_kind", "run_seam",
            "unmatched_checkpoint"]
@@ -40,6 +43,13 @@ def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
     architectures = list(model_config.get("architectures") or [])
     problem_type = problem_type or model_config.get("problem_type")
     for kind in KINDS.values():
+        if kind.config_key and model_config.get(kind.config_key):
+            found = kind.matches(architectures)
+            if found is not None:
+                return kind, found
+    for kind in KINDS.values():
+        if kind.config_key:
+            continue
         found = kind.matches(architectures, problem_type)
         if found is not None:
             return kind, found

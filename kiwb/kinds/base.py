@@ -60,6 +60,9 @@ class TeacherKind(ABC):
     # The config.json problem_type this kind's checkpoints have (None: any); kiwb.toml's
     # problem_type in a [[teachers]] entry stands in for a checkpoint that names none.
     problem_type: str | None = None
+    # A key of config.json that marks this kind's checkpoints whatever their head's class
+    # (multi-task: task_heads); matched before any kind's architecture.
+    config_key: str | None = None
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
     # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
@@ -80,8 +83,8 @@ class TeacherKind(ABC):
     # branch per kind (kiwb.kinds.run_seam calls them). Every kind provides every seam:
     #   score_shard(task, model, tokenizer, rows, settings, device, **options) -> arrays
     #       the score arrays of one shard (kiwb.workers.score stores them)
-    #   load_table(path, spec, role) -> TextTable
-    #       one data set of the project, as this kind reads it
+    #   load_table(path, spec, role, config) -> TextTable
+    #       one data set of the project, as this kind reads it (config: the project's)
     #   integrate(config, store, settings, tasks) -> IntegrationRecord
     #       targets, conflicts and figures from the stored scores, recorded in the store
     #   prepare_training(config, store, request, tasks) -> TrainingData

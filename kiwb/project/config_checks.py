@@ -245,9 +245,58 @@ def _check_teacher_names(config: ProjectConfig) -> None:
         )
 
 
+def _check_tasks(config: ProjectConfig) -> None:
+    """A multi-task project's [[tasks]] and each teacher's tasks name one another: unique task
+    names, every teacher mapped to known tasks, every task answered by some teacher."""
+    loc = _Loc(config.file)
+    names = [task.name for task in config.tasks]
+    for number, name in enumerate(names, start=1):
+        first = names.index(name) + 1
+        if first != number:
+            raise loc.item("tasks", number).error(
+                "name", f"{toml_value(name)} is already used by tasks[{first}]; give each task "
+                "its own name")
+    for number, teacher in enumerate(config.teachers, start=1):
+        where = loc.item("teachers", number)
+        if not config.tasks:
+            for key in ("tasks", "heads"):
+                if getattr(teacher, key) is not None:
+                    raise where.error(key, "applies to multi-task projects, and kiwb.toml has no "
+                                      "[[tasks]]: add the [[tasks]] entries, or remove it")
+            continue
+        if teacher.tasks is None:
+            raise where.error("tasks", "is missing; this project has [[tasks]] "
+                              f"({', '.join(names)}): name the ones this teacher answers, e.g. "
+                              f"tasks = [{toml_value(names[0])}]")
+        unknown = [name for name in teacher.tasks if name not in names]
+        if unknown:
+            raise where.error("tasks", f"names {toml_value(unknown[0])}, which no [[tasks]] entry "
+                              f"defines (tasks: {', '.join(names)}); add that task or fix the name")
+        if teacher.heads is not None and len(teacher.heads) != len(teacher.tasks):
+            raise where.error("heads", f"lists {len(teacher.heads)} head(s) for "
+                              f"{len(teacher.tasks)} task(s); list one head per task, in the "
+                              "order of tasks")
+    answered = {name for teacher in config.teachers for name in teacher.tasks or ()}
+    for number, task in enumerate(config.tasks, start=1):
+        if task.name not in answered:
+            raise loc.item("tasks", number).error(
+                "name", f"{toml_value(task.name)} is answered by no teacher; add it to a "
+                "teacher's tasks, or remove the task")
+    for role in ("unlabeled", "eval", "labeled"):
+        spec = getattr(config.data, role)
+        unknown = [name for name in (spec.tasks or ()) if name not in names] if spec else []
+        if unknown:
+            raise _Loc(config.file, f"data.{role}").error(
+                "tasks", f"names {toml_value(unknown[0])}, which no [[tasks]] entry defines "
+                f"(tasks: {', '.join(names) or 'none'}); fix the name")
+
+
 def _check_eval_labels(config: ProjectConfig) -> None:
+    _check_tasks(config)
     for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
         spec = getattr(config.data, role)
+        if config.tasks:  # each task's gold labels are in a column of its own
+            continue
         if spec is not None and spec.label_column is None and spec.tags_column is None:
             raise _Loc(config.file, f"data.{role}").error(
                 "label_column",

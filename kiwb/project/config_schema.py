@@ -111,6 +111,24 @@ class TeacherConfig:
     trust_remote_code: bool = _setting(
         "Run modeling code shipped with the checkpoint (only for checkpoints you trust).", False
     )
+    tasks: tuple[str, ...] | None = _setting(
+        "Multi-task projects: the [[tasks]] this teacher answers, by name (one for a classifier "
+        "with one head; a kiwb multi-task model may answer several).",
+        None,
+        min_items=1,
+        unique=True,
+        example=("section",),
+        fix='name the [[tasks]] entries this teacher answers, e.g. tasks = ["section"]',
+    )
+    heads: tuple[str, ...] | None = _setting(
+        "Multi-task projects: the names of this teacher's heads (its task_heads in config.json) "
+        "that answer those tasks, in the same order; unset: the heads are named as the tasks.",
+        None,
+        min_items=1,
+        unique=True,
+        example=("topic",),
+        fix="list one head name per task in tasks, in the same order",
+    )
 
 
 @dataclass(frozen=True)
@@ -143,6 +161,15 @@ class DatasetConfig:
         "Split to read when path is a saved DatasetDict.", None, example="train"
     )
     limit: int | None = _setting("Use only the first N rows.", None, min=1, example=1000)
+    tasks: tuple[str, ...] | None = _setting(
+        "Multi-task projects: the tasks whose gold labels this data set holds (a column each); "
+        "unset: every task.",
+        None,
+        min_items=1,
+        unique=True,
+        example=("section",),
+        fix="list the [[tasks]] whose label columns this data set has",
+    )
 
 
 @dataclass(frozen=True)
@@ -293,6 +320,63 @@ class TrainingConfig:
         "auto",
         choices=("auto", "no", "fp16", "bf16"),
     )
+    feature_weight: float | None = _setting(
+        "Multi-task projects: weight of the feature loss (VENUS), which fits an adapter per "
+        "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: "
+        "the default (see the README).",
+        None,
+        min=0,
+        example=0.5,
+    )
+
+    def manifest(self) -> dict:
+        """These settings as a run's manifest pins them (not the device: a run may move); a
+        multi-task setting left unset is left out, so other runs' manifests stay as they were."""
+        values = {k: v for k, v in dataclasses.asdict(self).items() if k != "device"}
+        if values["feature_weight"] is None:
+            del values["feature_weight"]
+        return values
+
+
+TASK_KINDS = ("single-label", "multi-label")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """One question a multi-task project's student answers about each text."""
+
+    name: str = _setting(
+        "Short unique name of the task, shown in tables and the exported task map.",
+        pattern=r"[A-Za-z0-9_.-]+",
+        expected='only letters, digits, "_", "." and "-"',
+        example="section",
+    )
+    kind: str = _setting(
+        "single-label (one label per text, softmax) or multi-label (a yes or no per label).",
+        "single-label",
+        choices=TASK_KINDS,
+    )
+    labels: tuple[str, ...] | None = _setting(
+        "The task's labels; unset: the union of the labels its teachers know.",
+        None,
+        min_items=1,
+        unique=True,
+        example=("games", "net"),
+        fix="list the task's labels once each, or remove labels to use its teachers' union",
+    )
+    column: str | None = _setting(
+        "Column of the task's gold labels in the labeled data sets; unset: the task's name.",
+        None,
+        example="section",
+    )
+    label_separator: str | None = _setting(
+        "Multi-label tasks: the separator of the labels in one column string; unset, each row "
+        "holds a list.", None, example=";"
+    )
+
+    @property
+    def gold_column(self) -> str:
+        return self.column or self.name
 
 
 @dataclass(frozen=True)
@@ -309,6 +393,13 @@ class ProjectConfig:
             {"name": "world-sports", "path": "models/world-sports", "labels": ("World", "Sports")},
             {"name": "business-scitech", "path": "org/business-scitech-classifier"},
         ),
+    )
+    tasks: tuple[TaskConfig, ...] = _setting(
+        "Multi-task projects: one [[tasks]] entry per question the student answers; each "
+        "teacher names the tasks it answers (teachers' tasks).",
+        (),
+        example=({"name": "section", "kind": "single-label"},
+                 {"name": "interface", "kind": "multi-label"}),
     )
     data: DataConfig = _setting(DataConfig.__doc__, factory=DataConfig)
     scoring: ScoringConfig = _setting(ScoringConfig.__doc__, factory=ScoringConfig)

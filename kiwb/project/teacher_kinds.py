@@ -10,7 +10,7 @@ from pathlib import Path
 
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
-from kiwb.kinds import common_kind, kind_named, kind_of_checkpoint
+from kiwb.kinds import MULTI_TASK, common_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, is_hub_id, load_config
 from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
 
@@ -18,7 +18,10 @@ from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
 def project_kind(config: ProjectConfig) -> str:
     """The kind of the project's teachers (kiwb.kinds), read from their config.json; teachers
     of different kinds are refused in one line. A teacher whose config cannot be read counts
-    as nothing here: inspecting it says what is wrong."""
+    as nothing here: inspecting it says what is wrong. A project with [[tasks]] is multi-task,
+    whatever its teachers are (each answers some of the tasks)."""
+    if config.tasks:
+        return MULTI_TASK.name
     kinds = {}
     for teacher in config.teachers:
         folder = _checkpoint_folder(config, teacher.path)

@@ -23,12 +23,14 @@ class TextTable:
     words: list[list[str]] | None = None  # token kind: each text's words
     tags: list[list[str]] | None = None   # token kind: each word's gold tag (BIO2)
     label_sets: list[tuple[str, ...]] | None = None  # multi-label kind: each text's gold labels
+    # multi-task kind: per task it holds gold for, each text's label (or labels)
+    task_gold: dict[str, list] | None = None
 
     def __len__(self) -> int:
         return len(self.texts)
 
 
-def load_role_table(path: str, spec, role: str) -> TextTable:
+def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
     """The sequence kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
     return load_table(path, text_column=spec.text_column, label_column=spec.label_column,
                       split=spec.split, limit=spec.limit, role=role)

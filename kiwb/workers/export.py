@@ -159,8 +159,10 @@ def model_card(manifest: dict) -> str:
                      + ", ".join(f"{label} {value:g}" for label, value in thresholds.items()))
     lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
     lines += _funnel_lines(manifest)
-    lines += ["", "## Use", "", "```python", "from transformers import pipeline", "",
-              what["pipeline"], what["call"], "```", ""]
+    # a kind whose model no pipeline reads whole gives its own lines (multi-task: every slice)
+    use = (what["use"].rstrip("\n").split("\n") if "use" in what else
+           ["from transformers import pipeline", "", what["pipeline"], what["call"]])
+    lines += ["", "## Use", "", "```python", *use, "```", ""]
     return "\n".join(lines)
 
 

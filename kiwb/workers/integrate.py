@@ -251,15 +251,22 @@ def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
 
 
 def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> TeacherScores:
-    arrays = [load_scores(config, store, task) for task in tasks]
-    label_sets = [task.teacher.labels for task in tasks]
+    return scores_from_arrays([task.teacher.name for task in tasks],
+                              [task.teacher.labels for task in tasks],
+                              [load_scores(config, store, task) for task in tasks],
+                              tasks[0].table.labels, [task.key for task in tasks])
+
+
+def scores_from_arrays(teachers: list[str], label_sets: list, arrays: list[dict],
+                       true_labels: list[str] | None, score_keys: list[str]) -> TeacherScores:
+    """Teachers' stored (n, C_i) arrays as TeacherScores on the union of their labels."""
     labels = union_labels(label_sets)
 
     def stack(name: str) -> torch.Tensor:
         return torch.from_numpy(np.stack([a[name] for a in arrays], axis=1))  # (n, N)
 
     return TeacherScores(
-        teachers=[task.teacher.name for task in tasks], teacher_labels=label_sets,
+        teachers=list(teachers), teacher_labels=label_sets,
         labels=labels, positions=label_positions(label_sets, labels),
         coverage=coverage_mask(label_sets, labels),
         mc_confidence=stack("mc_confidence"), det_confidence=stack("det_confidence"),
@@ -267,7 +274,7 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
         det_probs=[torch.from_numpy(a["det_probs"]) for a in arrays],
         det_logits=[torch.from_numpy(a["det_logits"]) for a in arrays],
         mc_probs=[torch.from_numpy(a["mc_probs"]) for a in arrays],
-        true_labels=tasks[0].table.labels, score_keys=[task.key for task in tasks],
+        true_labels=true_labels, score_keys=list(score_keys),
     )
 
 

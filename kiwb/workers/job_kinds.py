@@ -120,9 +120,14 @@ def export(session: JobSession) -> Outcome:
     export_student(session.root, run, destination, checkpoint=spec.checkpoint, force=spec.force)
     console.print(f"Exported run {run} to {destination}")
     kind = read_export_manifest(destination).get("kind", DEFAULT_KIND)
-    load = kind_named(kind).card["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
-    console.print(f"Load it with:\n  from transformers import pipeline\n  {load}",
-                  highlight=False, markup=False)
+    card = kind_named(kind).card
+    if "pipeline" in card:
+        load = card["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
+        console.print(f"Load it with:\n  from transformers import pipeline\n  {load}",
+                      highlight=False, markup=False)
+    else:  # a kind no pipeline reads whole (multi-task): the model card has its lines
+        console.print(f"Use it as its model card says: {destination / 'README.md'} (## Use)",
+                      highlight=False, markup=False)
     return Outcome(data={"destination": str(destination)})
 
 

@@ -20,7 +20,7 @@ def load_dataset_role(config: ProjectConfig, role: str,
     if spec is None:
         return None
     path = config.resolve(spec.path, allow_hub_id=False)
-    return run_seam(kind or project_kind(config), "load_table", path, spec, role)
+    return run_seam(kind or project_kind(config), "load_table", path, spec, role, config)
 
 
 def load_datasets(config: ProjectConfig, kind: str | None = None) -> dict[str, TextTable]:
@@ -50,7 +50,12 @@ def refuse_overlap(labeled: TextTable, evaluation: TextTable, config: ProjectCon
 
 
 def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
-    """Check every teacher up front, so a bad one fails before any work starts."""
+    """Check every teacher up front, so a bad one fails before any work starts. A multi-task
+    project's teachers come with the heads that answer its tasks."""
+    if config.tasks:
+        from kiwb.kinds.multitask.teachers import inspect_task_teachers
+
+        return inspect_task_teachers(config)
     return [
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),

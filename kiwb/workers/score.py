@@ -100,6 +100,9 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 **({"adaptive_context": context} if context else {}),
                 # Keys of sequence score sets stay as they were before kinds.
                 **({"kind": teacher.kind} if teacher.kind != DEFAULT_KIND else {}),
+                # a multi-task teacher's heads: which outputs answer which task, as what
+                **({"heads": [[h.task, h.kind, h.start, h.stop] for h in teacher.heads]}
+                   if teacher.heads else {}),
             }
             num_shards = -(-len(table) // scoring.shard_size)
             # the strategy `auto` resolves to depends on the drawing's device, as its draws do
@@ -297,9 +300,18 @@ def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:
     atomic_write_with(path, lambda handle: np.savez(handle, **arrays))
 
 
+def _per_task(name: str) -> bool:
+    """A multi-task teacher's arrays: each head's "<task>/<array>", and its pooled features."""
+    return "/" in name or name == "features"
+
+
 def _counted(arrays: dict[str, np.ndarray], name: str) -> np.ndarray:
     """The values a shard's histogram counts: every text's, or (a token teacher) those of the
-    words in its own entity spans, where what it knows shows."""
+    words in its own entity spans, where what it knows shows; a multi-task teacher's, those of
+    all its heads."""
+    if name not in arrays:
+        return np.concatenate([values.ravel() for key, values in arrays.items()
+                               if key.endswith("/" + name)])
     values = arrays[name]
     return values[arrays["in_span"] > 0] if "in_span" in arrays else values
 
@@ -321,6 +333,6 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
     parts = []
     for shard in range(task.num_shards):
         with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
-            parts.append({name: data[name] for name in (*SCORE_FIELDS, *WORD_FIELDS, "rows")
-                          if name in data.files})
+            parts.append({name: data[name] for name in data.files
+                          if name in (*SCORE_FIELDS, *WORD_FIELDS, "rows") or _per_task(name)})
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

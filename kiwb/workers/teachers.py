@@ -25,6 +25,9 @@ class TeacherInfo:
     kind: str = DEFAULT_KIND  # kiwb.kinds: sequence or token
     classes: tuple[str, ...] = ()  # what it knows: its labels, or its entity types
     scheme: str | None = None  # token: the tag scheme its tags are read in
+    # multi-task: which of its outputs answer which of the project's tasks
+    # (kiwb.kinds.multitask.heads.Head, one per task it answers)
+    heads: tuple = ()
 
     @property
     def known(self) -> tuple[str, ...]:
@@ -121,7 +124,8 @@ def _require_fast_tokenizer(name: str, folder: Path, trust_remote_code: bool) ->
 
 def _teacher_kind(name: str, folder: Path, config,
                   problem_type: str | None = None) -> tuple[TeacherKind, str]:
-    model_config = {"architectures": list(getattr(config, "architectures", None) or []),
+    model_config = {**config.to_dict(),  # with any key that marks a kind (task_heads)
+                    "architectures": list(getattr(config, "architectures", None) or []),
                     "problem_type": getattr(config, "problem_type", None)}
     found = kind_of_checkpoint(model_config, problem_type)
     if found is not None:

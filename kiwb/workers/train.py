@@ -6,7 +6,7 @@ import dataclasses
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import torch
 
@@ -148,7 +148,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         "given_labels": gold.fingerprint if gold is not None else None,
         "eval_data": eval_fingerprint,
         "student": config.training.student,
-        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+        "training": config.training.manifest(),
         "routing_check": check.to_dict() if check is not None else None,
         "class_funnel": funnel.to_dict() if funnel is not None else None,
     }

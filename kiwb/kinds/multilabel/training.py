@@ -3,7 +3,7 @@ integrated pool (or, supervised, its gold labels), the eval set's gold labels, t
 
 from __future__ import annotations
 
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import torch
 
@@ -75,7 +75,7 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
         "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
         "eval_data": _label_fingerprint(eval_table) if eval_table is not None else None,
         "student": config.training.student,
-        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+        "training": config.training.manifest(),
     }
     # Every student output is a label some teacher owns: nothing to mask as a softmax would.
     coverage = torch.ones(len(by_role["unlabeled"]), len(union), dtype=torch.bool)

@@ -90,7 +90,7 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
             for row_tags in rows]
 
 
-def load_role_table(path: str, spec, role: str) -> TextTable:
+def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
     """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
     if role in ("eval", "labeled") and spec.tags_column is None:
         raise DataError(f"{path}: [data.{role}] of a project of NER teachers needs each word's "

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-
 import torch
 
 from kiwb import __version__
@@ -64,7 +62,7 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
                        "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}
                       if eval_table is not None else None),
         "student": config.training.student,
-        "training": {k: v for k, v in asdict(config.training).items() if k != "device"},
+        "training": config.training.manifest(),
         "class_funnel": (token_funnel(data, pool, settings, evaluation).to_dict()
                          if pool is not None else None),
     }

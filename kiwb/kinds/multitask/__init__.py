@@ -1,0 +1,83 @@
+"""The multi-task kind: teachers answering different questions about the same texts, merged
+into one student with a head per task (VENUS, thesis ch. 5).
+
+A project is multi-task when its kiwb.toml has [[tasks]]; each teacher names the tasks it
+answers. A task is single-label or multi-label, and is integrated by that kind's own pieces
+(MUKI routing, kiwb.workers.integrate; the per-label integrators, kiwb.kinds.multilabel), so a
+task answered by several teachers is a small single-kind project of its own. What is the
+kind's own: which outputs answer which task (heads.py), reading the teachers' heads
+(teachers.py), each task's gold labels (data.py), scoring each head and the teachers' pooled
+features (scoring.py), the per-task integration and its record (runtime.py, summary.py,
+integrate_job.py), the student with one output slice per task and the feature adapters
+(student.py, losses.py), training (training.py) and the exported model's use (predict.py).
+Token-level tasks are out of scope: their units are words, not texts (see the README).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.multitask.heads import CONFIG_KEY, SNIPPET
+
+
+class MultiTaskKind(TeacherKind):
+    """Several tasks per text, each a slice of one classifier's outputs."""
+
+    name = "multi-task"
+    title = "multi-task text classification"
+    architecture_suffix = "ForSequenceClassification"
+    auto_model = "AutoModelForSequenceClassification"
+    pipeline_tag = "text-classification"
+    unit = "text and task"
+    units = "texts"
+    headline = "mean task score"  # the tasks' headline figures averaged (accuracy, micro F1)
+    routing_unit = "texts"
+    labels_routing = "confidence"
+    short_title = "multi-task"
+    config_key = CONFIG_KEY
+    adaptive_passes = False  # each task settles on its own
+    # "mean" is VENUS' consensus: the teachers' logits (multi-label: probabilities) averaged.
+    methods = ("muki-hard", "muki-soft", "mean")
+    default_routing = "rank"  # a single-label task's; multi-label tasks compare per label
+    card = {
+        "summary": "A multi-task text classifier: one output slice per task (its task_heads in "
+                   "config.json), learnt from teachers that each answer some of the tasks,",
+        "unit": "text and task", "labels": "Tasks and labels",
+        "use": 'path, texts = "PATH/TO/THIS/FOLDER", ["your text here"]\n' + SNIPPET}
+    seams = {
+        "score_shard": "kiwb.kinds.multitask.scoring:score_task_rows",
+        "load_table": "kiwb.kinds.multitask.data:load_role_table",
+        "integrate": "kiwb.kinds.multitask.integrate_job:run_task_integration",
+        "prepare_training": "kiwb.kinds.multitask.training:prepare_multitask",
+        "evaluate": "kiwb.kinds.multitask.student:evaluate_classifier",
+        "predict": "kiwb.kinds.multitask.predict:predicted_answers",
+    }
+
+    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
+                     scheme: str | None = None) -> TeacherKnowledge:
+        """Its outputs as they are named (task/label); its heads are read from task_heads."""
+        if override is not None:
+            raise ValueError("is a multi-task model: its labels are named per head in its "
+                             f"{CONFIG_KEY}; remove labels = [...] from its [[teachers]] entry")
+        return TeacherKnowledge(outputs=tuple(outputs), classes=tuple(outputs))
+
+    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
+        return list(dict.fromkeys(name for names in classes for name in names))
+
+    def conflict_row(self, text, details, teachers) -> str:
+        """A (text, task) pair: "[task] text", what it was decided, each teacher's answer."""
+        said = " · ".join(f"{name}: {answer}" for name, answer in
+                          zip(details["teachers"], details["answers"], strict=True))
+        return f"{text} · decided {details['decided']} · {said}"
+
+    def conflict_detail(self, details, teachers) -> list[tuple[str, str]]:
+        lines = [(f"task {details['task']}: decided {details['decided']}; each teacher of the "
+                  "task:", "bold")]
+        for name, answer, score in zip(details["teachers"], details["answers"],
+                                       details["confidence"], strict=True):
+            lines += [(f"{name}: {answer}", "bold"), (f"   confidence {score:.3f}", "dim")]
+        return lines
+
+
+MULTI_TASK = MultiTaskKind()

@@ -1,0 +1,140 @@
+"""`kiwb train` for a multi-task project: one student with a slice of outputs per task, each
+slice taught its task's integrated targets (or, supervised, its gold labels), and the feature
+loss's targets (each teacher's pooled feature, standardised per dimension over the pool)."""
+
+from __future__ import annotations
+
+import torch
+
+from kiwb import __version__
+from kiwb.errors import KiwbError
+from kiwb.kinds.multilabel.losses import prior_log_odds
+from kiwb.kinds.multitask.data import check_known
+from kiwb.kinds.multitask.heads import output_name
+from kiwb.kinds.multitask.integrate_job import integrate_tasks
+from kiwb.kinds.multitask.student import MISSING, MultiTaskStudent
+from kiwb.kinds.multitask.teachers import union_heads
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.store import Store
+from kiwb.workers.score import ScoreTask
+from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.training_data import TrainingData
+
+SUPERVISED = "supervised"
+# The feature loss's weight where kiwb.toml sets none, chosen on the multi-task demo's dev
+# texts and the debian benchmark's dev split (BENCHMARKS.md, "Multi-task").
+DEFAULT_FEATURE_WEIGHT = 0.5
+
+
+def laid_out_gold(heads, gold: dict[str, list], count: int) -> torch.Tensor:
+    """(count, outputs) gold: one-hot (single-label) or 0/1 (multi-label) in each task's slice,
+    MISSING in the slices of tasks the data set has no labels for."""
+    found = torch.full((count, heads[-1].stop), MISSING)
+    for head in heads:
+        if head.task not in gold:
+            continue
+        index = {label: i for i, label in enumerate(head.labels)}
+        block = torch.zeros(count, len(head.labels))
+        for row, value in enumerate(gold[head.task]):
+            for label in ([value] if head.kind == "single-label" else value):
+                block[row, index[label]] = 1.0
+        found[:, head.start:head.stop] = block
+    return found
+
+
+def standardised(features: torch.Tensor) -> torch.Tensor:
+    """Each dimension at mean 0 and standard deviation 1 over the pool (a constant one at 0)."""
+    features = features.float()
+    spread = features.std(0, unbiased=False)
+    return (features - features.mean(0)) / torch.where(spread > 0, spread, torch.ones_like(spread))
+
+
+def gold_of(heads, table) -> torch.Tensor:
+    """A table's gold labels laid out on the student's outputs (checked against its labels)."""
+    gold = table.task_gold or {}
+    for head in heads:
+        if head.task in gold:
+            check_known(gold[head.task], list(head.labels), head.task, table.source,
+                        head.kind == "multi-label")
+    return laid_out_gold(heads, gold, len(table.texts))
+
+
+def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[ScoreTask]):
+    """A multi-task run's TrainingData (see the module's docstring)."""
+    settings = request.settings
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
+    teachers = [task.teacher for task in by_role["unlabeled"]]
+    heads = union_heads(config, teachers)
+    labels = [output_name(head.task, label) for head in heads for label in head.labels]
+    pool_table = by_role["unlabeled"][0].table
+    feature_weight = (config.training.feature_weight if config.training.feature_weight is not None
+                      else DEFAULT_FEATURE_WEIGHT)
+    targets = weights = label_ids = integration = None
+    widths: tuple[int, ...] = ()
+    if settings.method == SUPERVISED:
+        label_ids = gold_of(heads, pool_table)
+        missing = [head.task for head in heads if bool((label_ids[:, head.start] == MISSING).any())]
+        if missing:
+            raise KiwbError(f"{config.file}: the supervised run needs every task's gold labels in "
+                            f"[data.unlabeled]; it has none for {', '.join(missing)} (a column "
+                            "named as each task, or its [[tasks]] column)")
+        feature_weight = 0.0
+    else:
+        integration = integrate_tasks(config, store, settings, tasks)
+        count = len(pool_table.texts)
+        targets = torch.zeros(count, heads[-1].stop)
+        weights = torch.zeros(count, heads[-1].stop)
+        for head in heads:
+            found = integration.tasks[head.task]
+            targets[:, head.start:head.stop] = found.targets
+            weights[:, head.start:head.stop] = (found.weights[:, None] if found.weights.dim() == 1
+                                                else found.weights)
+        if feature_weight > 0:
+            features = [standardised(torch.from_numpy(integration.data.features[t.name]))
+                        for t in teachers]
+            widths = tuple(feature.shape[1] for feature in features)
+            targets = torch.cat([targets, *features], dim=1)
+            weights = torch.cat([weights, torch.ones(count, sum(widths))], dim=1)
+    eval_table = by_role["eval"][0].table if by_role["eval"] else None
+    eval_ids = eval_reference = None
+    if eval_table is not None:
+        eval_ids = gold_of(heads, eval_table)
+        if integration is not None:
+            from kiwb.kinds.multitask.integrate_job import summary_of
+
+            summary = summary_of(integration, settings)
+            if summary.eval is not None:
+                eval_reference = {"accuracy": summary.eval.ensemble_accuracy,
+                                  "reference": "the tasks' Ensembles"}
+    multi = [head for head in heads if head.kind == "multi-label"]
+    head_bias = None
+    if multi:
+        head_bias = torch.zeros(heads[-1].stop)
+        taught = label_ids if targets is None else targets
+        for head in multi:
+            columns = slice(head.start, head.stop)
+            head_bias[columns] = prior_log_odds(
+                taught[:, columns], None if weights is None else weights[:, columns])
+    manifest = {
+        "kiwb_version": __version__, "kind": "multi-task",
+        "teachers": [{"name": t.name, "hash": teacher_content_hash(t, store),
+                      "labels": list(t.labels),
+                      "tasks": [[h.task, h.start, h.stop] for h in t.heads]} for t in teachers],
+        "labels": labels, "tasks": [head.to_dict() for head in heads],
+        "method": settings.pinned(), "data": pool_table.fingerprint, "labeled_data": None,
+        "given_labels": texts_fingerprint([str(sorted((name, str(r.fingerprint)) for name, r in
+                                                      integration.tasks.items()))])
+        if integration is not None and settings.labels else None,
+        "eval_data": ({"texts": eval_table.fingerprint,
+                       "labels": texts_fingerprint([str(row) for row in eval_ids.tolist()])}
+                      if eval_table is not None else None),
+        "student": config.training.student, "training": config.training.manifest(),
+        "feature_weight": feature_weight,
+    }
+    coverage = torch.ones(len(teachers), len(labels), dtype=torch.bool)
+    return TrainingData(
+        labels, pool_table.texts, targets, weights, label_ids, coverage,
+        eval_table.texts if eval_table is not None else None, eval_ids, None, manifest,
+        eval_reference, None,
+        MultiTaskStudent(heads, widths, feature_weight, head_bias))
