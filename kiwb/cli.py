@@ -115,10 +115,11 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default: kiwb's folder in your user data folder)")
     demo.add_argument("--no-ui", action="store_true", help="score, integrate, train, evaluate "
                       "and export without the workbench, then print the results table")
-    demo.add_argument("--kind", choices=("classification", "ner", "multi-label"),
+    demo.add_argument("--kind", choices=("classification", "ner", "multi-label", "multi-task"),
                       default="classification",
-                      help="the demo's teachers: text classifiers (default), NER taggers or "
-                      "multi-label classifiers, each demo in its own folder")
+                      help="the demo's teachers: text classifiers (default), NER taggers, "
+                      "multi-label classifiers, or teachers of two tasks (multi-task), each demo "
+                      "in its own folder")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser

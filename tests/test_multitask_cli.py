@@ -229,6 +229,8 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
         ("a", mt_root / "bert_topics", ["topic"]), ("c", mt_root / "tagger", ["topic"])],
         tasks=TASKS.replace('[[tasks]]\nname = "tags"\nkind = "multi-label"\n', "")),
         "its head for task 'topic' is multi-label but the task is single-label")
+    assert_refused(run_kiwb("train", tmp_path / "unknown", "--feature-weight", "-1", cwd=tmp_path),
+                   "--feature-weight -1.0: give 0 (heads only) or more")
     no_tags = tmp_path / "no_tags.jsonl"
     write_jsonl(no_tags, [{k: v for k, v in row.items() if k != "tags"}
                           for row in make_multitask_texts(16, seed=5)])

@@ -31,6 +31,8 @@ DEMOS = {
             "kiwb.demo.ner_results"),
     "multi-label": ("kiwb.demo.multilabel_build:build_multilabel_demo",
                     "kiwb.demo.multilabel_recipe", "kiwb.demo.multilabel_results"),
+    "multi-task": ("kiwb.demo.multitask_build:build_multitask_demo",
+                   "kiwb.demo.multitask_recipe", "kiwb.demo.multitask_results"),
 }
 
 

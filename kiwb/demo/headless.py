@@ -40,7 +40,8 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
     with Store(paths.store) as store:
         run_step(store, ScoreSpec())
         integration = run_step(store, IntegrateSpec())["integration"]
-        references = IntegrationRecord.from_dict(store.integration(integration)).summary.eval
+        summary = IntegrationRecord.from_dict(store.integration(integration)).summary
+        references = summary.eval
         runs = {name: train(store, TrainSpec(**overrides).named(
             config.integration, default_routing(config)))
                 for name, overrides in students.items()}
@@ -55,9 +56,13 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
                                             config.training.batch_size, config.training.max_length)
         figures[name]["check"] = learning_check(config.root, run)
     routing = references.routing_accuracy
+    # a multi-task integration's references are per task (each task's Ensemble, each teacher)
+    tasks = {task: found["eval"] for task, found in ((summary.details or {}).get("tasks")
+                                                     or {}).items()}
     return {"teachers": references.teacher_accuracy, "ensemble": references.ensemble_accuracy,
             "routing": routing.to_dict() if routing is not None else None, "students": figures,
-            "eval_texts": references.num_texts, "exported": str(exported)}
+            "eval_texts": references.num_texts, "exported": str(exported),
+            **({"tasks": tasks} if tasks else {})}
 
 
 def run_step(store: Store, spec: JobSpec) -> dict:

@@ -113,6 +113,11 @@ class TeacherKind(ABC):
         """The detail view's lines below the text, as (line, style) pairs: "bold" or "dim"."""
         return []
 
+    def conflict_labels(self, details: Mapping | None, labels: Sequence[str]) -> list[str]:
+        """The labels a conflict may be given (the number keys, the picker): all of them, or
+        (multi-task) those of the conflict's task."""
+        return list(labels)
+
     def check_transfer(self, transfer: bool | None) -> None:
         """ValueError in one line when transfer is on for a kind that has no label dependencies."""
         if transfer and not self.takes_transfer:

@@ -322,8 +322,8 @@ class TrainingConfig:
     )
     feature_weight: float | None = _setting(
         "Multi-task projects: weight of the feature loss (VENUS), which fits an adapter per "
-        "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: "
-        "the default (see the README).",
+        "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: 2 "
+        "(chosen on a Debian benchmark's dev split, BENCHMARKS.md).",
         None,
         min=0,
         example=0.5,
@@ -429,9 +429,10 @@ class ProjectConfig:
         return _local_path(path_str, self.root)
 
     def require_scoring_inputs(self) -> None:
-        """Raise ConfigError unless there are two or more teachers and unlabeled texts."""
+        """Raise ConfigError unless there are two or more teachers (a multi-task project: one
+        or more) and unlabeled texts."""
         count = len(self.teachers)
-        if count < 2:
+        if count < 2 and not (self.tasks and count):  # one teacher per task is multi-task's case
             has, fix = (
                 ("no teachers", "add [[teachers]] entries")
                 if count == 0

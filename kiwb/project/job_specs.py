@@ -220,6 +220,8 @@ class TrainSpec(_MethodOptions):
                                 "min_steps steps or more)", type=float)
     min_steps: int | None = flag("--min-steps", "override [training] min_steps (0: exactly "
                                  "--epochs)", type=int, metavar="N")
+    feature_weight: float | None = flag("--feature-weight", "multi-task projects: override "
+                                        "[training] feature_weight (0: heads only)", type=float)
     device: str | None = flag("--device", f"override [training] device ({DEVICE_FORMS})")
     devices: str | None = flag("--devices", "train data-parallel on several devices, one "
                                "process each (DistributedDataParallel, the same global batch): "
@@ -234,6 +236,9 @@ class TrainSpec(_MethodOptions):
         if self.min_steps is not None and self.min_steps < 0:
             raise KiwbError(f"--min-steps {self.min_steps}: give 0 (train exactly --epochs) or "
                             "more steps")
+        if self.feature_weight is not None and self.feature_weight < 0:
+            raise KiwbError(f"--feature-weight {self.feature_weight}: give 0 (heads only) or "
+                            "more")
 
     def resume_command(self, project: str) -> str:
         return dataclasses.replace(self, resume=True).command(project)

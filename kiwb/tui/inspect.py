@@ -41,6 +41,7 @@ class TeacherSummary:
     tokenizer: str = ""
     size_bytes: int | None = None
     problem: str | None = None
+    tasks: tuple[str, ...] = ()  # a multi-task project's: the tasks it answers (kiwb.toml)
 
 
 def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, int]]:
@@ -54,7 +55,7 @@ def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, in
 
 def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSummary:
     """Read a teacher's config.json, tokenizer_config.json and file sizes."""
-    base = TeacherSummary(teacher.name, teacher.path)
+    base = TeacherSummary(teacher.name, teacher.path, tasks=tuple(teacher.tasks or ()))
     folder = _teacher_folder(config, teacher)
     if folder is None:
         return replace(base, problem=f"{teacher.path} is a hub id not downloaded on this machine; "
@@ -98,10 +99,12 @@ def _knowledge(kind, model_config: dict, teacher: TeacherConfig):
     return knowledge.classes, None, knowledge.scheme
 
 
-def refuse_mixed_kinds(summaries: list[TeacherSummary]) -> list[TeacherSummary]:
-    """Teachers of a kind other than the first's are marked with the problem kiwb refuses."""
+def refuse_mixed_kinds(summaries: list[TeacherSummary],
+                       multi_task: bool = False) -> list[TeacherSummary]:
+    """Teachers of a kind other than the first's are marked with the problem kiwb refuses
+    (a multi-task project's teachers answer tasks of different kinds: none is refused)."""
     usable = [summary for summary in summaries if summary.problem is None]
-    if len({summary.kind for summary in usable}) < 2:
+    if multi_task or len({summary.kind for summary in usable}) < 2:
         return summaries
     first = usable[0].kind
     return [replace(summary, problem=f"a {summary.kind} teacher among {first} teachers: kiwb "

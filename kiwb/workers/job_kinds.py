@@ -93,7 +93,8 @@ def train(session: JobSession) -> Outcome:
     spec: TrainSpec = session.job.spec
     config = with_kind_defaults(session.config())
     config = dataclasses.replace(config, training=dataclasses.replace(
-        config.training, **spec.overrides("student", "epochs", "min_steps", "device")))
+        config.training, **spec.overrides("student", "epochs", "min_steps", "device",
+                                         "feature_weight")))
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume)
     devices = spec.device_list()

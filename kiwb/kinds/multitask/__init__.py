@@ -71,6 +71,12 @@ class MultiTaskKind(TeacherKind):
                           zip(details["teachers"], details["answers"], strict=True))
         return f"{text} · decided {details['decided']} · {said}"
 
+    def conflict_labels(self, details, labels) -> list[str]:
+        """A conflict answers one task: its labels only ("task/label")."""
+        if not details or "task" not in details:
+            return list(labels)
+        return [label for label in labels if label.startswith(details["task"] + "/")]
+
     def conflict_detail(self, details, teachers) -> list[tuple[str, str]]:
         lines = [(f"task {details['task']}: decided {details['decided']}; each teacher of the "
                   "task:", "bold")]

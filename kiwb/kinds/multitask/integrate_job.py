@@ -40,6 +40,7 @@ class TaskIntegration:
     tasks: dict[str, TaskTargets]
     key: str
     evaluation: dict[str, dict | None]  # per task, its untrained references on the eval set
+    eval_texts: int = 0
 
 
 def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
@@ -62,7 +63,8 @@ def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSe
         used["given_labels"] = {name: result.fingerprint for name, result in found.items()}
     references = {name: task_eval(part, settings) if evaluation is None else
                   task_eval(evaluation.parts[name], settings) for name, part in data.parts.items()}
-    return TaskIntegration(data, found, settings_key(used), references)
+    return TaskIntegration(data, found, settings_key(used), references,
+                           len(evaluation.texts) if evaluation is not None else 0)
 
 
 def task_figures(integration: TaskIntegration) -> dict:
@@ -94,7 +96,7 @@ def summary_of(integration: TaskIntegration, settings: IntegrationSettings) -> I
                  if reference is not None and reference["ensemble"] is not None]
     evaluation = None
     if ensembles:
-        evaluation = EvalSummary(num_texts=0, routing_accuracy=None,
+        evaluation = EvalSummary(num_texts=integration.eval_texts, routing_accuracy=None,
                                  ensemble_accuracy=float(np.mean(ensembles)), teacher_accuracy=None)
     conflicts = sum(1 for result in found.values() for row in result.conflicts
                     if row[0] < settings.conflict_threshold)

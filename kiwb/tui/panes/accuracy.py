@@ -69,6 +69,7 @@ class AccuracyPane(Pane):
     def redraw(self) -> None:
         rows = {run.run: run_cells(run) for run in self.runs}
         rows.update(baseline_rows(self.summary.eval if self.summary is not None else None))
+        rows.update(task_baseline_rows(self.summary))
         sync_rows(self.main_widget(), rows)
         self._show_run()
 
@@ -105,13 +106,19 @@ class AccuracyPane(Pane):
             return
         classes = list(latest.per_class_accuracy.items())
         token = latest.entity is not None  # a tagger's: F1 per type, the entity confusion
-        labels = latest.details is not None  # a multi-label student's: F1 per label, its figures
-        title = "F1 per type" if token else "F1 per label" if labels else "Per-class accuracy"
+        tasks = task_figures_of(latest)  # a multi-task student's: each task's figures
+        labels = latest.details is not None and tasks is None  # a multi-label student's
+        title = ("F1 per type" if token else "F1 per label" if labels else
+                 "Per task/class: accuracy (single-label tasks), F1 (multi-label)" if tasks
+                 else "Per-class accuracy")
         per_class.show(f"{title} at step {latest.step}",
                        lambda width, styles: plots.labelled_bars(classes, width, style=styles.bar),
                        len(classes))
         if token:
             confusion.update(entity_confusion(latest.entity))
+            return
+        if tasks:
+            confusion.update(task_table(tasks))
             return
         if labels:
             confusion.update(label_figures(latest))
@@ -211,6 +218,43 @@ def baseline_rows(evaluation: EvalSummary | None) -> dict[str, tuple]:
     return rows
 
 
+def task_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
+    """A multi-task integration's untrained references per task: its teachers' Ensemble and
+    each teacher alone, on the eval set (the runs' column holds the tasks' mean)."""
+    tasks = (summary.details or {}).get("tasks") if summary is not None else None
+    rows = {}
+    for task, figures in (tasks or {}).items():
+        evaluation = figures.get("eval") or {}
+        if evaluation.get("ensemble") is not None:
+            rows[f"{ENSEMBLE_ROW}:{task}"] = (Text(f"ensemble · {task}", "italic"), "untrained",
+                                              _percent(evaluation["ensemble"]), "", "", "")
+        for teacher, value in (evaluation.get("teachers") or {}).items():
+            rows[f"{TEACHER_ROW}{teacher}:{task}"] = (Text(f"{teacher} alone · {task}", "italic"),
+                                                      "teacher", _percent(value), "", "", "")
+    return rows
+
+
+def task_figures_of(evaluation) -> dict | None:
+    """A multi-task student's per-task figures of an evaluation, or None (another kind's)."""
+    return (evaluation.details or {}).get("tasks") if evaluation.details else None
+
+
+def task_table(tasks: dict) -> RichTable:
+    """Each task's figures: its headline (accuracy, or micro F1 at 0.5 with the tuned
+    thresholds' beside it) and macro F1."""
+    table = RichTable(title="Tasks (the run's accuracy column: their mean)", title_justify="left")
+    for column in ("task", "kind", "headline", "macro F1", "tuned micro F1", "texts"):
+        table.add_column(column, justify="left" if column in ("task", "kind") else "right")
+    for task, figures in tasks.items():
+        single = figures["kind"] == "single-label"
+        table.add_row(task, figures["kind"],
+                      f"{'accuracy' if single else 'micro F1'} {_percent(figures['headline'])}",
+                      _percent(figures["macro_f1"]),
+                      "" if single else _percent(figures.get("tuned_micro_f1")),
+                      f"{figures['texts']:,}")
+    return table
+
+
 def _routing(routing: RoutingAccuracy | None) -> str:
     """The chosen routing's accuracy with MC dropout's beside it (runs recorded by older
     versions of kiwb have only MC dropout and plain entropy)."""
@@ -248,6 +292,7 @@ def _curves(run: RunHistory):
         if accuracy:
             last = run.evals[-1]
             name = ("entity F1" if last.entity is not None
+                    else "mean task score" if task_figures_of(last) is not None
                     else "micro F1" if last.details is not None else "accuracy")
             text.append(f"{name} {_percent(accuracy[0])} → {_percent(accuracy[-1])}"
                         .ljust(label_width))

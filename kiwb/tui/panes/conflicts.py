@@ -154,6 +154,10 @@ class ConflictsPane(Pane):
     def labels(self) -> list[str]:
         return list(self.integration.summary.labels) if self.integration is not None else []
 
+    def labels_for(self, item: Instance | None) -> list[str]:
+        """The labels `item` may be given: all, or (multi-task) those of its task."""
+        return self.kind.conflict_labels(item.details if item is not None else None, self.labels)
+
     @property
     def kind(self) -> TeacherKind:
         """The kind of the teachers integrated: how a conflict with details reads."""
@@ -255,6 +259,13 @@ class ConflictsPane(Pane):
                            f"{len(self.loaded):,} shown · {routing}"))
 
     @on(DataTable.RowHighlighted, "#conflicts-table")
+    def _task_legend(self, event: DataTable.RowHighlighted) -> None:
+        """The legend follows the selected conflict's labels (a multi-task conflict's task)."""
+        labels = self.labels_for(self._cursor_item())
+        if labels != self.labels:
+            self.query_one("#label-legend", Static).update(legend(labels))
+
+    @on(DataTable.RowHighlighted, "#conflicts-table")
     def _maybe_next_page(self, event: DataTable.RowHighlighted) -> None:
         if self.exhausted or self.loading or not self.loaded:
             return
@@ -344,7 +355,7 @@ class ConflictsPane(Pane):
                 self.action_detail()  # on to the next text, in the detail view too
 
         self.app.push_screen(ConflictDetailScreen(message.instance, message.views, self.teachers,
-                                                  self.labels, self.kind), decided)
+                                                  self.labels_for(shown), self.kind), decided)
 
     # -- labeling ------------------------------------------------------------------------
     def action_labeling(self) -> None:
@@ -365,13 +376,14 @@ class ConflictsPane(Pane):
         if not self.labeling or not self.main_widget().has_focus:
             return
         key = event.character or ""
-        decision = decision_for_key(key, self.labels)
+        labels = self.labels_for(self._cursor_item())
+        decision = decision_for_key(key, labels)
         if decision is None and not is_label_key(key):
             return
         event.stop()  # before the screen reads a digit as "switch pane"
         event.prevent_default()
         if decision is None:
-            self.notify(no_label_on(key, self.labels), severity="warning", timeout=3)
+            self.notify(no_label_on(key, labels), severity="warning", timeout=3)
         else:
             self.decide(decision)
 
@@ -408,7 +420,7 @@ class ConflictsPane(Pane):
     def action_pick(self) -> None:
         item = self._cursor_item()
         if item is not None:
-            self.app.push_screen(LabelPicker(self.labels, item.text),
+            self.app.push_screen(LabelPicker(self.labels_for(item), item.text),
                                  lambda decision: decision and self.decide(decision, item))
 
     def action_undo(self) -> None:

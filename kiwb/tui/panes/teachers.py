@@ -56,7 +56,7 @@ class TeachersPane(Pane):
             no_file = error is not None and "no kiwb.toml" in error
             hint.update((error or "") + ("\nPress n to create a project here." if no_file else
                                          "\nFix the file; the workbench reads it again when it changes."))
-        elif len(config.teachers) < 2:
+        elif len(config.teachers) < 2 and not config.tasks:  # multi-task: one per task will do
             hint.update("kiwb integrates two or more teachers: press a to add one.")
         else:
             hint.update("")
@@ -70,13 +70,20 @@ class TeachersPane(Pane):
         table.clear()
         for summary in summaries:
             status = Text("ok", "green") if summary.problem is None else Text("✗ problem", "red")
-            table.add_row(summary.name, ", ".join(summary.labels) or "–",
+            labels = ", ".join(summary.labels) or "–"
+            if summary.tasks:  # a multi-task project's teacher: the tasks it answers first
+                labels = f"{', '.join(summary.tasks)}: {labels}"
+            table.add_row(summary.name, labels,
                           short_architecture(summary),
                           summary.tokenizer.replace("TokenizerFast", "") or "–",
                           human_size(summary.size_bytes), status, key=summary.name)
         if summaries:
             table.move_cursor(row=min(row, len(summaries) - 1))
         usable = [s for s in summaries if s.problem is None]
+        if self.config is not None and self.config.tasks:
+            self.query_one("#union", Static).update(task_lines(self.config, usable))
+            self._show_detail()
+            return
         union = union_with_overlaps([s.labels for s in usable])
         token = any(KINDS[s.kind].reads_words for s in usable)
         text = Text("union entity types (BIO tags for each): " if token else "union labels: ",
@@ -150,6 +157,21 @@ class TeachersPane(Pane):
             self.post_message(ConfigLoaded(config))
 
 
+def task_lines(config, summaries: list[TeacherSummary]) -> Text:
+    """A multi-task project's tasks: each with its kind and the teachers that answer it (a
+    task several teachers answer is integrated; one that none answers is marked)."""
+    text = Text("tasks: ", "bold")
+    for number, task in enumerate(config.tasks):
+        answering = [s.name for s in summaries if task.name in s.tasks]
+        text.append(", " if number else "")
+        text.append(task.name, "bold")
+        text.append(f" ({task.kind}: ")
+        text.append(" + ".join(answering) or "no teacher", "" if answering else "red")
+        text.append(")")
+    text.append("   a task several teachers answer is integrated per text", "dim")
+    return text
+
+
 def short_architecture(summary: TeacherSummary) -> str:
     """The model class without its head's suffix; an NER head is said as such."""
     name = summary.architecture
@@ -172,6 +194,8 @@ def detail(summary: TeacherSummary) -> Text:
                     f" · tags read as {summary.scheme}", "dim")
     elif summary.labels:
         text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
+    if summary.tasks:
+        text.append(f"\nanswers tasks: {', '.join(summary.tasks)}", "dim")
     if summary.problem:
         text.append(f"\n{summary.problem}", "red")
     return text

@@ -41,6 +41,7 @@ class UncertaintyPane(Pane):
             yield Static("", id="routing-check")
             yield Plot(id="teacher-confidence")
             yield Plot(id="label-confidence")
+            yield Plot(id="task-uncertainty")
             yield Plot(id="routing-split")
             yield Plot(id="routing")
             yield Plot(id="margins")
@@ -67,8 +68,13 @@ class UncertaintyPane(Pane):
             self._show_routing_check()
             self._draw_teachers()
             self._draw_labels()
-            self._draw_split()
-            self._draw_routing()
+            tasks = self._draw_tasks()
+            # a multi-task integration routes per task: its tasks' plot says how each did
+            for name in ("#routing-split", "#routing"):
+                self.query_one(name, Plot).display = not tasks
+            if not tasks:
+                self._draw_split()
+                self._draw_routing()
             self._draw_margins()
 
     def _show_routing_check(self) -> None:
@@ -138,6 +144,31 @@ class UncertaintyPane(Pane):
 
         plot.show(f"Each teacher's {details.get('confidence', 'MC dropout')} confidence on each "
                   "of its labels, over the unlabeled texts", draw, rows)
+
+    def _draw_tasks(self) -> bool:
+        """A multi-task integration, task by task: a task several teachers answer, each
+        teacher's confidence on the texts routed to it and elsewhere (single-label) or on each
+        label it owns (multi-label); a task one teacher answers takes its answers. False (and
+        hidden) for other kinds."""
+        plot = self.query_one("#task-uncertainty", Plot)
+        details = self.summary.details if self.summary is not None else None
+        tasks = (details or {}).get("tasks")
+        plot.display = bool(tasks)
+        if not tasks:
+            return False
+        rows = sum(task_rows(task) for task in tasks.values())
+
+        def draw(width: int, styles: PlotStyles) -> Text:
+            text = Text()
+            for number, (name, task) in enumerate(tasks.items()):
+                if number:
+                    text.append("\n")
+                text.append_text(task_block(name, task, width, styles))
+            return text
+
+        plot.show("Each task's teachers: confidence where the routing sent texts to them (▄) and "
+                  "elsewhere (▀), or per label (0 left, 1 right)", draw, rows)
+        return True
 
     def _draw_split(self) -> None:
         plot = self.query_one("#routing-split", Plot)
@@ -239,6 +270,46 @@ class UncertaintyPane(Pane):
             return text
 
         plot.show(title, draw, MARGIN_ROWS + 1)
+
+
+def task_rows(task: dict) -> int:
+    """The lines `task_block` draws for one task."""
+    summary = task.get("summary")
+    if summary is None:
+        return 2
+    if task["kind"] == "multi-label":
+        histograms = (summary.get("details") or {}).get("label_histograms") or {}
+        return 1 + sum(len(labels) + 1 for labels in histograms.values())
+    return 1 + 2 * len((summary.get("routing") or {}).get("teachers") or {})
+
+
+def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
+    """One task of a multi-task integration (see UncertaintyPane._draw_tasks)."""
+    summary = task.get("summary")
+    text = Text(f"{name} · {task['kind']} · ", "bold")
+    if summary is None:
+        text.append(f"one teacher ({', '.join(task['teachers'])}): its answers are the targets",
+                    "dim")
+        text.append("\n")
+        return text
+    text.append(f"{summary['conflicts']:,} conflicts of {summary['num_texts']:,} "
+                f"{'texts' if task['kind'] == 'single-label' else 'pairs'}")
+    column = max(width - 28, 8)
+    if task["kind"] == "multi-label":
+        histograms = (summary.get("details") or {}).get("label_histograms") or {}
+        for teacher, labels in histograms.items():
+            text.append(f"\n  {teacher}", "bold")
+            for label, counts in labels.items():
+                text.append("\n  " + label.split("/", 1)[-1][:24].ljust(25))
+                text.append_text(plots.sparkline(counts, column, style=styles.bar))
+        return text
+    routing = summary.get("routing") or {}
+    for teacher, entry in (routing.get("teachers") or {}).items():
+        text.append(f"\n  {teacher} · {routing.get('name')} · won {entry['won']:,}".ljust(27))
+        text.append_text(plots.sparkline(entry["histogram_here"], column, style=styles.bar))
+        text.append("\n" + " " * 27)
+        text.append_text(plots.sparkline(entry["histogram_elsewhere"], column, style=styles.alt))
+    return text
 
 
 def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:

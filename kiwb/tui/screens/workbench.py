@@ -105,7 +105,8 @@ class WorkbenchScreen(Screen):
 
     def _inspect(self, config: ProjectConfig) -> None:
         run_in_thread(self, lambda: TeachersInspected(refuse_mixed_kinds(
-            [inspect_teacher(config, teacher) for teacher in config.teachers])),
+            [inspect_teacher(config, teacher) for teacher in config.teachers],
+            multi_task=bool(config.tasks))),
             action="reading the teachers", group="inspect-teachers", exclusive=True)
         specs = tuple((role, getattr(config.data, role)) for role in ("unlabeled", "eval"))
         if specs == self._inspected_data:
