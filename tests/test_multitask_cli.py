@@ -16,7 +16,14 @@ from pathlib import Path
 
 import pytest
 from test_bad_input import assert_refused, run_kiwb
-from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, tiny_bert_config, wordpiece_tokenizer, write_jsonl
+from tiny import (
+    TEACHER_A_LABELS,
+    TEACHER_B_LABELS,
+    build_teacher,
+    tiny_bert_config,
+    wordpiece_tokenizer,
+    write_jsonl,
+)
 from tiny_multilabel import build_multilabel_teacher
 from tiny_multitask import make_multitask_texts
 
