@@ -193,6 +193,9 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     config, store = open_project(args.project)
     store.close()
+    if spec.feature_weight is not None and not config.tasks:
+        raise KiwbError(f"--feature-weight applies to multi-task projects, and {config.file} has "
+                        "no [[tasks]]: leave it out")
     config = with_kind_defaults(config)
     if spec.method != "supervised":  # refused here, before a job is started for it
         check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)

@@ -209,6 +209,15 @@ def test_an_exported_student_teaches_a_task_by_a_named_head(scored, mt_root, tmp
     summary = integrate(second)
     assert summary["details"]["tasks"]["subject"]["teachers"] == ["student", "a"]
     assert summary["teacher_labels"]["student"] == [f"subject/{t}" for t in TOPICS]
+    # without [[tasks]], the multi-task model is refused in one line, naming the fix
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "kiwb.toml").write_text(
+        f'name = "p"\n[[teachers]]\nname = "student"\npath = "{out}"\n[[teachers]]\n'
+        f'name = "other"\npath = "{out}"\n[data.unlabeled]\npath = "{mt_root / "pool.jsonl"}"\n',
+        encoding="utf-8")
+    assert_refused(run_kiwb("score", plain, "--foreground", cwd=tmp_path),
+                   "teacher 'student' is a kiwb multi-task model", "add the [[tasks]]")
 
 
 def _renamed(root: Path, tmp: Path, columns: dict) -> Path:
@@ -238,6 +247,30 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
         "its head for task 'topic' is multi-label but the task is single-label")
     assert_refused(run_kiwb("train", tmp_path / "unknown", "--feature-weight", "-1", cwd=tmp_path),
                    "--feature-weight -1.0: give 0 (heads only) or more")
+    refused(write_mt_project(tmp_path / "one_head_two_tasks", mt_root, teachers=[
+        ("a", mt_root / "bert_topics", ["topic"]), ("c", mt_root / "tagger", ["tags", "topic"])]),
+        "teacher 'c' has one head", "cannot answer 2 tasks")
+    labeled = write_mt_project(tmp_path / "labeled", mt_root)
+    with open(labeled / "kiwb.toml", "a", encoding="utf-8") as handle:
+        handle.write(f'[data.labeled]\npath = "{mt_root / "eval.jsonl"}"\n')
+    refused(labeled, "[data.labeled] path is not read by multi-task projects")
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "kiwb.toml").write_text(
+        f'name = "s"\n[[teachers]]\nname = "a"\npath = "{mt_root / "bert_topics"}"\n'
+        f'[[teachers]]\nname = "b"\npath = "{mt_root / "roberta_topics"}"\n'
+        f'[data.unlabeled]\npath = "{mt_root / "pool.jsonl"}"\n'
+        '[training]\nfeature_weight = 1.0\n', encoding="utf-8")
+    refused(single, "[training] feature_weight applies to multi-task projects")
+    (single / "kiwb.toml").write_text((single / "kiwb.toml").read_text().replace(
+        "feature_weight = 1.0\n", ""), encoding="utf-8")
+    assert_refused(run_kiwb("train", single, "--feature-weight", "1", cwd=tmp_path),
+                   "--feature-weight applies to multi-task projects")
+    prior = write_mt_project(tmp_path / "prior", mt_root)
+    done = run_kiwb("score", prior, "--foreground", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert_refused(run_kiwb("integrate", prior, "--prior-correction", cwd=tmp_path),
+                   "prior_correction apply to a project of single-label teachers")
     no_tags = tmp_path / "no_tags.jsonl"
     write_jsonl(no_tags, [{k: v for k, v in row.items() if k != "tags"}
                           for row in make_multitask_texts(16, seed=5)])

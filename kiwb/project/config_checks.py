@@ -256,6 +256,14 @@ def _check_tasks(config: ProjectConfig) -> None:
             raise loc.item("tasks", number).error(
                 "name", f"{toml_value(name)} is already used by tasks[{first}]; give each task "
                 "its own name")
+    if not config.tasks and config.training.feature_weight is not None:
+        raise _Loc(config.file, "training").error(
+            "feature_weight", "applies to multi-task projects, and kiwb.toml has no [[tasks]]: "
+            "remove it")
+    if config.tasks and config.data.labeled is not None:
+        raise _Loc(config.file, "data.labeled").error(
+            "path", "is not read by multi-task projects: remove [data.labeled] (label conflicts "
+            "in the workbench or with kiwb labels import, then --labels)")
     for number, teacher in enumerate(config.teachers, start=1):
         where = loc.item("teachers", number)
         if not config.tasks:

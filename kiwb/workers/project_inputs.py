@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kiwb.errors import DataError
-from kiwb.kinds import run_seam
+from kiwb.errors import DataError, TeacherError
+from kiwb.kinds import MULTI_TASK, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable
@@ -56,7 +56,7 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         from kiwb.kinds.multitask.teachers import inspect_task_teachers
 
         return inspect_task_teachers(config)
-    return [
+    found = [
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),
             list(teacher.labels) if teacher.labels is not None else None,
@@ -66,4 +66,10 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         )
         for teacher in config.teachers
     ]
+    for info in found:
+        if info.kind == MULTI_TASK.name:  # its heads answer tasks: the project must name them
+            raise TeacherError(f"teacher {info.name!r} is a kiwb multi-task model (task_heads in "
+                               "its config.json); add the [[tasks]] it answers to kiwb.toml and "
+                               "name them in its entry with tasks = [...]")
+    return found
 

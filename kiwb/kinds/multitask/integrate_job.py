@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kiwb.errors import ConfigError
 from kiwb.kinds.multitask.runtime import (
     MEAN,
     TaskData,
@@ -29,6 +30,18 @@ from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 
 BINS = 20
+# Settings that re-weight or re-route the one class per text of a single-label project: a
+# multi-task project's tasks are integrated apart, so they are refused, not half applied.
+PROJECT_ONLY = ("prior_correction", "class_weighting", "logit_adjustment")
+
+
+def check_settings(settings: IntegrationSettings) -> None:
+    """Refuse, in one line, a setting a multi-task integration does not apply."""
+    on = [name for name in PROJECT_ONLY if getattr(settings, name)]
+    if on:
+        raise ConfigError(f"{', '.join(on)} apply to a project of single-label teachers; a "
+                          "multi-task project integrates each task apart: turn "
+                          f"{'it' if len(on) == 1 else 'them'} off for this project")
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
@@ -46,6 +59,7 @@ class TaskIntegration:
 def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                     tasks: list[ScoreTask]) -> TaskIntegration:
     """Integrate every task of the pool (the eval set, when scored, gives each its figures)."""
+    check_settings(settings)
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = task_data(config, store, by_role["unlabeled"], "unlabeled")
     evaluation = None
@@ -57,14 +71,16 @@ def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSe
              for name, part in data.parts.items()}
     used = {"kind": "multi-task", "scores": data.score_keys, **settings.pinned(),
             "tasks": [[name, part.task.kind, part.labels] for name, part in data.parts.items()]}
-    for name in ("prior_correction", "class_weighting", "logit_adjustment"):
-        used.pop(name)  # one class per text of one project: not what a task's parts take
+    for name in PROJECT_ONLY:
+        used.pop(name)  # refused above: always off here
     if settings.labels:
         used["given_labels"] = {name: result.fingerprint for name, result in found.items()}
-    references = {name: task_eval(part, settings) if evaluation is None else
-                  task_eval(evaluation.parts[name], settings) for name, part in data.parts.items()}
+    # the references are the eval set's; without one configured, a labeled pool's own
+    measured = evaluation if evaluation is not None else None if by_role["eval"] else data
+    references = {name: task_eval(measured.parts[name], settings) if measured is not None else
+                  None for name in data.parts}
     return TaskIntegration(data, found, settings_key(used), references,
-                           len(evaluation.texts) if evaluation is not None else 0)
+                           len(measured.texts) if measured is not None else 0)
 
 
 def task_figures(integration: TaskIntegration) -> dict:

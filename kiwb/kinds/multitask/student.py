@@ -58,8 +58,10 @@ def load_adapter_weights(model, folder: Path) -> None:
     for file in files:
         state.update({name[len(ADAPTERS) + 1:]: value for name, value in load_file(file).items()
                       if name.startswith(ADAPTERS + ".")})
-    if state:
-        getattr(model, ADAPTERS).load_state_dict(state)
+    if not state:
+        raise KiwbError(f"{folder}: this checkpoint keeps no feature adapters, though its run "
+                        "trains them; resume it with the feature_weight it was started with")
+    getattr(model, ADAPTERS).load_state_dict(state)
 
 
 @torch.no_grad()  # not inference_mode: it runs between training steps of the same model

@@ -35,6 +35,10 @@ def task_teacher(config: ProjectConfig, teacher: TeacherConfig,
         teacher.trust_remote_code, teacher.tag_scheme,
         list(teacher.types) if teacher.types is not None else None, teacher.problem_type)
     available = checkpoint_heads(info)
+    if None in available and len(teacher.tasks) > 1:
+        raise TeacherError(f"teacher {teacher.name!r} has one head (it is no multi-task model) and "
+                           f"cannot answer {len(teacher.tasks)} tasks ({', '.join(teacher.tasks)}): "
+                           "name the one task it answers in tasks = [...]")
     wanted = teacher.heads or teacher.tasks
     heads = []
     for task_name, head_name in zip(teacher.tasks, wanted, strict=True):
