@@ -322,8 +322,8 @@ class TrainingConfig:
     )
     feature_weight: float | None = _setting(
         "Multi-task projects: weight of the feature loss (VENUS), which fits an adapter per "
-        "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: 2 "
-        "(chosen on a Debian benchmark's dev split, BENCHMARKS.md).",
+        "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: 0.5 "
+        "(chosen on a Debian benchmark's dev splits, BENCHMARKS.md).",
         None,
         min=0,
         example=0.5,

@@ -7,11 +7,14 @@ from __future__ import annotations
 
 import dataclasses
 
+import torch
+
 from kiwb.errors import DataError
 from kiwb.kinds.multilabel.data import _label_set
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.data import TextTable, _checked_labels, load_table, open_text_columns
 
+MISSING = -1.0  # a task's gold slice on a text the data set gives no label for that task
 LABELED_ROLES = ("eval", "labeled", "evaluate")  # evaluate: kiwb evaluate --data
 
 
@@ -65,3 +68,29 @@ def check_known(gold: list, labels: list[str], task: str, source: str, multi: bo
             raise DataError(f"{source}: row {row} gives task {task!r} the label {unknown[0]!r}, "
                             f"which none of its teachers knows ({', '.join(labels)}); fix the "
                             "label, or list it in the task's labels")
+
+
+def laid_out_gold(heads, gold: dict[str, list], count: int) -> torch.Tensor:
+    """(count, outputs) gold: one-hot (single-label) or 0/1 (multi-label) in each task's slice,
+    MISSING in the slices of tasks the data set has no labels for."""
+    found = torch.full((count, heads[-1].stop), MISSING)
+    for head in heads:
+        if head.task not in gold:
+            continue
+        index = {label: i for i, label in enumerate(head.labels)}
+        block = torch.zeros(count, len(head.labels))
+        for row, value in enumerate(gold[head.task]):
+            for label in ([value] if head.kind == "single-label" else value):
+                block[row, index[label]] = 1.0
+        found[:, head.start:head.stop] = block
+    return found
+
+
+def gold_of(heads, table) -> torch.Tensor:
+    """A table's gold labels laid out on the student's outputs (checked against its labels)."""
+    gold = table.task_gold or {}
+    for head in heads:
+        if head.task in gold:
+            check_known(gold[head.task], list(head.labels), head.task, table.source,
+                        head.kind == "multi-label")
+    return laid_out_gold(heads, gold, len(table.texts))

@@ -25,6 +25,7 @@ from kiwb.kinds.multilabel.check import check_label_rates
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.student import set_head_bias
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
+from kiwb.kinds.multitask.data import MISSING, gold_of
 from kiwb.kinds.multitask.heads import CONFIG_KEY, Head, heads_of_config, output_name
 from kiwb.kinds.multitask.losses import (
     feature_loss,
@@ -38,7 +39,6 @@ from kiwb.workers.shard_scoring import length_sorted_batches
 from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize
 
 ADAPTERS = "kiwb_feature_adapters"  # the model's attribute holding them while it trains
-MISSING = -1.0  # a task's gold slice on a text the data set gives no label for that task
 
 
 def attach_adapters(model, widths: list[int]) -> None:
@@ -324,8 +324,6 @@ def evaluate_classifier(checkpoint, table, device: torch.device, batch_size: int
                         max_length: int) -> dict:
     """The multi-task kind's evaluation seam: each task's figures on a table with its tasks'
     gold labels (read by the project's [[tasks]])."""
-    from kiwb.kinds.multitask.training import gold_of
-
     if not table.task_gold:
         raise KiwbError(f"{table.source}: evaluating a multi-task student needs each task's gold "
                         "labels, in a column per task named by the project's [[tasks]]")
