@@ -8,7 +8,14 @@ from pathlib import Path
 
 from kiwb import __version__
 from kiwb.errors import KiwbError
-from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TeachSpec, TrainSpec
+from kiwb.project.job_specs import (
+    ExportSpec,
+    IntegrateSpec,
+    MergeSpec,
+    ScoreSpec,
+    TeachSpec,
+    TrainSpec,
+)
 
 
 def _project_arg(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +74,12 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(train)
     TrainSpec.add_arguments(train)
     _detach_arg(train)
+
+    merge = commands.add_parser("merge", help="merge the teachers' weights into one union "
+                                "classifier, without training (a baseline, or a student's start)")
+    _project_arg(merge)
+    MergeSpec.add_arguments(merge)
+    _detach_arg(merge)
 
     export = commands.add_parser("export", help="write a trained student as a Hugging Face model")
     _project_arg(export)

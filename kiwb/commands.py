@@ -47,6 +47,12 @@ def cmd_init(args: argparse.Namespace) -> int:
     )
     ProjectPaths(root).make_layout()
     stdout.print(f"Created {written}")
+    from kiwb.project.config import load_config
+    from kiwb.project.head_clash import head_clash_lines
+
+    for line in head_clash_lines(load_config(written)):
+        stdout.print(f"Warning: {line}", style="yellow", highlight=False, markup=False,
+                     soft_wrap=True)
     stdout.print(f"Next: edit it if needed, then run [bold]kiwb score {args.project}[/bold]")
     return 0
 
@@ -206,6 +212,16 @@ def cmd_labels(args: argparse.Namespace) -> int:
     from kiwb.labels_command import run_labels
 
     return run_labels(args)
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    """A merge runs as a job like the others; what it chose and its figures are in its log."""
+    from kiwb.project.job_specs import MergeSpec
+
+    spec = MergeSpec.from_args(args).named()
+    open_project(args.project)[1].close()  # a bad kiwb.toml: before any job
+    # what cannot merge is refused before the job is recorded (kiwb.project.merge_check)
+    return run_or_launch(args, spec)
 
 
 def cmd_export(args: argparse.Namespace) -> int:

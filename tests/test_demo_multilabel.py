@@ -52,3 +52,13 @@ def test_the_quick_multilabel_demo_end_to_end(tmp_path):
         assert 0 <= report["micro_f1"] <= 1 and 0 <= report["hamming_loss"] <= 1
     config = json.loads((root / "exports" / "muki-hard" / "config.json").read_text())
     assert config["problem_type"] == "multi_label_classification"
+    # The sigmoid teachers were fine-tuned from the demo's base: kiwb merge makes one sigmoid
+    # classifier over the union (the shared labels' rows averaged), evaluated by micro F1.
+    assert run_kiwb("merge", root, "--method", "average", "--foreground",
+                    cwd=tmp_path).returncode == 0
+    merged = json.loads((root / "runs" / "merge-average" / "best.json").read_text())
+    assert merged["metrics"]["kind"] == "multi-label" and 0 <= merged["metrics"]["micro_f1"] <= 1
+    config = json.loads((root / "runs" / "merge-average" / "checkpoints" / "step-0000000"
+                         / "config.json").read_text())
+    assert config["problem_type"] == "multi_label_classification"
+    assert len(config["id2label"]) == 8  # five labels each, two of them shared

@@ -136,6 +136,18 @@ def test_the_quick_ner_demo_end_to_end(tmp_path):
     groups = tag("Elena Marsh flew from Lisbon to Osaka on Monday .")
     assert groups and all(group["entity_group"] in entity_types() for group in groups)
 
+    # The taggers were fine-tuned from the demo's base: kiwb merge makes one tagger of them,
+    # its head's tag rows in the union's slots ("O" averaged), evaluated and exported as a run.
+    run_kiwb("merge", root, "--method", "ties", "--lambda", "1", "--top-k", "20",
+             "--foreground", cwd=tmp_path)
+    merged = json.loads((root / "runs" / "merge-ties-lambda1-k20" / "best.json").read_text())
+    assert 0 <= merged["metrics"]["accuracy"] <= 1 and merged["metrics"]["kind"] == "token"
+    run_kiwb("export", root, "--run", "merge-ties-lambda1-k20", "--foreground", cwd=tmp_path)
+    tag = pipeline("token-classification", model=str(root / "exports" / "merge-ties-lambda1-k20"),
+                   aggregation_strategy="simple")
+    assert all(group["entity_group"] in entity_types()
+               for group in tag("Elena Marsh flew from Lisbon to Osaka on Monday ."))
+
     # A second run reuses every part; without a terminal it says how to run this demo again.
     again = run_kiwb("demo", root, "--kind", "ner", "--quick", cwd=tmp_path)
     reused = " ".join(again.stderr.split())

@@ -290,3 +290,11 @@ def test_the_readme_snippet_is_the_one_the_model_card_carries():
 
     block = re.search(r"```python\n(path, texts = .*?)```", README.read_text(), re.S)
     assert block is not None and block.group(1).split("\n", 1)[1] == SNIPPET
+
+
+def test_merge_is_refused_for_multi_task_teachers(mt_root, tmp_path):
+    project = write_mt_project(tmp_path / "merge", mt_root)
+    assert_refused(run_kiwb("merge", project, "--method", "average", cwd=tmp_path),
+                   "kiwb merge does not merge a multi-task project's teachers",
+                   "distill them instead (kiwb train)")
+    assert not (project / "runs").exists() or not any((project / "runs").iterdir())

@@ -113,12 +113,12 @@ def bpe_tokenizer(folder: Path):
 def tiny_bert_config(labels, vocab_size: int, **extra):
     from transformers import BertConfig
 
-    extra = {"hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2} | extra
+    settings = {"hidden_dropout_prob": 0.2, "attention_probs_dropout_prob": 0.2,
+                "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 2,
+                "intermediate_size": 64, "max_position_embeddings": 64} | extra
     return BertConfig(
-        vocab_size=vocab_size, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
-        intermediate_size=64, max_position_embeddings=64,
-        id2label=dict(enumerate(labels)), label2id={name: i for i, name in enumerate(labels)},
-        **extra,
+        vocab_size=vocab_size, id2label=dict(enumerate(labels)),
+        label2id={name: i for i, name in enumerate(labels)}, **settings,
     )
 
 
@@ -134,7 +134,8 @@ def tiny_roberta_config(labels, tokenizer):
     )
 
 
-def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 6, seed: int = 0):
+def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 6, seed: int = 0,
+                     learning_rate: float = 3e-3):
     """A few quick epochs so the tiny teacher knows its labels, and knows what it does not know.
 
     Texts of other topics are trained towards the uniform distribution (outlier exposure):
@@ -145,7 +146,7 @@ def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 6
 
     torch.manual_seed(seed)
     label_ids = {name: i for i, name in enumerate(labels)}
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
     model.train()
     for _ in range(epochs):
         for start in range(0, len(rows), 16):

@@ -38,3 +38,21 @@ MULTILABEL_METHODS = ("ant", "vote", "mean", "muki-hard", "muki-soft")
 KNOWN_METHODS = tuple(dict.fromkeys((*INTEGRATION_METHODS, *MULTILABEL_METHODS)))
 TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")
 KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, "supervised")
+
+# Weight merging (`kiwb merge`, kiwb.core.merging): the backbone rules, and the defaults used
+# when the project has no labeled eval set to choose on (said in the log and the run's record).
+# Task arithmetic's 0.3 is FusionBench's and the task-arithmetic paper's usual choice; TIES's
+# λ = 1 and k = 20% are the TIES paper's.
+MERGE_METHODS = {
+    "ties": "TIES: trim each teacher's change from the base to its top-k%, elect a sign per "
+    "weight, average the changes that agree, scale by lambda",
+    "task-arithmetic": "the base plus lambda times the sum of the teachers' changes from it",
+    "average": "the plain mean of the teachers' weights (no base needed)",
+}
+DEFAULT_MERGE_METHOD = "ties"
+DEFAULT_MERGE_SCALE = {"task-arithmetic": 0.3, "ties": 1.0}
+DEFAULT_TIES_TOP_K = 20.0
+# What is tried on a labeled eval set when lambda (and for TIES, k) is not given.
+MERGE_SCALE_GRID = {"task-arithmetic": (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1.0, 1.25, 1.5),
+                    "ties": (0.4, 0.6, 0.8, 1.0, 1.2, 1.5)}
+TIES_TOP_K_GRID = (10.0, 20.0, 50.0, 100.0)

@@ -102,6 +102,9 @@ class TeacherKind(ABC):
     # pipeline and call (the usage example).
     card: Mapping[str, str] = {}
     takes_transfer: bool = False  # [integration] transfer applies (multi-label: ANT's transfer)
+    # Why `kiwb merge` refuses teachers of this kind (one line, with what to do instead), or
+    # None: their heads are one linear layer over named outputs, placed row by row.
+    merge_refusal: str | None = None
 
     # -- how the workbench shows a conflict whose record has details (kiwb.project.instances):
     # plain strings, so the description stays free of the UI.

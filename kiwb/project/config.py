@@ -35,6 +35,7 @@ from kiwb.project.config_schema import (
     TaskConfig,
     TeacherConfig,
     TrainingConfig,
+    checkpoint_folder,
     is_hub_id,
 )
 from kiwb.project.environment import require_environment
@@ -42,7 +43,7 @@ from kiwb.project.teach_report import refuse_untrained_teacher
 
 # What importers of the loading module also use from the schema and its checks.
 __all__ = ["CONFIG_NAME", "DataConfig", "DatasetConfig", "IntegrationConfig", "ProjectConfig",
-           "ScoringConfig", "TaskConfig", "TeacherConfig", "TrainingConfig", "check_routing", "is_hub_id",
+           "ScoringConfig", "TaskConfig", "TeacherConfig", "TrainingConfig", "check_routing", "checkpoint_folder", "is_hub_id",
            "load_config", "render_config", "write_new_project"]
 
 

@@ -453,5 +453,17 @@ def is_hub_id(path_str: str, root: Path) -> bool:
     return not os.path.exists(_local_path(path_str, root))
 
 
+def checkpoint_folder(config: ProjectConfig, path: str) -> Path | None:
+    """A teacher's local folder, or a hub id's cached snapshot; None when it is not here."""
+    if not is_hub_id(path, config.root):
+        return Path(config.resolve(path, allow_hub_id=False))
+    try:
+        from huggingface_hub import snapshot_download  # light: no torch, no transformers
+
+        return Path(snapshot_download(path, local_files_only=True))
+    except Exception:  # not cached, or no huggingface_hub: both mean "not here"
+        return None
+
+
 def _local_path(path_str: str, root: Path) -> str:
     return os.path.normpath(os.path.join(root, os.path.expanduser(path_str)))

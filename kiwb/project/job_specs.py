@@ -16,8 +16,10 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kiwb.core.choices import (
+    DEFAULT_MERGE_METHOD,
     DEFAULT_ROUTING,
     INTEGRATION_METHODS,
+    MERGE_METHODS,
     MULTILABEL_METHODS,
     ROUTINGS,
     TRAINING_METHODS,
@@ -226,6 +228,9 @@ class TrainSpec(_MethodOptions):
     devices: str | None = flag("--devices", "train data-parallel on several devices, one "
                                "process each (DistributedDataParallel, the same global batch): "
                                "a comma list (cuda:0,cuda:1 or cpu,cpu) or all", metavar="LIST")
+    init_from_merge: str | None = flag("--init-from-merge", "start the student from the weights "
+                                       "of a merge run (kiwb merge) instead of [training] "
+                                       "student", metavar="RUN")
     resume: bool = flag("--resume", "continue the run from its last checkpoint", type=bool,
                         default=False)
 
@@ -254,11 +259,76 @@ class TrainSpec(_MethodOptions):
             value = getattr(self, name)
             return getattr(integration, name) if value is None else value
 
-        return dataclasses.replace(self, run=default_run_name(
+        name = default_run_name(
             given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
             given("labels"), given("prior_correction"), given("class_weighting"),
             given("logit_adjustment"), default_routing=default_routing,
-            transfer=bool(given("transfer"))))
+            transfer=bool(given("transfer")))
+        if self.init_from_merge:
+            name += f"-from-{self.init_from_merge}"
+        return dataclasses.replace(self, run=name)
+
+
+def _checked_range(option: str, value: float, top: float, what: str) -> None:
+    """A merge setting within (0, top], else one line saying what it is and what to give."""
+    if not 0 < value <= top:
+        raise KiwbError(f"{option} {value:g}: {what}; give a number in (0, {top:g}]")
+
+
+@dataclass(frozen=True)
+class MergeSpec(JobSpec):
+    """A union classifier made by merging the teachers' weights, without training."""
+
+    kind: ClassVar[str] = "merge"
+    run: str | None = flag("--run", "run name (default: merge-METHOD, with any lambda or k "
+                           "given)")
+    method: str = flag("--method", "; ".join(f"{name}: {text}" for name, text in
+                                             MERGE_METHODS.items())
+                       + f" (default {DEFAULT_MERGE_METHOD})", choices=tuple(MERGE_METHODS),
+                       metavar="NAME", default=DEFAULT_MERGE_METHOD)
+    scale: float | None = flag("--lambda", "task arithmetic and TIES: the scale of the summed "
+                               "(or merged) changes, in (0, 2] (default: chosen on the labeled "
+                               "eval set, else 0.3 for task arithmetic and 1 for TIES)",
+                               type=float, metavar="LAMBDA")
+    top_k: float | None = flag("--top-k", "TIES: the percentage of each teacher's changes kept, "
+                               "in (0, 100] (default: chosen on the labeled eval set, else 20)",
+                               type=float, metavar="K")
+    base: str | None = flag("--base", "task arithmetic and TIES: the checkpoint the teachers "
+                            "were fine-tuned from (default: [training] student)",
+                            type=lambda text: str(Path(text).resolve()) if Path(text).exists()
+                            else text)
+    device: str | None = flag("--device", f"where candidates are evaluated ({DEVICE_FORMS}; "
+                              "default: [training] device)")
+    force: bool = flag("--force", "replace an existing run of this name", type=bool,
+                       default=False)
+
+    def __post_init__(self):
+        if self.method not in MERGE_METHODS:
+            raise KiwbError(f"merge method {self.method!r}: choose one of "
+                            f"{', '.join(MERGE_METHODS)}")
+        if self.scale is not None:
+            _checked_range("--lambda", self.scale, 2, "lambda scales the teachers' changes from "
+                           "the base (0.3 or 1 are usual)")
+        if self.top_k is not None:
+            _checked_range("--top-k", self.top_k, 100, "k is the percentage of each teacher's "
+                           "changes TIES keeps (20 is usual)")
+        if self.method == "average" and (self.scale is not None or self.base is not None):
+            raise KiwbError("--method average takes neither --lambda nor --base (it averages "
+                            "the teachers' weights); use --method task-arithmetic or ties")
+        if self.top_k is not None and self.method != "ties":
+            raise KiwbError(f"--top-k applies to --method ties, not {self.method}; leave it out")
+
+    def job_run(self) -> str:
+        return self.run or default_merge_run_name(self.method, self.scale, self.top_k)
+
+    def named(self) -> MergeSpec:
+        return self if self.run else dataclasses.replace(self, run=self.job_run())
+
+
+def default_merge_run_name(method: str, scale: float | None, top_k: float | None) -> str:
+    """merge-METHOD, with the lambda and k given on the command line (chosen ones are not)."""
+    return (f"merge-{method}" + (f"-lambda{scale:g}" if scale is not None else "")
+            + (f"-k{top_k:g}" if top_k is not None else ""))
 
 
 @dataclass(frozen=True)
@@ -335,7 +405,8 @@ class TeachSpec(JobSpec):
 
 
 JOB_SPECS: dict[str, type[JobSpec]] = {spec.kind: spec for spec in
-                                       (ScoreSpec, IntegrateSpec, TrainSpec, ExportSpec)}
+                                       (ScoreSpec, IntegrateSpec, TrainSpec, ExportSpec,
+                                        MergeSpec)}
 KINDS = tuple(JOB_SPECS)  # the kinds that run as recorded jobs (teach runs in the foreground)
 
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
 from kiwb.kinds import MULTI_TASK, common_kind, kind_named, kind_of_checkpoint
-from kiwb.project.config import ProjectConfig, is_hub_id, load_config
-from kiwb.project.job_specs import IntegrateSpec, JobSpec, TrainSpec
+from kiwb.project.config import ProjectConfig, checkpoint_folder, load_config
+from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
 
 
 def project_kind(config: ProjectConfig) -> str:
@@ -24,7 +24,7 @@ def project_kind(config: ProjectConfig) -> str:
         return MULTI_TASK.name
     kinds = {}
     for teacher in config.teachers:
-        folder = _checkpoint_folder(config, teacher.path)
+        folder = checkpoint_folder(config, teacher.path)
         try:
             model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
         except (TypeError, OSError, ValueError):  # TypeError: no folder (a hub id not here)
@@ -36,18 +36,6 @@ def project_kind(config: ProjectConfig) -> str:
         return common_kind(kinds)
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None
-
-
-def _checkpoint_folder(config: ProjectConfig, path: str) -> Path | None:
-    """A teacher's local folder, or a hub id's cached snapshot; None when it is not here."""
-    if not is_hub_id(path, config.root):
-        return Path(config.resolve(path, allow_hub_id=False))
-    try:
-        from huggingface_hub import snapshot_download  # light: no torch, no transformers
-
-        return Path(snapshot_download(path, local_files_only=True))
-    except Exception:  # not cached, or no huggingface_hub: both mean "not here"
-        return None
 
 
 def with_kind_defaults(config: ProjectConfig, kind: str | None = None) -> ProjectConfig:
@@ -80,6 +68,12 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
     teachers' kind does not take; a refused job leaves no row. A project that cannot be read
     here is left to the job, which records why."""
     spec.check()
+    if isinstance(spec, MergeSpec):
+        from kiwb.project.merge_check import check_mergeable
+
+        config = load_config(config_file)
+        check_mergeable(config, spec, project_kind(config))
+        return
     if not isinstance(spec, (IntegrateSpec, TrainSpec)):
         return
     try:
@@ -88,3 +82,7 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
     except ConfigError:
         return
     check_method(config, kind, spec.method or config.integration.method)
+    if isinstance(spec, TrainSpec) and spec.init_from_merge:
+        from kiwb.project.merge_check import check_merge_start
+
+        check_merge_start(config, spec.init_from_merge)

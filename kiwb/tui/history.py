@@ -103,7 +103,8 @@ class RunHistory:
 
     def add(self, event: TrainEvent) -> None:
         if isinstance(event, TrainStart):
-            if event.step == 0 and self.steps:  # the run was started afresh
+            if event.step == 0 and (self.steps or self.evals):  # started afresh (or a
+                # merge run replaced with --force: it has an evaluation and no steps)
                 self.steps, self.losses, self.evals, self.checks = [], [], [], []
             self.method, self.total_steps = event.method, event.total_steps
             self.funnel = event.funnel or self.funnel

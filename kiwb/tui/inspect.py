@@ -18,7 +18,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from kiwb.kinds import DEFAULT_KIND, KINDS, kind_of_checkpoint, unmatched_checkpoint
-from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, is_hub_id
+from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
+from kiwb.project.head_clash import HeadShape, head_shape
 from kiwb.project.teach_report import untrained_teacher_problem
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".gguf")
@@ -42,6 +43,7 @@ class TeacherSummary:
     size_bytes: int | None = None
     problem: str | None = None
     tasks: tuple[str, ...] = ()  # a multi-task project's: the tasks it answers (kiwb.toml)
+    head: HeadShape | None = None  # its classifier head's shape and labels (a merging warning)
 
 
 def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, int]]:
@@ -56,7 +58,7 @@ def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, in
 def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSummary:
     """Read a teacher's config.json, tokenizer_config.json and file sizes."""
     base = TeacherSummary(teacher.name, teacher.path, tasks=tuple(teacher.tasks or ()))
-    folder = _teacher_folder(config, teacher)
+    folder = checkpoint_folder(config, teacher.path)
     if folder is None:
         return replace(base, problem=f"{teacher.path} is a hub id not downloaded on this machine; "
                         "download it where there is internet and set path to the folder")
@@ -81,7 +83,9 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     if not architecture:
         problem = unmatched_checkpoint(model_config, teacher.problem_type)
     problem = problem or untrained_teacher_problem(teacher.name, folder)
-    return replace(summary, labels=labels, problem=problem, scheme=scheme)
+    head = head_shape(teacher.name, model_config,
+                      list(teacher.labels) if teacher.labels is not None else None)
+    return replace(summary, labels=labels, problem=problem, scheme=scheme, head=head)
 
 
 def _knowledge(kind, model_config: dict, teacher: TeacherConfig):
@@ -111,17 +115,6 @@ def refuse_mixed_kinds(summaries: list[TeacherSummary],
                     "integrates teachers of one kind; remove one kind")
             if summary.problem is None and summary.kind != first else summary
             for summary in summaries]
-
-
-def _teacher_folder(config: ProjectConfig, teacher: TeacherConfig) -> Path | None:
-    if not is_hub_id(teacher.path, config.root):
-        return Path(config.resolve(teacher.path, allow_hub_id=False))
-    try:
-        from huggingface_hub import snapshot_download  # light: no torch, no transformers
-
-        return Path(snapshot_download(teacher.path, local_files_only=True))
-    except Exception:  # not cached, or no huggingface_hub: both mean "not here"
-        return None
 
 
 def _labels(model_config: dict, teacher: TeacherConfig) -> tuple[tuple[str, ...], str | None]:

@@ -72,6 +72,9 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "evaluation": _evaluation_of(project_root, run, progress),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
+        **({"merge": manifest["merge"]} if manifest.get("merge") else {}),
+        **({"init_from_merge": manifest["init_from_merge"]}
+           if manifest.get("init_from_merge") else {}),
         **({"thresholds": model.config.label_thresholds}
            if getattr(model.config, "label_thresholds", None) else {}),
         # Sequence exports keep the manifest they always had; other kinds name theirs.
@@ -129,21 +132,71 @@ def model_card(manifest: dict) -> str:
     lines = [
         "---", "library_name: transformers", f"pipeline_tag: {kind.pipeline_tag}", "tags:",
         "- kiwb", "- knowledge-integration", "---", "",
-        f"# Student model from kiwb run `{manifest['run']}`", "",
-        f"{what['summary']} trained without labels by [kiwb](https://pypi.org/project/kiwb/) "
-        "(MUKI knowledge integration: Monte-Carlo-dropout uncertainty decides which teacher's "
-        f"prediction each {what['unit']} learns from).", "",
+        f"# {'Merged' if manifest.get('merge') else 'Student'} model from kiwb run "
+        f"`{manifest['run']}`", "",
+        *(_merge_summary(what, manifest["merge"]) if manifest.get("merge") else [
+            f"{what['summary']} trained without labels by [kiwb](https://pypi.org/project/kiwb/) "
+            "(MUKI knowledge integration: Monte-Carlo-dropout uncertainty decides which "
+            f"teacher's prediction each {what['unit']} learns from).", ""]),
         f"## {what['labels']}", "", ", ".join(f"`{label}`" for label in manifest["labels"]), "",
         "## Teachers", "", "| teacher | labels | content hash |", "|---|---|---|",
     ]
     for teacher in manifest.get("teachers") or []:
         lines.append(f"| {teacher['name']} | {', '.join(teacher['labels'])} | `{teacher['hash'][:16]}` |")
-    lines += ["", "## Method and settings", "",
-              f"- method: `{method.get('method')}`"
+    if manifest.get("merge"):
+        lines += ["", "## How it was made", "", *_merge_lines(manifest["merge"])]
+    else:
+        lines += _method_lines(manifest, method)
+    lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
+    lines += _funnel_lines(manifest)
+    # a kind whose model no pipeline reads whole gives its own lines (multi-task: every slice)
+    use = (what["use"].rstrip("\n").split("\n") if "use" in what else
+           ["from transformers import pipeline", "", what["pipeline"], what["call"]])
+    lines += ["", "## Use", "", "```python", *use, "```", ""]
+    return "\n".join(lines)
+
+
+def _merge_summary(what: dict, merge: dict) -> list[str]:
+    summary = what["summary"].rstrip(",")
+    return [f"{summary}, made without training by merging the teachers' weights with "
+            f"[kiwb](https://pypi.org/project/kiwb/) (`kiwb merge`, {merge['method']}): each "
+            "teacher's classifier rows sit in their labels' slots, a label several teachers "
+            "have gets the mean of their rows.", ""]
+
+
+def _merge_lines(merge: dict) -> list[str]:
+    """The merge's rule and settings, how they were chosen, and its base."""
+    chosen = {"eval": "chosen on the labeled eval set among "
+                      f"{len(merge.get('tried') or [])} settings",
+              "default": "kiwb's defaults (no labeled eval set to choose on)",
+              "given": "as given"}[merge["chosen_on"]]
+    settings = ", ".join(f"{name} = {merge[key]:g}" for name, key in
+                         (("lambda", "lambda"), ("k", "top_k")) if merge.get(key) is not None)
+    lines = [f"- rule: `{merge['method']}`" + (f" ({settings}; {chosen})" if settings else ""),
+             f"- base (the origin of the teachers' changes): `{merge.get('base')}`"
+             if merge.get("base") else "- base: none (a plain average of the teachers)"]
+    if merge.get("averaged_not_in_base"):
+        lines.append(f"- tensors the base lacks, averaged: {len(merge['averaged_not_in_base'])}")
+    return lines
+
+
+def _merge_start(start: dict | None) -> str:
+    """After the student base: the merge run it started from instead, if it did."""
+    if not start:
+        return ""
+    return (f", started from the weights of merge run `{start['run']}` ({start['method']}) in "
+            "place of the base with a new head")
+
+
+def _method_lines(manifest: dict, method: dict) -> list[str]:
+    """The distillation's method and settings (a trained student's card)."""
+    lines = ["", "## Method and settings", "",
+             f"- method: `{method.get('method')}`"
               + (f" (tau = {method.get('tau')})" if method.get("method") == "muki-soft" else ""),
               f"- routing: `{method.get('routing', 'confidence')}`; MC dropout: {method.get('use_mc')}; "
               f"margin re-weighting: {method.get('reweight')}",
-              f"- student base: `{manifest.get('student_base')}`",
+              f"- student base: `{manifest.get('student_base')}`"
+              + _merge_start(manifest.get("init_from_merge")),
               f"- checkpoint: `{manifest['checkpoint']}` (step {manifest['step']})"]
     for key, value in (manifest.get("training") or {}).items():
         chosen = manifest.get("learning_rate") if key == "learning_rate" and value == "auto" else None
@@ -157,13 +210,7 @@ def model_card(manifest: dict) -> str:
         lines.append("- decision thresholds (tuned per label on the labeled eval set, in "
                      "config.json as label_thresholds): "
                      + ", ".join(f"{label} {value:g}" for label, value in thresholds.items()))
-    lines += ["", "## Evaluation", "", *_evaluation_lines(manifest)]
-    lines += _funnel_lines(manifest)
-    # a kind whose model no pipeline reads whole gives its own lines (multi-task: every slice)
-    use = (what["use"].rstrip("\n").split("\n") if "use" in what else
-           ["from transformers import pipeline", "", what["pipeline"], what["call"]])
-    lines += ["", "## Use", "", "```python", *use, "```", ""]
-    return "\n".join(lines)
+    return lines
 
 
 def student_recall(metrics: dict) -> dict | None:

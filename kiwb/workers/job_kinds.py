@@ -96,7 +96,8 @@ def train(session: JobSession) -> Outcome:
         config.training, **spec.overrides("student", "epochs", "min_steps", "device",
                                          "feature_weight")))
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
-    request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume)
+    request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume,
+                           init_from_merge=spec.init_from_merge)
     devices = spec.device_list()
     if launched_rank() is not None or (devices and (devices == ["all"] or len(devices) > 1)):
         from kiwb.workers.train_ranks import train_on_ranks
@@ -132,4 +133,12 @@ def export(session: JobSession) -> Outcome:
     return Outcome(data={"destination": str(destination)})
 
 
-WORK = {"score": score, "integrate": integrate, "train": train, "export": export}
+def merge(session: JobSession) -> Outcome:
+    quiet_libraries()
+    from kiwb.workers.merge_job import run_merge
+
+    return run_merge(session)
+
+
+WORK = {"score": score, "integrate": integrate, "train": train, "export": export,
+        "merge": merge}

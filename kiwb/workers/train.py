@@ -67,6 +67,7 @@ class TrainRequest:
     run: str
     settings: IntegrationSettings
     resume: bool = False
+    init_from_merge: str | None = None  # a merge run whose weights the student starts from
 
 
 def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
@@ -77,7 +78,12 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     tasks = plan_scoring(config, store)
     check_method(config, tasks[0].teacher.kind, request.settings.method,
                  request.settings.transfer)
-    return run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
+    data = run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
+    if request.init_from_merge:
+        from kiwb.workers.merge_start import start_from_merge
+
+        start_from_merge(config, request.init_from_merge, data)
+    return data
 
 
 def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
@@ -222,8 +228,7 @@ class Trainer:
             ckpt.reconcile_best(self.run_dir)
             self._load(existing[-1])
         else:
-            self.model, self.tokenizer = self.data.student.load_base(
-                self.config.resolve(self.training.student), self.data.labels)
+            self.model, self.tokenizer = self.initial_model()
             self.step, self.best = 0, None
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
         if not existing:  # the rate "auto" chose is recorded for the model card
@@ -268,6 +273,21 @@ class Trainer:
         if self.ranks is not None:  # the others build the same model, then take these weights
             self.ranks.send_plan(self, self._state if existing else None)
             self.train_model = self.ranks.wrap(self.model)
+
+    def initial_model(self):
+        """The student before its first step, and its tokenizer: the base with a new union
+        head, or the merged model a run starts from (--init-from-merge)."""
+        if self.data.init_from is not None:
+            from transformers import AutoTokenizer
+
+            start = self.data.manifest["init_from_merge"]
+            console.print(f"Starting from the weights of merge run {start['run']} "
+                          f"({start['method']}), not from the base", highlight=False,
+                          markup=False)
+            return (self.data.student.load_checkpoint(self.data.init_from),
+                    AutoTokenizer.from_pretrained(self.data.init_from))
+        return self.data.student.load_base(self.config.resolve(self.training.student),
+                                           self.data.labels)
 
     def _mixed_precision(self) -> str:
         wanted = self.training.mixed_precision

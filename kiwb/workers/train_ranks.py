@@ -193,8 +193,7 @@ def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: Train
     trainer = Trainer(config, None, plan.request, plan.data, device, ranks=ranks)
     rank = ranks.setup.rank
     torch.manual_seed(trainer.training.seed + rank)  # each rank its own dropout masks
-    trainer.model, trainer.tokenizer = plan.data.student.load_base(
-        config.resolve(trainer.training.student), plan.data.labels)
+    trainer.model, trainer.tokenizer = trainer.initial_model()
     trainer.step, trainer.best = plan.step, None
     trainer.learning_rate, trainer.autocast_dtype = plan.learning_rate, plan.autocast_dtype
     trainer.model.to(device)

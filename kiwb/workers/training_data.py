@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -31,3 +32,5 @@ class TrainingData:
     # What depends on the kind of student (kiwb.workers.student.SequenceStudent, or the token
     # kind's): its head, its rows, its loss's inputs and its metrics.
     student: Any = field(default_factory=SequenceStudent)
+    # The checkpoint the student starts from in place of its base (a merge run's), or None.
+    init_from: Path | None = None

@@ -40,6 +40,9 @@ class MultiTaskKind(TeacherKind):
     # "mean" is VENUS' consensus: the teachers' logits (multi-label: probabilities) averaged.
     methods = ("muki-hard", "muki-soft", "mean")
     default_routing = "rank"  # a single-label task's; multi-label tasks compare per label
+    merge_refusal = ("kiwb merge does not merge a multi-task project's teachers: each answers "
+                     "its own tasks through its own head, and no head layout is shared to merge "
+                     "row by row; distill them instead (kiwb train)")
     card = {
         "summary": "A multi-task text classifier: one output slice per task (its task_heads in "
                    "config.json), learnt from teachers that each answer some of the tasks,",

@@ -172,10 +172,15 @@ def funnel_table(run: RunHistory) -> RichTable | None:
     return plots.rows_table(run.funnel.rows(recall), left=("class", "owner", "lost at"))
 
 
+def is_merge(run: RunHistory) -> bool:
+    """A run `kiwb merge` made: merged weights, evaluated like a trained student."""
+    return (run.method or "").startswith("merge-")
+
+
 def run_cells(run: RunHistory) -> tuple:
     latest, best = run.latest_eval, run.best_eval
     share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
-    state: str | Text = run.state + share
+    state: str | Text = ("merged" if is_merge(run) and run.state == "done" else run.state) + share
     check = shown_check(run)
     if check is not None:  # the mark: see the run's detail for why
         state = Text.assemble(state, (check.mark, "bold yellow"))
@@ -286,6 +291,8 @@ def _curves(run: RunHistory):
         if run.losses:
             text.append(f"loss {run.losses[0]:.3f} → {run.losses[-1]:.3f}".ljust(label_width))
             text.append_text(plots.sparkline(run.losses, line_width, style=styles.alt))
+        elif is_merge(run):
+            text.append("a weight merge of the teachers (kiwb merge): no training steps", "dim")
         else:
             text.append("loss: no steps logged yet", "dim")
         text.append("\n")

@@ -10,10 +10,22 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
-from kiwb.core.choices import INTEGRATION_METHODS, ROUTINGS, TRAINING_METHODS
+from kiwb.core.choices import (
+    DEFAULT_MERGE_METHOD,
+    INTEGRATION_METHODS,
+    MERGE_METHODS,
+    ROUTINGS,
+    TRAINING_METHODS,
+)
 from kiwb.errors import ConfigError
 from kiwb.project.config import ProjectConfig, check_routing
-from kiwb.project.job_specs import IntegrateSpec, ScoreSpec, TrainSpec, default_run_name
+from kiwb.project.job_specs import (
+    IntegrateSpec,
+    MergeSpec,
+    ScoreSpec,
+    TrainSpec,
+    default_run_name,
+)
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
@@ -29,7 +41,8 @@ from kiwb.tui.widgets import Table, show, sync_rows
 NEXT_STEP = {"score": "press i to integrate, then look at Uncertainty (4) and Conflicts (6)",
              "integrate": "see Uncertainty (4) and Conflicts (6)",
              "train": "see Accuracy (5); export it from Export (7)",
-             "export": "see Export (7) for how to load it"}
+             "export": "see Export (7) for how to load it",
+             "merge": "see Accuracy (5) beside the students; export it from Export (7)"}
 STATUS_STYLE = {"running": "bold", "queued": "dim", "cancelling": "yellow", "finished": "green",
                 "failed": "bold red", "lost": "red", "cancelled": "yellow", "stalled": "bold yellow"}
 
@@ -46,6 +59,7 @@ class JobsPane(Pane):
         Binding("s", "score", "Score"),
         Binding("i", "integrate", "Integrate"),
         Binding("t", "train", "Train"),
+        Binding("m", "merge", "Merge weights"),
         Binding("c", "cancel", "Cancel job"),
     ]
 
@@ -216,6 +230,33 @@ class JobsPane(Pane):
                 resume=values["resume"]))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
+
+    def action_merge(self) -> None:
+        config = self.require_config()
+        if config is None:
+            return
+        fields = [
+            Field("method", "rule", DEFAULT_MERGE_METHOD, choices=tuple(MERGE_METHODS)),
+            Field("scale", "lambda", "", placeholder="(0, 2]; empty: chosen on the eval set"),
+            Field("top_k", "k (TIES, %)", "", placeholder="(0, 100]; empty: chosen on the eval set"),
+            Field("base", "base", "", placeholder="empty: [training] student"),
+            Field("run", "run name", "", placeholder="default: merge-RULE"),
+            Field("force", "replace", False, "replace a run of that name", flag=True),
+        ]
+        root = self.root
+
+        def start(values: dict) -> int:
+            scale = _number(values["scale"], "lambda") if values["scale"].strip() else None
+            top_k = _number(values["top_k"], "k") if values["top_k"].strip() else None
+            base = values["base"] and config_edit.typed_path(config, values["base"])
+            return launcher.launch(root, MergeSpec(
+                run=values["run"] or None, method=values["method"], scale=scale, top_k=top_k,
+                base=base or None, force=values["force"]).named())
+
+        self.app.push_screen(FormScreen(
+            "Merge the teachers' weights (no training)", fields, start,
+            note="Teachers fine-tuned from one base; each label's head row keeps its slot. The "
+                 "merge shows in Accuracy (5) beside the students."), self._launched)
 
     def action_integrate(self) -> None:
         config = self.require_config()

@@ -11,13 +11,14 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from kiwb.kinds import KINDS
+from kiwb.project.head_clash import head_clashes
 from kiwb.tui import config_edit
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
 from kiwb.tui.messages import ActionDone, ConfigLoaded
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.forms import Field, FormScreen
-from kiwb.tui.widgets import Table
+from kiwb.tui.widgets import Table, show
 
 
 class TeachersPane(Pane):
@@ -40,6 +41,7 @@ class TeachersPane(Pane):
         table.add_columns("teacher", "labels", "architecture", "tokenizer", "size", "status")
         yield table
         yield Static("", id="union")
+        yield Static("", id="head-clash", classes="note")
         yield Static("", id="teacher-detail")
         yield Static("", id="teachers-hint", classes="note")
 
@@ -80,6 +82,9 @@ class TeachersPane(Pane):
         if summaries:
             table.move_cursor(row=min(row, len(summaries) - 1))
         usable = [s for s in summaries if s.problem is None]
+        clashes = head_clashes([s.head for s in usable if s.head is not None])
+        show(self.query_one("#head-clash", Static),
+             Text("\n".join(f"⚠ {line}" for line in clashes), "yellow") if clashes else "")
         if self.config is not None and self.config.tasks:
             self.query_one("#union", Static).update(task_lines(self.config, usable))
             self._show_detail()

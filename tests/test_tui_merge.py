@@ -1,0 +1,61 @@
+"""The workbench on teachers fine-tuned from one base: the Teachers pane warns that their heads
+have one shape and other labels, the Jobs pane's merge form starts a real `kiwb merge` job, and
+its run shows in the Accuracy pane beside the trained runs, marked merged."""
+
+from __future__ import annotations
+
+import pytest
+from cli_helpers import run_kiwb
+from test_merge_cli import _project, family  # noqa: F401  (family: a fixture)
+from textual.widgets import DataTable
+from tui_support import cells, run_async, text_of, wait_for, workbench
+
+from kiwb.tui.panes.jobs import JobsPane
+from kiwb.tui.screens.forms import FormScreen
+
+pytestmark = pytest.mark.slow
+SIZE = (120, 40)
+
+
+@pytest.fixture
+def worker_env(monkeypatch):
+    """Jobs started from the workbench inherit this process's environment: keep them offline."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
+
+
+@run_async
+async def test_merge_from_the_jobs_pane_shows_in_accuracy(family, worker_env):  # noqa: F811
+    root, folders = family
+    project = _project(root, folders, "workbench")
+    run_kiwb("merge", project, "--method", "ties", "--lambda", "1", "--top-k", "20",
+             "--foreground", cwd=root)
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("1")
+        warning = app.screen.query_one("#head-clash")
+        await wait_for(pilot, lambda: "same shape" in text_of(warning, width=116),
+                       what="the head warning")
+        assert "teachers a and b have classifier heads of the same shape (2 labels x 32)" \
+            in text_of(warning, width=116).replace("\n", " ")
+        await pilot.press("5")
+        runs = app.screen.query_one("#runs-table", DataTable)
+        await wait_for(pilot, lambda: any(row[0] == "merge-ties-lambda1-k20"
+                                          for row in cells(runs)), what="the merge run")
+        row = next(row for row in cells(runs) if row[0] == "merge-ties-lambda1-k20")
+        assert row[1] == "merged" and row[2].endswith("%")
+        await pilot.press("3")
+        pane = app.screen.query_one(JobsPane)
+        await wait_for(pilot, lambda: pane.seen_status is not None, what="the jobs")
+        await pilot.press("m")
+        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen), what="the merge form")
+        app.screen.query_one("#field-method").value = "average"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        jobs = pane.query_one("#jobs-table", DataTable)
+        await wait_for(pilot, lambda: any(row[1] == "merge merge-average"
+                                          and row[2] == "finished" for row in cells(jobs)),
+                       timeout=120, what="the merge job to finish")
+        await pilot.press("5")
+        await wait_for(pilot, lambda: any(row[0] == "merge-average" for row in cells(runs)),
+                       what="the new merge in Accuracy")
