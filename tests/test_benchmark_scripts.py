@@ -145,3 +145,26 @@ def test_teach_balance_chooses_on_dev_and_leaves_unmeasured_times_blank():
     assert "| A (rare: 46 of 946) | old | 200 | 90.0 | 70.0 | 50.0 | 90.0 | 70.0 | 50.0 | ok | – |" in lines
     assert any(line.startswith("| B (rare: 46 of 946) | loss |") and line.endswith("| 1056 s |")
                for line in lines)
+
+
+def test_merge_benchmark_picks_the_best_merge_on_dev_and_renders_curves_by_step():
+    import merge
+
+    record = {"chosen_on": "eval", "lambda": 0.8, "top_k": 20.0, "seconds": 5.0,
+              "tried": [{"accuracy": 0.55}, {"accuracy": 0.61}]}
+    plain = {"chosen_on": "given", "lambda": None, "top_k": None, "seconds": 2.0,
+             "tried": [{"accuracy": 0.58}]}
+    runs = [run for run, _, _ in merge.MERGES]
+    part = {"test": {"ensemble": 0.66, "teachers": {"A": 0.4}},
+            "merges": {run: (record if run == "merge-ties-dev" else plain) for run in runs},
+            "figures": {run: {"accuracy": 0.5, "macro_f1": 0.4}
+                        for run in [*runs, "muki-hard", "muki-hard-from-merge"]},
+            "curves": {"muki-hard": {"50": 0.6, "100": 0.7},
+                       "muki-hard-from-merge": {"50": 0.75, "100": 0.72}},
+            "work_seconds": {"score": 120.0, "train_muki-hard": 30.0}}
+    assert merge.best_merge(part) == "merge-ties-dev"
+    part["best_merge"] = "merge-ties-dev"
+    text = merge.render({"debian8": part})
+    assert "| merge: TIES, chosen on dev (lambda 0.8, k 20%) | 50.0 | 40.0 | 5 s |" in text
+    assert "| step | 50 | 100 |" in text  # numeric order, though JSON keys are text
+    assert "| MUKI-Hard from merge-ties-dev |" in text and "scoring 2.0 min" in text

@@ -78,12 +78,24 @@ def disjoint_mean(trimmed: Sequence[Mapping[str, torch.Tensor]],
     return merged
 
 
+def ties_direction(base: State, states: Sequence[State], names: Sequence[str],
+                   top_k: float) -> dict[str, torch.Tensor]:
+    """The disjoint mean of the trimmed task vectors under the elected signs: what TIES adds
+    to the base, before λ (so settings of λ share it)."""
+    trimmed = [trim(vector, top_k) for vector in task_vectors(base, states, names)]
+    return disjoint_mean(trimmed, elect_signs(trimmed))
+
+
 def ties(base: State, states: Sequence[State], names: Sequence[str], scale: float,
          top_k: float) -> dict[str, torch.Tensor]:
-    """θ_base + λ · the disjoint mean of the trimmed task vectors under the elected signs."""
-    trimmed = [trim(vector, top_k) for vector in task_vectors(base, states, names)]
-    merged = disjoint_mean(trimmed, elect_signs(trimmed))
-    return {name: base[name].float() + scale * merged[name] for name in names}
+    """θ_base + λ · ties_direction."""
+    return scaled_from(base, ties_direction(base, states, names, top_k), scale)
+
+
+def scaled_from(base: State, direction: Mapping[str, torch.Tensor],
+                scale: float) -> dict[str, torch.Tensor]:
+    """θ_base + λ · direction, over the direction's tensors."""
+    return {name: base[name].float() + scale * value for name, value in direction.items()}
 
 
 def place_rows(tensors: Sequence[torch.Tensor], outputs: Sequence[Sequence[str]],

@@ -46,6 +46,7 @@ class MergeInputs:
     # the cosine of each teacher's weights with the base's (or, for an average, the first
     # teacher's): how sure it is that they share an origin
     similarities: dict[str, float] = field(default_factory=dict)
+    ties_direction: dict = field(default_factory=dict)  # TIES's, for the last k asked
 
 
 def load_merge_inputs(teachers: list[TeacherInfo], kind: str, base: str | None,
@@ -210,8 +211,11 @@ def merged_backbone(inputs: MergeInputs, method: str, scale: float | None,
         return merging.average(inputs.states, inputs.backbone)
     if method == "task-arithmetic":
         merged = merging.task_arithmetic(inputs.base, inputs.states, names, scale)
-    else:
-        merged = merging.ties(inputs.base, inputs.states, names, scale, top_k)
+    else:  # the direction depends on k alone: the settings of lambda for one k share it
+        if top_k not in inputs.ties_direction:
+            inputs.ties_direction = {top_k: merging.ties_direction(inputs.base, inputs.states,
+                                                                   names, top_k)}
+        merged = merging.scaled_from(inputs.base, inputs.ties_direction[top_k], scale)
     merged.update(merging.average(inputs.states, inputs.not_in_base))
     return merged
 

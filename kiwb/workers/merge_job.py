@@ -106,7 +106,9 @@ def run_merge(session: JobSession) -> Outcome:
                       "--lambda/--top-k)", highlight=False, markup=False, soft_wrap=True)
     results: list[tuple[Candidate, dict | None]] = []
     headline = kind_named(kind).headline
-    with tempfile.TemporaryDirectory(prefix=".merge-", dir=_scratch_parent(paths)) as scratch, \
+    # named as a staging folder of the run, so a killed merge's is cleared by the next one
+    with tempfile.TemporaryDirectory(prefix=f".{run}.", suffix=".tmp",
+                                     dir=_scratch_parent(paths)) as scratch, \
             session.progress(f"merge {run}", total=len(tried), unit="settings") as advance:
         for candidate in tried:
             if session.should_stop():

@@ -59,7 +59,8 @@ class JobsPane(Pane):
         Binding("s", "score", "Score"),
         Binding("i", "integrate", "Integrate"),
         Binding("t", "train", "Train"),
-        Binding("m", "merge", "Merge weights"),
+        # in ? and the README; the footer keeps its width at 80 columns
+        Binding("m", "merge", "Merge weights", show=False),
         Binding("c", "cancel", "Cancel job"),
     ]
 

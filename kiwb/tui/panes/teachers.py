@@ -41,7 +41,9 @@ class TeachersPane(Pane):
         table.add_columns("teacher", "labels", "architecture", "tokenizer", "size", "status")
         yield table
         yield Static("", id="union")
-        yield Static("", id="head-clash", classes="note")
+        clash = Static("", id="head-clash", classes="note")
+        clash.display = False  # shown only when two heads clash: the layout stays as it was
+        yield clash
         yield Static("", id="teacher-detail")
         yield Static("", id="teachers-hint", classes="note")
 
@@ -83,8 +85,9 @@ class TeachersPane(Pane):
             table.move_cursor(row=min(row, len(summaries) - 1))
         usable = [s for s in summaries if s.problem is None]
         clashes = head_clashes([s.head for s in usable if s.head is not None])
-        show(self.query_one("#head-clash", Static),
-             Text("\n".join(f"⚠ {line}" for line in clashes), "yellow") if clashes else "")
+        warning = self.query_one("#head-clash", Static)
+        show(warning, Text("\n".join(f"⚠ {line}" for line in clashes), "yellow") if clashes else "")
+        warning.display = bool(clashes)
         if self.config is not None and self.config.tasks:
             self.query_one("#union", Static).update(task_lines(self.config, usable))
             self._show_detail()
