@@ -125,6 +125,13 @@ def test_a_student_starts_from_the_merge(merged):
     assert_refused(run_kiwb("train", project, "--init-from-merge", "muki-hard-from-merge-ties",
                             "--run", "other", cwd=project, check=False),
                    "is a trained run, not a merge")
+    # the merge replaced under the same name is another start: the run does not resume on it
+    run_kiwb("merge", project, "--method", "average", "--run", "merge-ties", "--force",
+             "--foreground", cwd=project)
+    resumed = run_kiwb("train", project, "--init-from-merge", "merge-ties", "--resume",
+                       "--foreground", cwd=project, check=False)
+    assert resumed.returncode == 2
+    assert "the merge run it started from changed" in resumed.stderr
 
 
 def test_bad_input_is_refused_in_one_line_and_nothing_is_written(family, teachers_dir):
@@ -179,3 +186,30 @@ def test_init_warns_of_heads_of_one_shape_with_other_labels(family, tmp_path):
                     f"b={folders['b']}", cwd=tmp_path)
     assert "Warning: teachers a and b have classifier heads of the same shape (2 labels x 32)" \
         in done.stdout
+
+
+def test_the_merged_config_keeps_no_thresholds_of_teacher_0_and_iob1_taggers_are_refused(
+        family, tmp_path):
+    """A kiwb export as teacher 0 carries label_thresholds tuned for its own labels: the merged
+    model must not inherit them; an IOB1 tagger's I- rows mean other things than BIO2's."""
+    import shutil
+
+    from kiwb.errors import TeacherError
+    from kiwb.workers.merge import load_merge_inputs, merged_backbone, merged_model
+    from kiwb.workers.teachers import TeacherInfo, inspect_teacher
+
+    _, folders = family
+    exported = tmp_path / "exported_a"
+    shutil.copytree(folders["a"], exported)
+    config = json.loads((exported / "config.json").read_text())
+    config["label_thresholds"] = {"sports": 0.3, "politics": 0.7}
+    (exported / "config.json").write_text(json.dumps(config))
+    teachers = [inspect_teacher("a", str(exported)), inspect_teacher("b", str(folders["b"]))]
+    inputs = load_merge_inputs(teachers, "sequence", None, needs_base=False)
+    model = merged_model(inputs, merged_backbone(inputs, "average", None, None))
+    assert getattr(model.config, "label_thresholds", None) is None
+    assert model.config.id2label == {0: "sports", 1: "politics", 2: "music", 3: "cooking"}
+    tagger = TeacherInfo("t", exported, ("O", "I-PER"), "BertForTokenClassification", "bert",
+                         False, "token", ("PER",), "iob1")
+    with pytest.raises(TeacherError, match="tags in the iob1 scheme"):
+        load_merge_inputs([tagger, tagger], "token", None, needs_base=False)

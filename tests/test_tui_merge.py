@@ -10,6 +10,8 @@ from test_merge_cli import _project, family  # noqa: F401  (family: a fixture)
 from textual.widgets import DataTable
 from tui_support import cells, run_async, text_of, wait_for, workbench
 
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
 from kiwb.tui.panes.jobs import JobsPane
 from kiwb.tui.screens.forms import FormScreen
 
@@ -59,3 +61,17 @@ async def test_merge_from_the_jobs_pane_shows_in_accuracy(family, worker_env):  
         await pilot.press("5")
         await wait_for(pilot, lambda: any(row[0] == "merge-average" for row in cells(runs)),
                        what="the new merge in Accuracy")
+        # the train form starts a student from a merge run: the job carries it, and its run
+        # is named after it
+        await pilot.press("3")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen), what="the train form")
+        app.screen.query_one("#field-init_from_merge").value = "merge-average"
+        await pilot.pause()
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any(row[1].startswith("train ") for row in cells(jobs)),
+                       what="the training job")
+    with Store(ProjectPaths(project).store) as store:
+        train = next(job for job in store.jobs.all() if job.kind == "train")
+    assert train.run.endswith("-from-merge-average")
+    assert train.spec.init_from_merge == "merge-average"

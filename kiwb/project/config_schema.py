@@ -465,5 +465,21 @@ def checkpoint_folder(config: ProjectConfig, path: str) -> Path | None:
         return None
 
 
+def teacher_model_configs(config: ProjectConfig) -> list[tuple[TeacherConfig, dict]]:
+    """Each teacher with its config.json, read cheaply (no model library); a teacher whose
+    config cannot be read here is left out (inspecting it says what is wrong)."""
+    import json
+
+    found = []
+    for teacher in config.teachers:
+        folder = checkpoint_folder(config, teacher.path)
+        try:
+            found.append((teacher, json.loads((folder / "config.json").read_text(
+                encoding="utf-8"))))
+        except (TypeError, OSError, ValueError):  # TypeError: no folder (a hub id not here)
+            continue
+    return found
+
+
 def _local_path(path_str: str, root: Path) -> str:
     return os.path.normpath(os.path.join(root, os.path.expanduser(path_str)))

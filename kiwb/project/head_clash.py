@@ -6,12 +6,10 @@ tensor, so row 0 of one head (say `admin`) is averaged with row 0 of the other (
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
-from kiwb.project.config import checkpoint_folder
+from kiwb.project.config import teacher_model_configs
 
 WIDTH_KEYS = ("hidden_size", "dim", "d_model", "n_embd")  # BERT-likes, DistilBERT, BART, GPT-2
 
@@ -59,15 +57,9 @@ def head_clashes(heads: Sequence[HeadShape]) -> list[str]:
 def head_clash_lines(config) -> list[str]:
     """The clashes among a project's teachers whose config.json is here (others are skipped:
     inspecting them says what is wrong)."""
-    heads = []
-    for teacher in config.teachers:
-        folder = checkpoint_folder(config, teacher.path)
-        try:
-            model_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-        except (TypeError, OSError, ValueError):
-            continue
-        heads.append(head_shape(teacher.name, model_config,
-                                list(teacher.labels) if teacher.labels is not None else None))
+    heads = [head_shape(teacher.name, model_config,
+                        list(teacher.labels) if teacher.labels is not None else None)
+             for teacher, model_config in teacher_model_configs(config)]
     return head_clashes(heads)
 
 

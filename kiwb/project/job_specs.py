@@ -264,9 +264,12 @@ class TrainSpec(_MethodOptions):
             given("labels"), given("prior_correction"), given("class_weighting"),
             given("logit_adjustment"), default_routing=default_routing,
             transfer=bool(given("transfer")))
-        if self.init_from_merge:
-            name += f"-from-{self.init_from_merge}"
-        return dataclasses.replace(self, run=name)
+        return dataclasses.replace(self, run=started_from(name, self.init_from_merge))
+
+
+def started_from(run: str, merge_run: str | None) -> str:
+    """A run's default name, with the merge run it starts from (--init-from-merge)."""
+    return f"{run}-from-{merge_run}" if merge_run else run
 
 
 def _checked_range(option: str, value: float, top: float, what: str) -> None:

@@ -8,11 +8,10 @@ base for the rules that need one. The worker checks every tensor's shape again
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from kiwb.errors import ConfigError
 from kiwb.kinds import kind_named
-from kiwb.project.config import checkpoint_folder
+from kiwb.project.config import teacher_model_configs
 from kiwb.project.paths import ProjectPaths
 
 # The config.json keys that decide a transformer encoder's tensor shapes.
@@ -37,14 +36,9 @@ def check_mergeable(config, spec, kind: str) -> None:
         raise ConfigError(f"--method {spec.method} adds the teachers' changes to the base they "
                           f"were fine-tuned from: pass --base FOLDER or set [training] student "
                           f"in {config.file}")
-    shapes = []
-    for teacher in config.teachers:
-        folder = checkpoint_folder(config, teacher.path)
-        try:
-            model_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-        except (TypeError, OSError, ValueError):
-            continue  # the job's inspection of the teachers says what is wrong with it
-        shapes.append((teacher.name, model_config))
+    # a teacher whose config.json is not here is the job's to name (it inspects every one)
+    shapes = [(teacher.name, model_config)
+              for teacher, model_config in teacher_model_configs(config)]
     for name, model_config in shapes[1:]:
         first_name, first = shapes[0]
         ours, theirs = _architecture(first), _architecture(model_config)

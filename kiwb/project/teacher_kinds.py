@@ -5,13 +5,12 @@ read it here."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
 from kiwb.kinds import MULTI_TASK, common_kind, kind_named, kind_of_checkpoint
-from kiwb.project.config import ProjectConfig, checkpoint_folder, load_config
+from kiwb.project.config import ProjectConfig, load_config, teacher_model_configs
 from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
 
 
@@ -23,12 +22,7 @@ def project_kind(config: ProjectConfig) -> str:
     if config.tasks:
         return MULTI_TASK.name
     kinds = {}
-    for teacher in config.teachers:
-        folder = checkpoint_folder(config, teacher.path)
-        try:
-            model_config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-        except (TypeError, OSError, ValueError):  # TypeError: no folder (a hub id not here)
-            continue
+    for teacher, model_config in teacher_model_configs(config):
         found = kind_of_checkpoint(model_config, teacher.problem_type)
         if found is not None:
             kinds[teacher.name] = found[0].name

@@ -107,7 +107,8 @@ class RunHistory:
                 # merge run replaced with --force: it has an evaluation and no steps)
                 self.steps, self.losses, self.evals, self.checks = [], [], [], []
             self.method, self.total_steps = event.method, event.total_steps
-            self.funnel = event.funnel or self.funnel
+            # a resumed run's start may lack the funnel; a fresh start has its own (or none)
+            self.funnel = event.funnel if event.step == 0 else event.funnel or self.funnel
             self.step, self.state = event.step, "running"
             self._drop_after(self.step)
         elif isinstance(event, TrainStep):

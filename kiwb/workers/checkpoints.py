@@ -127,6 +127,7 @@ RESUME_CHECKS = {
     "eval_data": "the labeled evaluation data was added, removed or changed",
     "student": "the student base changed",
     "training": "the training settings changed",
+    "init_from_merge": "the merge run it started from changed (or it started from the base)",
 }
 
 

@@ -69,7 +69,9 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "training": manifest.get("training"), "learning_rate": manifest.get("learning_rate"),
         "student_base": manifest.get("student"),
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
-        "evaluation": _evaluation_of(project_root, run, progress),
+        # a merge run's own figures only: a run it replaced (--force) left step-0 events too
+        "evaluation": (progress.get("evaluation") if manifest.get("merge")
+                       else _evaluation_of(project_root, run, progress)),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
         **({"merge": manifest["merge"]} if manifest.get("merge") else {}),
@@ -168,11 +170,13 @@ def _merge_lines(merge: dict) -> list[str]:
     """The merge's rule and settings, how they were chosen, and its base."""
     chosen = {"eval": "chosen on the labeled eval set among "
                       f"{len(merge.get('tried') or [])} settings",
-              "default": "kiwb's defaults (no labeled eval set to choose on)",
+              "default": "kiwb's default (no labeled eval set to choose on)",
               "given": "as given"}[merge["chosen_on"]]
-    settings = ", ".join(f"{name} = {merge[key]:g}" for name, key in
-                         (("lambda", "lambda"), ("k", "top_k")) if merge.get(key) is not None)
-    lines = [f"- rule: `{merge['method']}`" + (f" ({settings}; {chosen})" if settings else ""),
+    given = merge.get("given") or []
+    settings = "; ".join(f"{name} = {merge[key]:g}, {'as given' if key in given else chosen}"
+                         for name, key in (("lambda", "lambda"), ("k", "top_k"))
+                         if merge.get(key) is not None)
+    lines = [f"- rule: `{merge['method']}`" + (f" ({settings})" if settings else ""),
              f"- base (the origin of the teachers' changes): `{merge.get('base')}`"
              if merge.get("base") else "- base: none (a plain average of the teachers)"]
     if merge.get("averaged_not_in_base"):

@@ -110,6 +110,10 @@ def head_names(model) -> tuple[str, str | None]:
 def _check_outputs(info: TeacherInfo, union: Sequence[str]) -> None:
     """Each head row is placed by its output's name: every output must be one of the union's
     (a tagger whose tags are in another scheme is not)."""
+    if info.scheme not in (None, "bio"):  # an IOB1 I-X row also fires on entity starts
+        raise TeacherError(f"teacher {info.name!r} tags in the {info.scheme} scheme, so its head "
+                           "rows mean other things than the union's BIO2 tags of the same names; "
+                           "merge BIO2 taggers only, or distill them instead (kiwb train)")
     outside = [name for name in info.labels if name not in union]
     if outside:
         raise TeacherError(f"teacher {info.name!r}: its outputs {', '.join(outside[:4])} are not "
@@ -129,9 +133,10 @@ def _check_vocabularies(teachers: list[TeacherInfo], tokenizers: list) -> None:
 def _check_same_shapes(first: TeacherInfo, reference: dict, info: TeacherInfo, state: dict,
                        head: tuple, own_head: tuple) -> None:
     """The same tensors, of the same shapes, outside the head: else the first difference."""
-    if own_head[0] != head[0]:
+    if own_head != head:  # a bias in one head and not in the other included
         raise TeacherError(f"cannot merge teacher {info.name!r} with {first.name!r}: their "
-                           f"classifier layers differ ({own_head[0]} and {head[0]})")
+                           f"classifier layers differ ({', '.join(filter(None, own_head))} "
+                           f"and {', '.join(filter(None, head))})")
     for name, tensor in reference.items():
         if name in head:
             if name in state and state[name].shape[1:] != tensor.shape[1:]:
@@ -198,6 +203,14 @@ def _attach_base(inputs: MergeInputs, base: str | None) -> None:
                       "): those are averaged", highlight=False, markup=False, soft_wrap=True)
 
 
+def _placed(tensors: list, outputs: list, union: list[str]):
+    try:
+        return merging.place_rows(tensors, outputs, union)
+    except ValueError as error:
+        raise TeacherError(f"cannot place the teachers' head rows in the union's slots: {error}; "
+                           "distill them instead (kiwb train)") from None
+
+
 def _matrices(state: dict, names: list[str]) -> list[str]:
     """The weight matrices and embeddings among `names`: what a similarity is measured over."""
     return [name for name in names if state[name].dim() >= 2]
@@ -228,18 +241,22 @@ def merged_model(inputs: MergeInputs, backbone: dict[str, torch.Tensor]):
     model = copy.deepcopy(inputs.models[0])
     weight_name, bias_name = inputs.head
     outputs = [info.labels for info in inputs.teachers]
-    weight = merging.place_rows([state[weight_name] for state in inputs.states], outputs,
-                                inputs.union)
+    weight = _placed([state[weight_name] for state in inputs.states], outputs, inputs.union)
     layer_name = weight_name.rsplit(".", 1)[0]
     layer = torch.nn.Linear(weight.shape[1], len(inputs.union), bias=bias_name is not None)
     model.set_submodule(layer_name, layer)
     state = {**inputs.states[0], **backbone, weight_name: weight}
     if bias_name is not None:
-        state[bias_name] = merging.place_rows([state_[bias_name] for state_ in inputs.states],
-                                              outputs, inputs.union)
+        state[bias_name] = _placed([state_[bias_name] for state_ in inputs.states], outputs,
+                                   inputs.union)
     model.load_state_dict(state, strict=True)
     union = list(inputs.union)
-    model.config.num_labels = len(union)
-    model.config.id2label = dict(enumerate(union))
-    model.config.label2id = {label: index for index, label in enumerate(union)}
+    config = model.config
+    config.num_labels = len(union)  # (resets id2label, set next)
+    config.id2label = dict(enumerate(union))
+    config.label2id = {label: index for index, label in enumerate(union)}
+    # the kind's head, whatever teacher 0's config.json said (kiwb.toml may have named it)
+    config.problem_type = kind_named(inputs.teachers[0].kind).problem_type or config.problem_type
+    if getattr(config, "label_thresholds", None) is not None:
+        del config.label_thresholds  # tuned for teacher 0's labels (a kiwb export's), not these
     return model.eval()

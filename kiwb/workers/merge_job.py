@@ -64,6 +64,12 @@ def candidates(spec: MergeSpec, labeled: bool) -> tuple[list[Candidate], str]:
     return [Candidate(scale, top_k) for top_k in top_ks for scale in scales], "eval"
 
 
+def given_settings(spec: MergeSpec) -> list[str]:
+    """The settings of the rule given on the command line (or the form): lambda, top_k."""
+    return [name for name, value in (("lambda", spec.scale), ("top_k", spec.top_k))
+            if value is not None]
+
+
 def run_merge(session: JobSession) -> Outcome:
     from kiwb.workers.merge import load_merge_inputs, merged_backbone, merged_model
     from kiwb.workers.project_inputs import inspect_teachers, load_dataset_role
@@ -101,9 +107,11 @@ def run_merge(session: JobSession) -> Outcome:
                      if chosen_on == "eval" else ""), highlight=False, markup=False,
                   soft_wrap=True)
     if chosen_on == "default":
-        console.print("No labeled eval set to choose on: using the default "
-                      f"{tried[0].text()} (set [data.eval] with gold labels, or pass "
-                      "--lambda/--top-k)", highlight=False, markup=False, soft_wrap=True)
+        defaulted = Candidate(*(None if name in given_settings(spec) else value for name, value
+                                in (("lambda", tried[0].scale), ("top_k", tried[0].top_k))))
+        console.print(f"No labeled eval set to choose on: using the default {defaulted.text()} "
+                      "(set [data.eval] with gold labels, or pass --lambda/--top-k)",
+                      highlight=False, markup=False, soft_wrap=True)
     results: list[tuple[Candidate, dict | None]] = []
     headline = kind_named(kind).headline
     # named as a staging folder of the run, so a killed merge's is cleared by the next one
@@ -112,7 +120,8 @@ def run_merge(session: JobSession) -> Outcome:
             session.progress(f"merge {run}", total=len(tried), unit="settings") as advance:
         for candidate in tried:
             if session.should_stop():
-                raise KiwbError("cancelled before a setting was chosen; nothing was written")
+                raise InterruptedError("cancelled before a setting was chosen; nothing was "
+                                       "written")
             model = merged_model(inputs, merged_backbone(inputs, spec.method, candidate.scale,
                                                          candidate.top_k))
             metrics = None
@@ -163,7 +172,8 @@ def merge_record(spec: MergeSpec, inputs, best: Candidate, chosen_on: str,
     """How the merged model was made, for its run's manifest, its model card and the job."""
     return {
         "method": spec.method, "lambda": best.scale, "top_k": best.top_k,
-        "chosen_on": chosen_on, "base": inputs.base_name,
+        # how the settings not given were chosen: "eval", "default", or "given" (none left)
+        "chosen_on": chosen_on, "given": given_settings(spec), "base": inputs.base_name,
         "averaged_not_in_base": inputs.not_in_base,
         "similarities": {name: round(value, 4) for name, value in inputs.similarities.items()},
         "tried": [{"lambda": candidate.scale, "top_k": candidate.top_k,

@@ -24,9 +24,11 @@ def start_from_merge(config, run: str, data) -> None:
         raise KiwbError(f"merge run {run!r} predicts {', '.join(manifest.get('labels') or [])}, "
                         f"not this project's union labels ({', '.join(data.labels)}); merge the "
                         f"project's teachers again: kiwb merge {config.root} --force --run {run}")
+    from kiwb.project.fingerprint import checkpoint_hash
+
     merge = manifest["merge"]
     data.init_from = folder
     data.manifest["init_from_merge"] = {
         "run": run, "checkpoint": folder.name, "method": merge.get("method"),
         "lambda": merge.get("lambda"), "top_k": merge.get("top_k"),
-        "teachers": [teacher.get("hash") for teacher in manifest.get("teachers") or []]}
+        "weights": checkpoint_hash(folder)}  # a merge replaced with --force is another start

@@ -25,6 +25,7 @@ from kiwb.project.job_specs import (
     ScoreSpec,
     TrainSpec,
     default_run_name,
+    started_from,
 )
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
@@ -197,6 +198,8 @@ class JobsPane(Pane):
             Field("epochs", "epochs", str(training.epochs)),
             Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
+            Field("init_from_merge", "start from", "",
+                  placeholder="optional: a merge run (m) in place of the base"),
             Field("device", "device", training.device),
             Field("devices", "several devices", "",
                   placeholder="optional: cuda:0,cuda:1 or all (data-parallel)"),
@@ -211,11 +214,12 @@ class JobsPane(Pane):
             method, routing = values["method"], values["routing"]
             if method != "supervised":  # supervised training routes nothing
                 check_routing(config, routing, labels=values["labels"])
-            run = values["run"] or default_run_name(
+            start_from = values["init_from_merge"].strip() or None
+            run = values["run"] or started_from(default_run_name(
                 method, tau, values["reweight"], values["use_mc"], routing, values["labels"],
                 integration.prior_correction, integration.class_weighting,
                 integration.logit_adjustment,
-                default_routing=default_routing(config))
+                default_routing=default_routing(config)), start_from)
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
@@ -228,7 +232,7 @@ class JobsPane(Pane):
                 student=student or None, epochs=epochs,
                 min_steps=min_steps if min_steps != training.min_steps else None,
                 device=values["device"] or None, devices=_devices(values["devices"]),
-                resume=values["resume"]))
+                init_from_merge=start_from, resume=values["resume"]))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
