@@ -36,6 +36,29 @@ def test_a_ranks_device_is_its_own_then_its_local_entry_then_the_project_setting
     assert rank_device_name(setup, ["cuda:2", "cuda:5"], "auto") == "cuda:7"
 
 
+def test_devices_all_under_torchrun_is_each_machines_gpus_read_by_every_rank(monkeypatch):
+    """Issue 30, point 2: each torchrun rank expands `all` before taking its local entry (on
+    this CPU machine the two GPUs are the CUDA runtime's answers, patched)."""
+    monkeypatch.delenv("KIWB_RANK_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    for local_rank in (0, 1):
+        setup = RankSetup(rank=local_rank + 2, world_size=4, local_rank=local_rank,
+                          spawned=False)
+        assert rank_device_name(setup, ["all"], "auto") == f"cuda:{local_rank}"
+
+
+def test_a_local_rank_beyond_the_machines_gpus_is_refused_not_doubled_up(monkeypatch):
+    """Issue 30, point 3: local rank 2 on a two-GPU machine once took cuda:0 (a modulo)."""
+    monkeypatch.delenv("KIWB_RANK_DEVICE", raising=False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    setup = RankSetup(rank=2, world_size=3, local_rank=2, spawned=False)
+    assert rank_device_name(RankSetup(1, 3, 1, False), None, "auto") == "cuda:1"
+    with pytest.raises(KiwbError, match="local rank 2, but this machine has 2 GPU"):
+        rank_device_name(setup, None, "auto")
+
+
 def test_ranks_on_two_kinds_of_device_are_refused():
     refuse_mixed_devices(["cuda:0", "cuda:1", "cuda"])
     refuse_mixed_devices(["cpu", "cpu"])

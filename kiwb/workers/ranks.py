@@ -106,6 +106,8 @@ def rank_device_name(setup: RankSetup, devices: list[str] | None, configured: st
     if os.environ.get(DEVICE_ENV):
         return os.environ[DEVICE_ENV]
     if devices:
+        # under torchrun every rank reads --devices itself: `all` means every GPU of its machine
+        devices = expand_devices(devices)
         if setup.local_rank >= len(devices):
             from kiwb.errors import KiwbError
 
@@ -116,7 +118,14 @@ def rank_device_name(setup: RankSetup, devices: list[str] | None, configured: st
         import torch
 
         if torch.cuda.is_available():
-            return f"cuda:{setup.local_rank % torch.cuda.device_count()}"
+            count = torch.cuda.device_count()
+            if setup.local_rank >= count:  # a modulo would put two ranks on one GPU
+                from kiwb.errors import KiwbError
+
+                raise KiwbError(f"rank {setup.rank} is local rank {setup.local_rank}, but this "
+                                f"machine has {count} GPU(s): start one process per GPU "
+                                f"(torchrun --nproc-per-node {count})")
+            return f"cuda:{setup.local_rank}"
     return configured
 
 
@@ -241,8 +250,8 @@ def start_ranks(session, devices: list[str] | None, module: str
     from kiwb.workers.runtime import resolve_device
 
     setup = launched_rank()
-    if setup is not None:
-        return setup, [], devices
+    if setup is not None:  # torchrun's ranks: `all` is each machine's GPUs, as each rank reads it
+        return setup, [], expand_devices(devices) if devices else devices
     devices = expand_devices(devices or [])
     for name in devices:  # a bad name is refused before any rank starts
         resolve_device(name)
