@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from cli_helpers import run_kiwb
 from test_merge_cli import _project, family  # noqa: F401  (family: a fixture)
+from test_tui_real import worker_env  # noqa: F401  (jobs started here stay offline)
 from textual.widgets import DataTable
 from tui_support import cells, run_async, text_of, wait_for, workbench
 
@@ -17,13 +18,6 @@ from kiwb.tui.screens.forms import FormScreen
 
 pytestmark = pytest.mark.slow
 SIZE = (120, 40)
-
-
-@pytest.fixture
-def worker_env(monkeypatch):
-    """Jobs started from the workbench inherit this process's environment: keep them offline."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")
 
 
 @run_async
