@@ -10,7 +10,10 @@ On the quick demo project (built here, tiny real models) it checks, and prints a
   2. train, evaluate, export and predict under each [training] mixed_precision;
   3. a real out-of-memory recovery (a batch far too large), with the retry count;
   4. a student base saved in float16, trained under fp16 loss scaling;
-  5. cuda:1 when a second GPU exists (nothing allocated on cuda:0).
+  5. cuda:1 when a second GPU exists (nothing allocated on cuda:0);
+  6. several ranks (issue 30): two torchrun ranks put on one GPU on purpose are refused by
+     its UUID; this GPU's native bfloat16 and its score-set drawing key; with two GPUs, a
+     two-rank NCCL training run, and a rank killed mid-run ending the job lost in a minute.
 Exits 1 when a check fails; writes benchmarks/out/gpu_check.json.
 """
 
@@ -196,6 +199,63 @@ def second_gpu(root: Path, results: dict) -> None:
     results["cuda1"] = True
 
 
+def ranks(root: Path, out: Path, results: dict) -> None:
+    import os
+    import signal
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+    from kiwb.workers.runtime import native_bf16
+    from kiwb.workers.score import drawing_key
+
+    print("6. several ranks", flush=True)
+    device = torch.device("cuda:0")
+    results["ranks"] = {"native_bf16": native_bf16(device),
+                        "drawing": drawing_key(device, "bfloat16")}
+    print(f"     native bfloat16: {native_bf16(device)}; drawing {drawing_key(device, 'bfloat16')}")
+    project = out / "ranks"
+    shutil.rmtree(project, ignore_errors=True)
+    shutil.copytree(root, project, ignore=shutil.ignore_patterns("runs", "exports"))
+    started = time.perf_counter()
+    both_on_one = subprocess.run(  # every rank told cuda:0, as a per-rank env would do
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         "-m", "kiwb", "--", "train", str(project), "--run", "one-gpu"],
+        env={**os.environ, "KIWB_RANK_DEVICE": "cuda:0"}, capture_output=True, text=True,
+        timeout=300)
+    said = both_on_one.stdout + both_on_one.stderr
+    check(both_on_one.returncode != 0 and "ranks 0 and 1 are on one GPU" in said,
+          f"two ranks on one GPU refused in {time.perf_counter() - started:.0f}s")
+    results["ranks"]["one_gpu_refusal"] = [line for line in said.splitlines()
+                                           if "on one GPU" in line][:1]
+    if torch.cuda.device_count() < 2:
+        print("     two-GPU checks skipped: one GPU", flush=True)
+        return
+    started = time.perf_counter()
+    trained = kiwb("train", project, "--run", "two", "--devices", "cuda:0,cuda:1")
+    check(trained.returncode == 0, f"two ranks trained on NCCL in {time.perf_counter() - started:.0f}s")
+    kiwb("train", project, "--run", "victim", "--epochs", "50", "--devices", "cuda:0,cuda:1",
+         "--detach")
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+    rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and not (rank_log.exists() and "steps" in rank_log.read_text()):
+        time.sleep(0.5)
+    pid = int(re.search(r"pid (\d+)", rank_log.read_text()).group(1))
+    os.kill(pid, signal.SIGKILL)
+    killed = time.monotonic()
+    while time.monotonic() - killed < 120:
+        with Store(ProjectPaths(project).store) as store:
+            state = store.jobs.get(job.id)
+        if not state.live:
+            break
+        time.sleep(0.5)
+    seconds = time.monotonic() - killed
+    check(state.status == "lost" and seconds < 60,
+          f"a killed rank ended the NCCL job {state.status} in {seconds:.0f}s")
+    results["ranks"]["killed_rank_s"] = round(seconds, 1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cuda")
@@ -215,6 +275,7 @@ def main() -> None:
     half_saved_base(root, out, device, results)
     if device.type == "cuda":
         second_gpu(root, results)
+        ranks(root, out, results)
     results["failures"], results["seconds"] = FAILURES, round(time.perf_counter() - started, 1)
     (HERE / "out" / "gpu_check.json").write_text(json.dumps(results, indent=2))
     print(f"{len(FAILURES)} failure(s) in {results['seconds']:.0f}s; figures in benchmarks/out/gpu_check.json")

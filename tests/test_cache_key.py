@@ -3,6 +3,7 @@ change the draws, never where the files live or which process scores them."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -88,19 +89,25 @@ def test_a_score_key_changes_exactly_when_what_is_scored_changes(change, tmp_pat
     assert changed == REKEYS[change]
 
 
+H100 = "NVIDIA H100 80GB HBM3"
+
+
 @pytest.mark.parametrize(("device", "dtype", "drawing"), [
     ("cpu", "float32", {"dtype": "float32"}),   # the key CPU scores always had
     ("cpu", "bfloat16", {"dtype": "float32"}),  # no autocast off CUDA: float32 numbers
-    ("cuda", "float32", {"dtype": "float32", "device_type": "cuda"}),  # Philox draws, not numpy's
-    ("cuda:1", "float16", {"dtype": "float16", "device_type": "cuda"}),  # which GPU does not matter
-    ("cuda", "bfloat16", {"dtype": "bfloat16", "device_type": "cuda"}),
+    # Philox draws, not numpy's, laid out by the GPU model's launch grid
+    ("cuda", "float32", {"dtype": "float32", "device_type": "cuda", "gpu": H100}),
+    ("cuda:1", "float16", {"dtype": "float16", "device_type": "cuda", "gpu": H100}),  # not its index
+    ("cuda", "bfloat16", {"dtype": "bfloat16", "device_type": "cuda", "gpu": H100}),
     ("mps", "float16", {"dtype": "float32", "device_type": "mps"}),
 ])
-def test_scores_drawn_or_rounded_differently_are_keyed_apart(device, dtype, drawing):
+def test_scores_drawn_or_rounded_differently_are_keyed_apart(device, dtype, drawing, monkeypatch):
     import torch
 
     from kiwb.workers.score import drawing_key
 
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: H100)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda *args: (9, 0))
     assert drawing_key(torch.device(device), dtype) == drawing
 
 
@@ -150,3 +157,97 @@ def test_the_score_key_of_auto_is_the_key_of_the_strategy_it_runs(device, same_a
         keys[strategy] = _keys(project)
         _set_scoring(project, f'seed = 0\nstrategy = "{strategy}"\n', "seed = 0\n")
     assert keys["auto"] == keys[same_as] and keys["auto"] != keys[not_as]
+
+
+def test_cuda_draws_are_keyed_by_the_gpu_model_and_cpu_keys_stay_as_they_were(monkeypatch):
+    import torch
+
+    from kiwb.workers.score import drawing_key
+
+    def drawn_on(name: str) -> dict:
+        monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: name)
+        return drawing_key(torch.device("cuda:0"), "float32")
+
+    # Byte for byte the key kiwb always made, so no CPU score set is drawn again.
+    assert json.dumps(drawing_key(torch.device("cpu"), "float32"), sort_keys=True) == '{"dtype": "float32"}'
+    assert drawn_on("NVIDIA A100-SXM4-80GB") == {"dtype": "float32", "device_type": "cuda",
+                                                 "gpu": "NVIDIA A100-SXM4-80GB"}
+    assert drawn_on("NVIDIA A100-SXM4-80GB") != drawn_on(H100)
+
+
+def _gpu_machine(monkeypatch, name: str | None) -> None:
+    """Make this machine answer as one with a GPU called `name`, or with none."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: name is not None)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: int(name is not None))
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda *args: name)
+
+
+def _score_all(store: Store, tasks, left: tuple[int, int] | None = None) -> None:
+    """Register the tasks and record each shard done (but the (task, shard) `left`), as a
+    score job does once a shard's file is written."""
+    from kiwb.workers.score import register_tasks
+
+    register_tasks(store, tasks)
+    for number, task in enumerate(tasks):
+        for shard in range(task.num_shards):
+            if (number, shard) != left:
+                assert store.claim_shard(task.key, shard, "test")
+                store.finish_shard(task.key, shard, rows=len(task.shard_rows(shard)), seconds=0.0)
+
+
+def _project_on(device: str, tmp_path: Path, teachers_dir: Path) -> Path:
+    write_jsonl(tmp_path / "texts.jsonl", [{"text": text} for text in TEXTS])
+    return write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"},
+                         tmp_path / "texts.jsonl", scoring=SCORING.replace('"cpu"', f'"{device}"'))
+
+
+@pytest.mark.parametrize("reader", [None, "NVIDIA A100-SXM4-80GB"])
+def test_scores_drawn_on_one_gpu_model_are_read_on_a_machine_with_another_or_none(
+        reader, monkeypatch, tmp_path, teachers_dir):
+    """Readers cannot list GPU models: they find the H100's score sets by the drawing the
+    store recorded with them."""
+    import torch
+
+    config = load_config(_project_on("auto", tmp_path, teachers_dir))
+    with Store(config.root / "store.sqlite") as store:
+        _gpu_machine(monkeypatch, H100)
+        drawn = plan_scoring(config, store, torch.device("cuda:0"))
+        _score_all(store, drawn)
+        assert store.score_drawings() == [{"dtype": "float32", "device_type": "cuda", "gpu": H100}]
+        _gpu_machine(monkeypatch, reader)
+        assert [task.key for task in plan_scoring(config, store)] == [task.key for task in drawn]
+        if reader is not None:  # where it scores, it draws sets of its own
+            assert plan_scoring(config, store, torch.device("cuda:0"))[0].key != drawn[0].key
+
+
+def test_an_unfinished_set_of_another_gpu_model_is_not_read(monkeypatch, tmp_path, teachers_dir):
+    import torch
+
+    config = load_config(_project_on("cpu", tmp_path, teachers_dir))
+    with Store(config.root / "store.sqlite") as store:
+        _gpu_machine(monkeypatch, H100)
+        drawn = plan_scoring(config, store, torch.device("cuda:0"))
+        _score_all(store, drawn, left=(0, 0))
+        _gpu_machine(monkeypatch, None)
+        read = plan_scoring(config, store)
+        assert read[0].key != drawn[0].key and read[0].drawing == {"dtype": "float32"}
+        assert [task.key for task in read[1:]] == [task.key for task in drawn[1:]]
+
+
+def test_gpu_score_sets_of_an_earlier_kiwb_without_the_gpu_name_stay_readable(monkeypatch, tmp_path,
+                                                                              teachers_dir):
+    """kiwb before GPU names keyed CUDA draws {"dtype", "device_type": "cuda"} and recorded no
+    drawing with the set; a reader without the GPU plans exactly that key for a CUDA project."""
+    project = _project_on("cuda:0", tmp_path, teachers_dir)
+    _gpu_machine(monkeypatch, None)
+    with Store(project / "store.sqlite") as store:
+        earlier = plan_scoring(load_config(project), store)
+        assert {json.dumps(task.drawing) for task in earlier} == {
+            json.dumps({"dtype": "float32", "device_type": "cuda"})}
+        _score_all(store, [dataclasses.replace(task, drawing=None) for task in earlier])
+        assert store.score_drawings() == []
+        _set_scoring(project, '"cuda:0"', '"cpu"')  # read where the project scores on the CPU
+        assert [task.key for task in plan_scoring(load_config(project), store)] == [
+            task.key for task in earlier]

@@ -133,3 +133,18 @@ def test_bad_devices_are_refused_in_one_line(scored_project, tmp_path):
         assert refused.returncode == 2 and fragment in refused.stderr, refused.stderr
     with Store(ProjectPaths(project).store) as store:
         assert not store.connection.execute("SELECT COUNT(*) FROM score_shards").fetchone()[0]
+
+
+def test_one_gpu_named_twice_is_refused_before_any_job_is_recorded(scored_project, tmp_path):
+    """Issue 30, point 3: two ranks on cuda:0 once failed inside NCCL (training) or shared
+    the GPU quietly (scoring)."""
+    project = fresh_copy(scored_project, tmp_path / "proj")
+    with Store(ProjectPaths(project).store) as store:
+        jobs = len(store.jobs.all())
+    for command in ("score", "train"):
+        refused = run_kiwb(command, project, "--devices", "cuda,cuda:0", "--foreground",
+                           cwd=tmp_path, check=False)
+        assert refused.returncode == 2, refused.stderr
+        assert "--devices 'cuda,cuda:0': cuda:0 is named twice" in refused.stderr
+    with Store(ProjectPaths(project).store) as store:
+        assert len(store.jobs.all()) == jobs

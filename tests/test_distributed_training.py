@@ -1,16 +1,19 @@
-"""Training data-parallel on two CPU ranks (gloo, DistributedDataParallel) with tiny real
-models: the same global batch gives the weights one process gets (a dropout-free student, so
-the only difference left is the order sums are taken in); evaluation and checkpoints run on
-rank 0; a run whose rank 0 is killed resumes on two ranks to the weights of a run never killed; a killed rank
-leaves the job lost with its log tail."""
+"""Training data-parallel on two CPU ranks (gloo) with tiny real models: the same global batch
+gives the weights one process gets (a dropout-free student, so the only difference left is
+the order sums are taken in); evaluation and checkpoints run on rank 0; a run whose rank 0 is
+killed resumes on two ranks to the weights of a run never killed; a killed rank leaves the
+job lost with its log tail, also when rank 0 waits for it in a collective; a hung rank ends
+the job after [training] rank_timeout_s."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -146,3 +149,53 @@ def test_torchrun_trains_under_one_job(project, one_process_run, tmp_path):
         jobs = [job for job in store.jobs.all() if job.run == "torchrun"]
     assert len(jobs) == 1 and jobs[0].status == "finished"
     assert_close(weights(project, "torchrun"), weights(project, one_process_run))
+
+
+def start_two_ranks(project: Path, run: str, tmp_path: Path) -> tuple[int, Path]:
+    """A long run on two CPU ranks, detached, once rank 1 steps: its job id and rank 1's log."""
+    run_kiwb("train", project, "--run", run, "--epochs", "40", "--devices", "cpu,cpu",
+             "--detach", cwd=tmp_path)
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+    rank_log = ProjectPaths(project).logs / f"job-{job.id}.rank-1.log"
+    wait_until(lambda: rank_log.exists() and "steps" in rank_log.read_text(), timeout=120,
+               what="rank 1's first steps")
+    return job.id, rank_log
+
+
+def test_a_rank_killed_while_rank_0_waits_in_a_collective_ends_the_job_lost_within_a_minute(
+        project, tmp_path):
+    """Issue 30, point 1: rank 1 is stopped first, so rank 0 surely waits for its gradients
+    when it dies; rank 0's watch (and, on gloo, the closed connection) ends the job."""
+    job_id, rank_log = start_two_ranks(project, "waiting", tmp_path)
+    pid = rank_pid(rank_log)
+    os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.0)  # rank 0 reaches the step's gradient average and waits there
+    killed = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    state = ended_job(project, job_id, timeout=60)
+    assert time.monotonic() - killed < 60
+    assert state.status == "lost" and "rank 1 (cpu) died (killed by SIGKILL)" in state.error
+    assert any("rank 1 of 2" in line for line in state.log_tail)
+
+
+def test_a_hung_rank_ends_the_job_lost_after_the_ranks_timeout(project, tmp_path):
+    """A rank that stops answering without dying (as a wedged GPU does): its peers' gradient
+    average gives up after [training] rank_timeout_s, not NCCL's 30 minutes."""
+    folder = tmp_path / "proj"
+    shutil.copytree(project, folder, ignore=shutil.ignore_patterns("runs", "exports", "logs"))
+    config = folder / "kiwb.toml"
+    config.write_text(config.read_text().replace("[training]", "[training]\nrank_timeout_s = 5"))
+    job_id, rank_log = start_two_ranks(folder, "hung", tmp_path)
+    pid = rank_pid(rank_log)
+    os.kill(pid, signal.SIGSTOP)
+    stopped = time.monotonic()
+    try:
+        state = ended_job(folder, job_id, timeout=60)
+    finally:  # lost_outcome killed it; a failed test must not leave it stopped
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    # in whichever collective rank 0 waited (the gradients' average, the loss, the next step)
+    assert state.status == "lost" and state.error.startswith("a rank stopped answering (")
+    assert "timed out" in state.error.lower()
+    assert time.monotonic() - stopped < 40

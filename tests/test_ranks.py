@@ -90,3 +90,59 @@ def test_the_scaled_shares_average_to_the_batch_mean():
         mine, factor = share(rank, world, list(range(5)))
         scaled.append(factor * float(losses[mine].mean()))
     assert sum(scaled) / world == pytest.approx(float(losses.mean()))
+
+
+def gpu_member(rank: int, uuid: str, host: str = "node-a", device: str = "cuda:0",
+               name: str = "NVIDIA H100 80GB HBM3") -> dict:
+    """What a rank says of its GPU when the ranks meet (faked: this machine has none)."""
+    return {"rank": rank, "host": host, "device": device, "gpu": uuid, "gpu_name": name,
+            "bf16": True}
+
+
+def test_two_ranks_on_one_gpu_are_refused_by_its_uuid_naming_both():
+    """Issue 30, point 3: every rank given its own CUDA_VISIBLE_DEVICES is cuda:0, so the
+    ranks compare GPU UUIDs; the same UUID on two hosts is two GPUs."""
+    from kiwb.workers.ranks import refuse_shared_gpus
+
+    refuse_shared_gpus([gpu_member(0, "GPU-1"), gpu_member(1, "GPU-2"),
+                        gpu_member(2, "GPU-1", host="node-b")])
+    refuse_shared_gpus([{"rank": 0, "host": "a", "device": "cpu", "gpu": None},
+                        {"rank": 1, "host": "a", "device": "cpu", "gpu": None}])  # cpu,cpu
+    with pytest.raises(KiwbError) as refused:
+        refuse_shared_gpus([gpu_member(0, "GPU-1"), gpu_member(1, "GPU-2"),
+                            gpu_member(2, "GPU-1", device="cuda:3")])
+    assert str(refused.value).startswith("ranks 0 and 2 are on one GPU (GPU-1 of node-a, as "
+                                         "cuda:0 and cuda:3): give each rank its own GPU")
+
+
+def test_a_scoring_jobs_ranks_draw_on_one_gpu_model():
+    """Score sets are keyed by GPU model (issue 30, point 7): one job must not mix two."""
+    from kiwb.workers.ranks import refuse_other_gpu_models
+
+    refuse_other_gpu_models([gpu_member(0, "GPU-1"), gpu_member(1, "GPU-2")])
+    with pytest.raises(KiwbError, match=r"ranks 0 and 1 score on other GPU models "
+                                        r"\(NVIDIA H100 80GB HBM3, NVIDIA A100-SXM4-80GB\)"):
+        refuse_other_gpu_models([gpu_member(0, "GPU-1"),
+                                 gpu_member(1, "GPU-2", name="NVIDIA A100-SXM4-80GB")])
+
+
+def test_one_gpu_named_twice_in_devices_is_refused_before_any_rank_starts():
+    from kiwb.project.devices import device_list
+
+    assert device_list("cpu,cpu") == ["cpu", "cpu"]  # CPU ranks share the cores on purpose
+    assert device_list("cuda:0,cuda:1") == ["cuda:0", "cuda:1"]
+    for given in ("cuda:0,cuda:0", "cuda,cuda", "cuda,cuda:1,cuda:0"):
+        with pytest.raises(KiwbError, match=rf"--devices '{given}': cuda:0 is named twice"):
+            device_list(given)
+
+
+def test_a_configured_gpu_under_torchrun_with_several_local_ranks_is_refused(monkeypatch):
+    """device = "cuda:1" in kiwb.toml once put every local rank of a machine on GPU 1."""
+    monkeypatch.delenv("KIWB_RANK_DEVICE", raising=False)
+    setup = RankSetup(rank=1, world_size=2, local_rank=1, spawned=False)
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "1")  # one process per machine: its GPU as set
+    assert rank_device_name(setup, None, "cuda:1") == "cuda:1"
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    with pytest.raises(KiwbError, match=r"device = 'cuda:1' in kiwb.toml puts all 2 processes"):
+        rank_device_name(setup, None, "cuda:1")
+    assert rank_device_name(setup, ["cuda:0", "cuda:1"], "cuda:1") == "cuda:1"  # --devices wins

@@ -212,7 +212,8 @@ class ScoringConfig:
     max_length: int = _setting("Longest input in tokens; longer texts are truncated.", 128, min=8)
     device: str = _setting("Where to run: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
     dtype: str = _setting(
-        "Numeric type; float16 and bfloat16 mean autocast on CUDA.",
+        "Numeric type; float16 and bfloat16 mean autocast on CUDA (bfloat16 scores in float32 "
+        "on a GPU that only emulates it).",
         "float32",
         choices=("float32", "float16", "bfloat16"),
     )
@@ -315,10 +316,16 @@ class TrainingConfig:
     seed: int = _setting("Random seed of initialisation and shuffling.", 0, min=0)
     device: str = _setting("Where to train: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
     mixed_precision: str = _setting(
-        "Mixed precision on CUDA: auto (bf16 where the GPU supports it, else no), no, fp16 "
-        "or bf16; elsewhere training is float32.",
+        "Mixed precision on CUDA: auto (bf16 where the GPU has it natively, else no), no, fp16 "
+        "or bf16 (fp16 on a GPU that only emulates bf16); elsewhere training is float32.",
         "auto",
         choices=("auto", "no", "fp16", "bf16"),
+    )
+    rank_timeout_s: float = _setting(
+        "Several ranks (--devices, torchrun): how long rank 0 waits for the other ranks, and "
+        "they for each other's gradients, before the job ends as lost (a hung or dead rank); "
+        "NCCL's own default is 30 minutes.",
+        300, gt=0,
     )
     feature_weight: float | None = _setting(
         "Multi-task projects: weight of the feature loss (VENUS), which fits an adapter per "
@@ -330,9 +337,11 @@ class TrainingConfig:
     )
 
     def manifest(self) -> dict:
-        """These settings as a run's manifest pins them (not the device: a run may move); a
-        multi-task setting left unset is left out, so other runs' manifests stay as they were."""
-        values = {k: v for k, v in dataclasses.asdict(self).items() if k != "device"}
+        """These settings as a run's manifest pins them (not the device nor the ranks' timeout:
+        a run may move); a multi-task setting left unset is left out, so other runs'
+        manifests stay as they were."""
+        values = {k: v for k, v in dataclasses.asdict(self).items()
+                  if k not in ("device", "rank_timeout_s")}  # where and how, not what
         if values["feature_weight"] is None:
             del values["feature_weight"]
         return values

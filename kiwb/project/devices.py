@@ -41,4 +41,16 @@ def device_list(devices: str | None) -> list[str] | None:
     bad = [name for name in names if name != "all" and not is_device(name)]
     if bad:
         raise KiwbError(f"--devices {devices!r}: unknown device {bad[0]!r}; give {DEVICES_FORMS}")
+    # Two ranks on one GPU fail inside NCCL ("Duplicate GPU detected") when training, and
+    # share it for nothing when scoring. CPU ranks may share the cores (cpu,cpu).
+    gpus = [_one_gpu_name(name) for name in names if name.startswith(("cuda", "mps"))]
+    twice = next((name for i, name in enumerate(gpus) if name in gpus[:i]), None)
+    if twice is not None:
+        raise KiwbError(f"--devices {devices!r}: {twice} is named twice; one process per GPU "
+                        "(e.g. cuda:0,cuda:1)")
     return names
+
+
+def _one_gpu_name(name: str) -> str:
+    """`cuda` is the first GPU, as torch takes it."""
+    return "cuda:0" if name == "cuda" else name

@@ -226,7 +226,7 @@ class TrainSpec(_MethodOptions):
                                         "[training] feature_weight (0: heads only)", type=float)
     device: str | None = flag("--device", f"override [training] device ({DEVICE_FORMS})")
     devices: str | None = flag("--devices", "train data-parallel on several devices, one "
-                               "process each (DistributedDataParallel, the same global batch): "
+                               "process each (data-parallel, the same global batch): "
                                "a comma list (cuda:0,cuda:1 or cpu,cpu) or all", metavar="LIST")
     init_from_merge: str | None = flag("--init-from-merge", "start the student from the weights "
                                        "of a merge run (kiwb merge) instead of [training] "

@@ -43,6 +43,18 @@ def score_set(db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
     return record
 
 
+def score_drawings(db: sqlite3.Connection) -> list[dict[str, Any]]:
+    """The drawings score sets were registered with (their meta's "drawing"), newest first,
+    each once."""
+    found: list[dict[str, Any]] = []
+    rows = db.execute("SELECT meta_json FROM score_sets ORDER BY created_at DESC")
+    for row in rows:
+        drawing = json.loads(row["meta_json"]).get("drawing")
+        if isinstance(drawing, dict) and drawing not in found:
+            found.append(drawing)
+    return found
+
+
 def done_shards(db: sqlite3.Connection, key: str) -> set[int]:
     rows = db.execute("SELECT shard FROM score_shards WHERE score_key=? AND status='done'", (key,))
     return {row["shard"] for row in rows}

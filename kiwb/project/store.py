@@ -60,6 +60,11 @@ class Store(Database):
     def score_set(self, key: str) -> dict[str, Any] | None:
         return shards.score_set(self.connection, key)
 
+    def score_drawings(self) -> list[dict[str, Any]]:
+        """How the registered score sets were drawn (device, GPU model, precision), newest
+        first, each once: readers find sets drawn on GPUs they cannot name by these."""
+        return shards.score_drawings(self.connection)
+
     def done_shards(self, key: str) -> set[int]:
         return shards.done_shards(self.connection, key)
 

@@ -22,6 +22,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
+from kiwb.workers.collectives import collective
 from kiwb.workers.ranks import RankLost, refuse_mixed_devices
 from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.score import (
@@ -233,19 +234,13 @@ def follow_scoring(config: ProjectConfig, *, rank: int, device,
     return scored
 
 
-def _send(collective, values: list, doing: str) -> None:
-    try:
-        collective(values, src=0)
-    except RuntimeError as error:
-        raise RankLost(f"{doing}: {error}".splitlines()[0]) from None
+def _send(broadcast, values: list, doing: str) -> None:
+    collective(lambda: broadcast(values, src=0), doing)
 
 
-def _receive(collective, what: str):
+def _receive(broadcast, what: str):
     holder = [None]
-    try:
-        collective(holder, src=0)
-    except RuntimeError as error:
-        raise RankLost(f"waiting for {what} from rank 0: {error}".splitlines()[0]) from None
+    collective(lambda: broadcast(holder, src=0), f"waiting for {what} from rank 0")
     return holder[0]
 
 
@@ -255,10 +250,7 @@ def _gather_to_lead(value) -> list | None:
 
     lead = dist.get_rank() == 0
     values: list | None = [None] * dist.get_world_size() if lead else None
-    try:
-        dist.gather_object(value, values, dst=0)
-    except RuntimeError as error:
-        raise RankLost(f"gathering from the ranks: {error}".splitlines()[0]) from None
+    collective(lambda: dist.gather_object(value, values, dst=0), "gathering from the ranks")
     return values
 
 
@@ -267,8 +259,5 @@ def _gather_all(value) -> list:
     import torch.distributed as dist
 
     values: list = [None] * dist.get_world_size()
-    try:
-        dist.all_gather_object(values, value)
-    except RuntimeError as error:
-        raise RankLost(f"gathering from the ranks: {error}".splitlines()[0]) from None
+    collective(lambda: dist.all_gather_object(values, value), "gathering from the ranks")
     return values

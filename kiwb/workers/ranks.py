@@ -13,7 +13,6 @@ carries Python objects on any device).
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -22,6 +21,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from kiwb.workers.collectives import RankLost, abort_ranks, collective
+from kiwb.workers.rank_watch import how_it_ended
+
 SPAWNED_ENV = "KIWB_SPAWNED_RANK"   # "1" in the ranks a kiwb worker started
 DEVICE_ENV = "KIWB_RANK_DEVICE"     # the device a spawned rank computes on
 # How long a collective waits for a rank: longer than the slowest shard, short enough that a
@@ -29,10 +31,6 @@ DEVICE_ENV = "KIWB_RANK_DEVICE"     # the device a spawned rank computes on
 RANK_TIMEOUT = timedelta(minutes=30)
 JOIN_TIMEOUT = timedelta(minutes=3)  # for ranks a kiwb worker started to meet
 RANK_EXIT_WAIT_S = 30.0  # after the last collective, for the ranks to leave on their own
-
-
-class RankLost(Exception):
-    """A rank stopped answering (it died, or its machine or network went away)."""
 
 
 @dataclass(frozen=True)
@@ -71,32 +69,104 @@ def launched_rank() -> RankSetup | None:
                      os.environ.get(SPAWNED_ENV) == "1")
 
 
-def join_ranks(setup: RankSetup, backend: str = "gloo") -> None:
-    """Join the job's process group (rendezvous at MASTER_ADDR:MASTER_PORT). Ranks a kiwb
-    worker started meet within JOIN_TIMEOUT, so one that failed to start ends the job in
-    minutes, not after the half hour a collective may wait."""
+def join_ranks(setup: RankSetup, device, one_gpu_model: bool = False,
+               timeout: timedelta = RANK_TIMEOUT) -> list[dict]:
+    """Join the job's process group (rendezvous at MASTER_ADDR:MASTER_PORT), then meet the
+    other ranks: two ranks on one GPU are refused here, on every rank alike.
+
+    The job's own group is gloo on every device: it carries Python objects and the control
+    messages, whose waits may be long (a shard's scoring, rank 0's evaluation), so it keeps
+    RANK_TIMEOUT unless told `timeout` (a timeout is each process's own: a training job's
+    rank 0 never waits long for the others, they wait for it). A training job's gradients go
+    over a group of their own with a short timeout (kiwb.workers.train_ranks.tensor_group).
+    Ranks a kiwb worker started meet within JOIN_TIMEOUT, so one that failed to start ends
+    the job in minutes. `one_gpu_model`: a scoring job's ranks must draw on one model of GPU
+    (refuse_other_gpu_models). Returns what every rank said of its device (gpu_identity)."""
     import torch.distributed as dist
 
     if dist.is_initialized():
-        return
+        return []
     if not setup.spawned:  # torchrun's rendezvous, as it set the environment up
-        dist.init_process_group(backend, rank=setup.rank, world_size=setup.world_size,
-                                timeout=RANK_TIMEOUT)
-        return
-    try:
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                              setup.world_size, is_master=setup.leads, timeout=JOIN_TIMEOUT)
-        dist.init_process_group(backend, store=store, rank=setup.rank,
-                                world_size=setup.world_size, timeout=RANK_TIMEOUT)
-    except (RuntimeError, TimeoutError) as error:
-        raise RankLost(f"the ranks did not all meet within {JOIN_TIMEOUT}: {error}"
-                       .splitlines()[0]) from None
+        dist.init_process_group("gloo", rank=setup.rank, world_size=setup.world_size,
+                                timeout=timeout)
+    else:
+        try:
+            store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                                  setup.world_size, is_master=setup.leads, timeout=JOIN_TIMEOUT)
+            dist.init_process_group("gloo", store=store, rank=setup.rank,
+                                    world_size=setup.world_size, timeout=timeout)
+        except (RuntimeError, TimeoutError) as error:
+            raise RankLost(f"the ranks did not all meet within {JOIN_TIMEOUT}: {error}"
+                           .splitlines()[0]) from None
+    members: list = [None] * setup.world_size
+    mine = {"rank": setup.rank, "device": str(device), "host": socket.gethostname(),
+            **gpu_identity(device)}
+    collective(lambda: dist.all_gather_object(members, mine), "meeting the ranks")
+    refuse_shared_gpus(members)
+    if one_gpu_model:
+        refuse_other_gpu_models(members)
+    return members
 
 
-def leave_ranks() -> None:
+def gpu_identity(device) -> dict:
+    """What a rank says of its GPU when the ranks meet: which GPU it is across processes (its
+    UUID: `cuda:N` cannot tell, since a rank given its own CUDA_VISIBLE_DEVICES sees its GPU
+    as cuda:0 like every other rank), its model, and whether it has bfloat16 natively."""
+    if device.type != "cuda":
+        return {"gpu": None}  # CPU ranks may share a machine's cores (cpu,cpu), as asked
+    import torch
+
+    from kiwb.workers.runtime import native_bf16
+
+    return {"gpu": str(torch.cuda.get_device_properties(device).uuid),
+            "gpu_name": torch.cuda.get_device_name(device), "bf16": native_bf16(device)}
+
+
+def refuse_other_gpu_models(members: list[dict]) -> None:
+    """A score set is keyed by the GPU model its masks were drawn on (which Philox numbers
+    fall where follows the launch grid): ranks on two models would fill one set with two
+    kinds of draws."""
+    from kiwb.errors import KiwbError
+
+    models = {member["gpu_name"]: member for member in members if member.get("gpu")}
+    if len(models) > 1:
+        (one, first), (other, second) = list(models.items())[:2]
+        raise KiwbError(f"ranks {first['rank']} and {second['rank']} score on other GPU models "
+                        f"({one}, {other}), whose dropout masks differ: score with one model of "
+                        "GPU per job (the other GPUs in a job of their own)")
+
+
+def refuse_shared_gpus(members: list[dict]) -> None:
+    """Two ranks on one GPU fail inside NCCL ("Duplicate GPU detected") when training and
+    quietly share the GPU when scoring: refuse it where the ranks meet, naming both."""
+    from kiwb.errors import KiwbError
+
+    seen: dict[tuple[str, str], dict] = {}
+    for member in members:
+        if member.get("gpu") is None:
+            continue
+        place = (member["host"], member["gpu"])
+        if place in seen:
+            first = seen[place]
+            raise KiwbError(
+                f"ranks {first['rank']} and {member['rank']} are on one GPU ({member['gpu']} "
+                f"of {member['host']}, as {first['device']} and {member['device']}): give each "
+                "rank its own GPU (--devices cuda:0,cuda:1; under torchrun at most one process "
+                "per GPU and device = \"auto\")")
+        seen[place] = member
+
+
+def leave_ranks(failed: bool = False) -> None:
+    """Leave the process group. After a failure it is aborted, not destroyed: destroying waits
+    for a collective still queued on NCCL, which a dead peer never completes (PyTorch says
+    such a hang is expected there)."""
     import torch.distributed as dist
 
-    if dist.is_initialized():
+    if not dist.is_initialized():
+        return
+    if failed:
+        abort_ranks()
+    else:
         dist.destroy_process_group()
 
 
@@ -114,6 +184,12 @@ def rank_device_name(setup: RankSetup, devices: list[str] | None, configured: st
             raise KiwbError(f"rank {setup.rank} is local rank {setup.local_rank}, but --devices "
                             f"names {len(devices)} device(s); name one per process of a machine")
         return devices[setup.local_rank]
+    if configured.startswith("cuda:") and not setup.spawned and _local_world() > 1:
+        from kiwb.errors import KiwbError
+
+        raise KiwbError(f"device = {configured!r} in kiwb.toml puts all {_local_world()} "
+                        "processes torchrun started on this machine on one GPU: set device = "
+                        '"auto" (each local rank takes its own GPU) or give --devices')
     if configured in ("auto", "cuda"):
         import torch
 
@@ -127,6 +203,11 @@ def rank_device_name(setup: RankSetup, devices: list[str] | None, configured: st
                                 f"(torchrun --nproc-per-node {count})")
             return f"cuda:{setup.local_rank}"
     return configured
+
+
+def _local_world() -> int:
+    """How many ranks torchrun started on this machine (LOCAL_WORLD_SIZE; 1 when unsaid)."""
+    return int(os.environ.get("LOCAL_WORLD_SIZE", "1") or 1)
 
 
 def expand_devices(names: list[str]) -> list[str]:
@@ -157,11 +238,6 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def backend_for(device) -> str:
-    """Object and control messages go over gloo; a GPU job's tensors over NCCL."""
-    return "cpu:gloo,cuda:nccl" if device.type == "cuda" else "gloo"
-
-
 def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path,
                 module: str) -> list[SpawnedRank]:
     """Start ranks 1.. on this machine, one per further device, each running
@@ -186,41 +262,52 @@ def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path,
     return spawned
 
 
-def lost_outcome(error: RankLost, spawned: list[SpawnedRank]):
-    """The job's ending when a rank stopped answering: which one, how it ended, its log;
-    the ranks still running are killed (they wait in a collective that cannot complete)."""
+def lost_outcome(error: RankLost, spawned: list[SpawnedRank], dead: SpawnedRank | None = None):
+    """The job's ending when a rank stopped answering: which one (`dead`, when the watch saw
+    it), how it ended, its log; the ranks still running are killed (they wait in a
+    collective that cannot complete)."""
     from kiwb.console import console
-    from kiwb.project.jobs import read_log_tail
     from kiwb.workers.job import Outcome
 
     deadline = time.monotonic() + 5.0  # a rank killed a moment ago may not be reaped yet
-    dead = []
-    while not dead and time.monotonic() < deadline:
-        dead = [rank for rank in spawned if rank.process.poll() not in (None, 0)]
-        time.sleep(0.1)
-    if not dead:
-        message = (f"a rank stopped answering ({error}); its own output (torchrun's, for ranks "
-                   "torchrun started) says why; run the command again to finish")
-        console.print(f"kiwb: {message}", highlight=False, markup=False)
-        _kill(spawned)
-        return Outcome("lost", {"error": message}, 1)
-    rank = dead[0]
-    message = (f"rank {rank.rank} ({rank.device}) died ({_how(rank.process.returncode)}); "
+    while dead is None and time.monotonic() < deadline:
+        dead = next((rank for rank in spawned if rank.process.poll() not in (None, 0)), None)
+        if dead is None:
+            time.sleep(0.1)
+    data = lost_data(dead, str(error))
+    console.print(f"kiwb: {data['error']}", highlight=False, markup=False)
+    _kill(spawned)
+    return Outcome("lost", data, 1)
+
+
+def lost_data(dead: SpawnedRank | None, error: str) -> dict:
+    """What a lost job records: the rank that died, how, and its log tail."""
+    from kiwb.project.jobs import read_log_tail
+
+    if dead is None:
+        return {"error": f"a rank stopped answering ({error}); its own output (torchrun's, for "
+                         "ranks torchrun started) says why; run the command again to finish"}
+    message = (f"rank {dead.rank} ({dead.device}) died ({how_it_ended(dead.process.returncode)}); "
                "what the ranks were computing is lost; run the command again to go on from "
                "where the job's records stop")
-    console.print(f"kiwb: {message}", highlight=False, markup=False)
-    _kill(spawned)
-    return Outcome("lost", {"error": message, "rank": rank.rank, "rank_log": str(rank.log_path),
-                            "log_tail": read_log_tail(rank.log_path)}, 1)
+    return {"error": message, "rank": dead.rank, "rank_log": str(dead.log_path),
+            "log_tail": read_log_tail(dead.log_path)}
 
 
-def _how(returncode: int) -> str:
-    if returncode < 0:
-        try:
-            return f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"killed by signal {-returncode}"
-    return f"exit status {returncode}"
+def watch_ranks(session, setup: RankSetup, spawned: list[SpawnedRank]):
+    """Rank 0's RankWatch (kiwb.workers.rank_watch) over the job `session`: when the main
+    thread stays blocked after the abort, the job is recorded lost from the watch's thread."""
+    from kiwb.project.store import Store
+    from kiwb.workers.rank_watch import RankWatch
+
+    def give_up(dead: SpawnedRank | None) -> None:
+        _kill(spawned)
+        with Store(session.store.path) as store:  # this thread's own connection
+            store.jobs.end(session.job.id, "lost",
+                           {**lost_data(dead, "the main thread stayed blocked in a collective"),
+                            "exit_code": 1})
+
+    return RankWatch(spawned, give_up, torchrun=not setup.spawned)
 
 
 def end_spawned(spawned: list[SpawnedRank]) -> None:
@@ -268,10 +355,11 @@ def ranks_text(setup: RankSetup, spawned: list[SpawnedRank], devices: list[str] 
 
 
 def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_device,
-                  backend, work) -> int:
-    """Ranks 1..: join rank 0's job and do `work(config, device, setup, between)`, which
+                  work, one_gpu_model: bool = False) -> int:
+    """Ranks 1..: join rank 0's job and do `work(config, device, setup, between, met)`, which
     returns the line that ends the rank's log (`between()` between rounds or steps takes
-    this rank's share of the cores again); the exit status."""
+    this rank's share of the cores again; `met`: what the ranks said of their devices when
+    they met); the exit status."""
     from kiwb.console import console
     from kiwb.errors import KiwbError
     from kiwb.project.config import load_config
@@ -284,7 +372,7 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
     assert setup is not None and not setup.leads
     if setup.spawned:
         _leave_with_parent()
-    cpu = None
+    cpu, failed = None, True
 
     def between() -> None:
         line = cpu.rebalance()
@@ -299,8 +387,9 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
         shared = cpu.join()
         console.print(f"rank {setup.rank} of {setup.world_size} on {device}"
                       + (f"; {shared}" if shared else ""), highlight=False, markup=False)
-        join_ranks(setup, backend(device))
-        said = work(config, device, setup, between)
+        met = join_ranks(setup, device, one_gpu_model)
+        said = work(config, device, setup, between, met)
+        failed = False
     except RankLost as error:
         print(f"kiwb: rank {setup.rank}: {error}; rank 0 has stopped", file=sys.stderr)
         return 1
@@ -313,7 +402,7 @@ def serve_as_rank(root: Path, devices: list[str] | None, what: str, configured_d
     finally:
         if cpu is not None:
             cpu.leave()
-        leave_ranks()
+        leave_ranks(failed)
     console.print(f"rank {setup.rank}: {said}", highlight=False, markup=False)
     return 0
 

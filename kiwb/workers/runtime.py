@@ -69,20 +69,86 @@ def _mps_available() -> bool:
     return bool(getattr(torch.backends, "mps", None) and torch.backends.mps.is_available())
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether `device` is a GPU that computes in bfloat16 natively (CUDA compute capability
+    8.0, Ampere, or later; every ROCm GPU torch runs on), not by emulation."""
+    if device.type != "cuda":
+        return False
+    if torch.version.hip:  # as torch.cuda.is_bf16_supported answers on ROCm
+        return True
+    # torch.cuda.is_bf16_supported(including_emulation=False) makes this very check, but of
+    # the *current* device only: asking `device` itself answers for any GPU of the machine,
+    # whichever is current (a rank may ask before it makes its own GPU current).
+    return torch.cuda.get_device_capability(device)[0] >= 8
+
+
+def _gpu_named(device: torch.device) -> str:
+    """`device`'s GPU by name and compute capability, for a log line or an error."""
+    major, minor = torch.cuda.get_device_capability(device)
+    return f"{device} ({torch.cuda.get_device_name(device)}, compute capability {major}.{minor})"
+
+
+def scoring_precision_for(dtype: str, device: torch.device) -> tuple[str, str | None]:
+    """The precision scores are computed in on `device`, and the one log line that says why
+    it is not [scoring] dtype (None when it is, or off CUDA, where autocast never applies)."""
+    if device.type != "cuda":
+        return "float32", None
+    if dtype == "bfloat16" and not native_bf16(device):
+        # Not float16: bfloat16 is chosen for its range, and float16 overflows in some models.
+        return "float32", (f'[scoring] dtype = "bfloat16": {_gpu_named(device)} only emulates '
+                           "bfloat16, slowly; scoring in float32 instead")
+    return dtype, None
+
+
 def scoring_precision(dtype: str, device: torch.device) -> str:
-    """The precision scores are computed in: [scoring] dtype under autocast on CUDA, float32
-    elsewhere (autocast applies on CUDA only)."""
-    return dtype if device.type == "cuda" else "float32"
+    """The precision scores are computed in: [scoring] dtype under autocast on CUDA (float32
+    for bfloat16 on a GPU without it), float32 elsewhere (autocast applies on CUDA only)."""
+    return scoring_precision_for(dtype, device)[0]
+
+
+def training_precision_for(setting: str, device: torch.device) -> tuple[str, str | None]:
+    """The [training] mixed_precision a run uses on `device`, and the one log line that says
+    why it is not the one asked for (None when it is, or when `auto` chose)."""
+    if device.type != "cuda":  # autocast applies on CUDA only
+        return "no", (None if setting in ("no", "auto") else
+                      f"mixed_precision = {setting!r} applies on CUDA only; training in float32 "
+                      f"on {device}")
+    if setting == "auto":  # bf16 needs no loss scaling, and fine-tuning is robust to its rounding
+        return ("bf16" if native_bf16(device) else "no"), None
+    if setting == "bf16" and not native_bf16(device):
+        # Emulated bf16 is slower than float32; fp16 is this GPU's half precision, and loss
+        # scaling makes up for its narrower range.
+        return "fp16", (f'mixed_precision = "bf16": {_gpu_named(device)} only emulates '
+                        "bfloat16, slowly; training in fp16 with loss scaling instead")
+    return setting, None
 
 
 def training_precision(setting: str, device: torch.device) -> str:
     """The [training] mixed_precision a run uses: half precision on CUDA only; `auto` is bf16
-    where the GPU has it (no loss scaling needed, and fine-tuning is robust to its rounding)."""
-    if device.type != "cuda":
-        return "no"
-    if setting == "auto":  # native bf16 from Ampere (8.x) on; older GPUs only emulate it, slowly
-        return "bf16" if torch.cuda.get_device_capability(device)[0] >= 8 else "no"
-    return setting
+    where the GPU has it natively, and an explicit bf16 is fp16 where it does not."""
+    return training_precision_for(setting, device)[0]
+
+
+def agreed_training_precision(setting: str, mine: str, members: list[dict]
+                              ) -> tuple[str, str | None]:
+    """The precision every rank of a run trains in: rank 0's (`mine`, from `setting`) unless
+    it is bf16 and some rank's GPU only emulates bfloat16 (`members`: what each rank said of
+    its GPU when the ranks met, kiwb.workers.ranks.join_ranks), and the line saying so.
+
+    One precision for all ranks, not a fallback per rank: the ranks average their gradients
+    before the loss scaler unscales them, so one rank's scaled fp16 gradients must not meet
+    the others' unscaled bf16 ones."""
+    if mine != "bf16":
+        return mine, None
+    lacking = [member for member in members if member.get("gpu") and not member.get("bf16")]
+    if not lacking:
+        return mine, None
+    first = lacking[0]
+    fallback = "no" if setting == "auto" else "fp16"  # auto's rule on one such GPU
+    return fallback, (f"rank {first['rank']}'s GPU ({first['gpu_name']} on {first['host']}) "
+                      "only emulates bfloat16: every rank trains in "
+                      f"{'float32' if fallback == 'no' else 'fp16 with loss scaling'}, since the "
+                      "ranks average their gradients together")
 
 
 def to_device(batch, device: torch.device) -> dict[str, torch.Tensor]:

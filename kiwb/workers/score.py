@@ -7,7 +7,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,6 +52,9 @@ class ScoreTask:
     key: str
     num_shards: int
     shard_size: int
+    # How its numbers are drawn (`drawing_key`), recorded with the score set so that readers
+    # elsewhere find sets drawn on GPUs they cannot name; None where the plan came from rank 0.
+    drawing: dict | None = None
 
     def shard_rows(self, shard: int) -> range:
         start = shard * self.shard_size
@@ -83,7 +86,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                           f"{fixed[0].short_title or fixed[0].name} teachers route per "
                           f"{fixed[0].unit}: set mc_passes to a number (16 is the default)")
     drawings = ([drawing_key(device, scoring.dtype)] if device is not None
-                else readable_drawings(scoring.device, scoring.dtype))
+                else readable_drawings(scoring.device, scoring.dtype, store.score_drawings()))
     hashes = [teacher_content_hash(teacher, store) for teacher in teachers]
     # Adaptive passes decide which texts get more passes from every teacher's scores and from
     # the routing fitted on the pool: a teacher's adaptive scores depend on those too.
@@ -106,10 +109,12 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
             }
             num_shards = -(-len(table) // scoring.shard_size)
             # the strategy `auto` resolves to depends on the drawing's device, as its draws do
-            keys = [settings_key({**content, **drawing, "strategy": resolved_strategy(
-                scoring.strategy, drawing.get("device_type"))}) for drawing in drawings]
-            key = next((k for k in keys if len(store.done_shards(k)) >= num_shards), keys[0])
-            tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size))
+            keyed = [(settings_key({**content, **drawing, "strategy": resolved_strategy(
+                scoring.strategy, drawing.get("device_type"))}), drawing) for drawing in drawings]
+            key, drawing = next(((k, d) for k, d in keyed
+                                 if len(store.done_shards(k)) >= num_shards), keyed[0])
+            tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size,
+                                   drawing))
     return tasks
 
 
@@ -128,11 +133,21 @@ def drawing_key(device, dtype: str) -> dict:
 
     CPU masks come from numpy's SFC64 generator (kiwb.workers.sampled_dropout), CUDA's from
     its Philox kernels: the same law, other draws, so shards of the two must not fill one
-    score set. The precision is the one actually used: autocast applies on CUDA only, so a
-    float16 setting scores in float32 elsewhere. CPU float32 keeps the key it always had.
+    score set. Which Philox numbers land on which element follows the launch grid and the
+    kernel chosen, so CUDA draws are keyed by the GPU model too. The precision is the one
+    actually used: autocast applies on CUDA only, so a float16 setting scores in float32
+    elsewhere. CPU float32 keeps the key it always had.
     """
     precision = scoring_precision(dtype, device)
-    return {"dtype": precision, **({"device_type": device.type} if device.type != "cpu" else {})}
+    if device.type == "cpu":
+        return {"dtype": precision}
+    if device.type != "cuda":
+        return {"dtype": precision, "device_type": device.type}
+    # The name, not the compute capability: the grid follows the SM count, which differs
+    # between GPUs of one capability (an A100 and an A30 are both 8.0).
+    import torch
+
+    return {"dtype": precision, "device_type": "cuda", "gpu": torch.cuda.get_device_name(device)}
 
 
 def score_job_summary(texts: int, scoring, device, left: int | None = None) -> ScoreJobSummary:
@@ -143,17 +158,38 @@ def score_job_summary(texts: int, scoring, device, left: int | None = None) -> S
                            strategy=resolved_strategy(scoring.strategy, device))
 
 
-def readable_drawings(device_setting: str, dtype: str) -> list[dict]:
+def readable_drawings(device_setting: str, dtype: str, recorded: Sequence[dict] = ()) -> list[dict]:
     """Every drawing a score set may have been made with, the configured device's first.
-    The configured device is read, not checked: reading scores needs no GPU."""
+    The configured device is read, not checked: reading scores needs no GPU.
+
+    GPU models cannot be listed, so drawings on named GPUs come from `recorded`: those the
+    store's score sets were registered with (`Store.score_drawings`), whatever machine drew.
+    """
     import torch
 
     configured = resolve_device("auto") if device_setting == "auto" else torch.device(device_setting)
-    candidates = [drawing_key(configured, dtype), drawing_key(torch.device("cpu"), dtype)]
-    candidates += [drawing_key(torch.device("cuda"), precision)
-                   for precision in ("float32", "bfloat16", "float16")]
+    candidates = [_configured_drawing(configured, dtype), drawing_key(torch.device("cpu"), dtype)]
+    candidates += [_unnamed_cuda_drawing(precision) for precision in ("float32", "bfloat16", "float16")]
     candidates.append(drawing_key(torch.device("mps"), dtype))
+    candidates += recorded
     return [drawing for i, drawing in enumerate(candidates) if drawing not in candidates[:i]]
+
+
+def _configured_drawing(device, dtype: str) -> dict:
+    """The drawing of a score job on `device`; for a GPU this machine lacks, the unnamed
+    CUDA drawing in its place (its key is the one an unfinished score set is reported by)."""
+    import torch
+
+    if device.type == "cuda" and not (torch.cuda.is_available() and
+                                      (device.index or 0) < torch.cuda.device_count()):
+        return _unnamed_cuda_drawing(dtype)
+    return drawing_key(device, dtype)
+
+
+def _unnamed_cuda_drawing(precision: str) -> dict:
+    """A CUDA drawing as kiwb keyed it before it named the GPU model: such score sets stay
+    readable."""
+    return {"dtype": precision, "device_type": "cuda"}
 
 
 def resolved_strategy(strategy: str, device=None) -> str:
@@ -174,6 +210,8 @@ def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
             num_texts=len(task.table), num_shards=task.num_shards,
             meta={"labels": list(task.teacher.labels), "data": task.table.fingerprint,
                   "source": task.table.source, "shard_size": task.shard_size,
+                  # a named GPU's drawing, which readers cannot list (readable_drawings)
+                  **({"drawing": task.drawing} if task.drawing and "gpu" in task.drawing else {}),
                   # sequence score sets keep the meta they always had
                   **({"kind": task.teacher.kind} if task.teacher.kind != DEFAULT_KIND else {})},
         )

@@ -11,6 +11,7 @@ from kiwb.console import console
 from kiwb.core.adaptive_passes import FIRST_PASSES
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.job import JobSession, Outcome
+from kiwb.workers.runtime import scoring_precision_for
 from kiwb.workers.score import (
     ScoreTask,
     pending_texts,
@@ -29,6 +30,9 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
     """Plan, then `score_all` what is pending on `where` (a device, or the ranks), then the
     outcome: finished, or a partial one when another process still holds some shards."""
     store = session.store
+    _, note = scoring_precision_for(config.scoring.dtype, device)
+    if note is not None:  # once, before planning: the precision is part of the score sets' keys
+        console.print(note, highlight=False, markup=False, soft_wrap=True)
     tasks = plan_scoring(config, store, device)
     register_tasks(store, tasks)
     todo = pending_texts(store, tasks)

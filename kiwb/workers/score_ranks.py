@@ -27,6 +27,7 @@ from kiwb.workers.ranks import (
     ranks_text,
     serve_as_rank,
     start_ranks,
+    watch_ranks,
 )
 from kiwb.workers.runtime import resolve_device
 from kiwb.workers.score_job import run_score_job
@@ -57,26 +58,32 @@ def score_on_ranks(session: JobSession, config: ProjectConfig, devices: list[str
                      on_ranks=lambda tally: ranks.update(tally=tally))
 
     where = ranks_text(setup, spawned, devices)
+    failed = True
     try:
-        console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}", highlight=False)
-        join_ranks(setup)
-        return run_score_job(session, config, device, where, score_all,
-                             extra=lambda: ranks["tally"].figures() if ranks else {})
-    except RankLost as error:
-        return lost_outcome(error, spawned)
+        with watch_ranks(session, setup, spawned) as watch:
+            try:
+                console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}",
+                              highlight=False)
+                join_ranks(setup, device, one_gpu_model=True)
+                outcome = run_score_job(session, config, device, where, score_all,
+                                        extra=lambda: ranks["tally"].figures() if ranks else {})
+                failed = False
+                return outcome
+            except RankLost as error:
+                return lost_outcome(error, spawned, watch.dead)
     finally:
-        leave_ranks()
+        leave_ranks(failed)
         end_spawned(spawned)
 
 
 def run_follower(root: Path, devices: list[str] | None, device: str | None = None) -> int:
     """Ranks 1..: score what rank 0 deals out; the exit status."""
-    def work(config, device, setup, between) -> str:
+    def work(config, device, setup, between, met) -> str:
         scored = follow_scoring(config, rank=setup.rank, device=device, between_rounds=between)
         return f"done, {scored:,} texts scored"
 
     return serve_as_rank(root, devices, "scoring", lambda config: device or config.scoring.device,
-                         lambda _device: "gloo", work)
+                         work, one_gpu_model=True)
 
 
 def main(argv: list[str] | None = None) -> int:

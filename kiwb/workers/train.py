@@ -47,7 +47,7 @@ from kiwb.workers.integrate import (
     routing_check,
     scores_from_tasks,
 )
-from kiwb.workers.runtime import FittedBatch, training_precision
+from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
@@ -290,11 +290,14 @@ class Trainer:
                                            self.data.labels)
 
     def _mixed_precision(self) -> str:
-        wanted = self.training.mixed_precision
-        if wanted not in ("no", "auto") and self.device.type != "cuda":
-            console.print(f"mixed_precision = {wanted!r} applies on CUDA only; training in "
-                          f"float32 on {self.device}", highlight=False, markup=False)
-        return training_precision(wanted, self.device)
+        setting = self.training.mixed_precision
+        precision, note = training_precision_for(setting, self.device)
+        if self.ranks is not None:  # rank 0 decides for every rank, from what each GPU has
+            precision, ranks_note = agreed_training_precision(setting, precision, self.ranks.met)
+            note = ranks_note or note
+        if note is not None:  # once, at set-up: why the run does not train as asked
+            console.print(note, highlight=False, markup=False, soft_wrap=True)
+        return precision
 
     def _load(self, checkpoint) -> None:
         from transformers import AutoTokenizer
@@ -366,7 +369,6 @@ class Trainer:
             return self.steps.step(rows, self._loss, units=units)
         mine, factor = self.ranks.share(rows, units)
         loss = self.steps.step(mine, lambda piece: self._loss(piece) * factor,
-                               quiet=self.train_model.no_sync,
                                reduce=lambda: self.ranks.average_gradients(self.model),
                                units=units)
         return self.ranks.mean(loss)

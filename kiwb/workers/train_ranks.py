@@ -1,14 +1,18 @@
-"""`kiwb train` on several devices or machines: DistributedDataParallel with the run's global
-batch.
+"""`kiwb train` on several devices or machines: data-parallel with the run's global batch.
 
 Every rank steps through the same batches (their order is seeded by the run, not the rank);
 each takes every world_size-th row of a batch and scales its loss by its share, so the
-gradients DDP averages are those one process computes over the whole batch: the same update,
-up to the order floating-point sums are taken in. Rank 0 is the recorded job and the only
-rank that reads the store, evaluates and checkpoints (with every rank's RNG, so a resumed run
-draws the dropout masks an uninterrupted one would). It sends the others what they need once,
-at the start: the training data and targets, the step to start from and, on a resume, the
-optimizer's state; DDP then gives them rank 0's weights.
+gradients the ranks average are those one process computes over the whole batch: the same
+update, up to the order floating-point sums are taken in. Rank 0 is the recorded job and the
+only rank that reads the store, evaluates and checkpoints (with every rank's RNG, so a
+resumed run draws the dropout masks an uninterrupted one would). It sends the others what
+they need once, at the start: the training data and targets, the step to start from and, on
+a resume, the optimizer's state; then its weights and buffers.
+
+No DistributedDataParallel: every step runs its pieces (as many as one rank's memory needs)
+and then makes one gradient average, which DDP's reducer cannot (it would average each piece,
+or, under no_sync, carry gradient buckets of a parameter's size for nothing). The gradients
+are averaged in place, in buckets of BUCKET_BYTES.
 """
 
 from __future__ import annotations
@@ -18,16 +22,18 @@ import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 
 import torch
 
 from kiwb.console import console
+from kiwb.workers.collectives import collective as _collective
+from kiwb.workers.object_transfer import receive_object, send_object
 from kiwb.workers.ranks import (
     RankLost,
     RankSetup,
     SpawnedRank,
-    backend_for,
     end_spawned,
     join_ranks,
     leave_ranks,
@@ -38,7 +44,10 @@ from kiwb.workers.ranks import (
     refuse_mixed_devices,
     serve_as_rank,
     start_ranks,
+    watch_ranks,
 )
+
+BUCKET_BYTES = 25 * 2**20  # gradients averaged per collective: few calls, little memory
 
 
 @dataclass
@@ -58,9 +67,12 @@ class TrainPlan:
 class TrainRanks:
     """This rank's part in a data-parallel run: the collectives the Trainer calls."""
 
-    def __init__(self, setup: RankSetup, device: torch.device):
+    def __init__(self, setup: RankSetup, device: torch.device, group=None,
+                 met: list[dict] | None = None):
         self.setup, self.device = setup, device
         self.members: list[dict] = []  # every rank's device, host and pid (at rank 0)
+        self.group = group  # the tensors' own group (tensor_group); None: the job's group
+        self.met = met or []  # what each rank said of its GPU when they met (join_ranks)
 
     @property
     def leads(self) -> bool:
@@ -79,19 +91,21 @@ class TrainRanks:
         return mine, self.setup.world_size * units(mine) / units(rows)
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        """The model under DDP: its construction gives every rank rank 0's weights and
-        buffers. Buffers are not broadcast again at each forward (they do not change), so a
-        forward that runs out of memory on one rank leaves no collective half made."""
-        from torch.nn.parallel import DistributedDataParallel
+        """Give every rank rank 0's weights and buffers, once (the model itself is trained:
+        buffers do not change in training, and gradients are averaged by
+        average_gradients)."""
+        import torch.distributed as dist
 
-        return _collective(lambda: DistributedDataParallel(
-            model, device_ids=[self.device.index or 0] if self.device.type == "cuda" else None,
-            broadcast_buffers=False), "sharing the weights")
+        for tensor in [*model.parameters(), *model.buffers()]:
+            _collective(lambda tensor=tensor: dist.broadcast(tensor.data, src=0, group=self.group),
+                        "sharing the weights")
+        return model
 
     def average_gradients(self, model: torch.nn.Module) -> None:
-        """Average the whole batch's gradients across ranks, in one flat all-reduce (every
-        piece ran under no_sync, so however many pieces a rank's memory needed, each rank
-        makes this one collective per step)."""
+        """Average the whole batch's gradients across ranks, in place, one collective per
+        bucket of about BUCKET_BYTES (every piece of the batch is in them already, so each
+        rank makes the same collectives once per step, however many pieces its memory
+        needed)."""
         import torch.distributed as dist
         from torch._utils import _flatten_dense_tensors, _unflatten_dense_tensors
 
@@ -99,12 +113,18 @@ class TrainRanks:
         for param in params:  # a part no row reached still takes part, with zeros
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-        grads = [param.grad for param in params]
-        flat = _flatten_dense_tensors(grads)
-        _collective(lambda: dist.all_reduce(flat), "averaging the gradients")
-        flat /= self.setup.world_size
-        for grad, averaged in zip(grads, _unflatten_dense_tensors(flat, grads), strict=True):
-            grad.copy_(averaged)
+        for bucket in gradient_buckets([param.grad for param in params], BUCKET_BYTES):
+            if len(bucket) == 1:  # a large tensor goes as it is, with no flat copy
+                _collective(lambda grad=bucket[0]: dist.all_reduce(grad, group=self.group),
+                            "averaging the gradients")
+                bucket[0] /= self.setup.world_size
+                continue
+            flat = _flatten_dense_tensors(bucket)
+            _collective(lambda flat=flat: dist.all_reduce(flat, group=self.group),
+                        "averaging the gradients")
+            flat /= self.setup.world_size
+            for grad, averaged in zip(bucket, _unflatten_dense_tensors(flat, bucket), strict=True):
+                grad.copy_(averaged)
 
     def agree(self, stop: bool) -> bool:
         """Rank 0's decision to stop at this step, for every rank."""
@@ -119,7 +139,7 @@ class TrainRanks:
         import torch.distributed as dist
 
         total = loss.detach().clone()
-        _collective(lambda: dist.all_reduce(total), "adding up the loss")
+        _collective(lambda: dist.all_reduce(total, group=self.group), "adding up the loss")
         return total / self.setup.world_size
 
     def gather_rng(self) -> list | None:
@@ -135,8 +155,6 @@ class TrainRanks:
 
     def send_plan(self, trainer, state: dict | None) -> None:
         """Rank 0: what the others need to take the same steps."""
-        import torch.distributed as dist
-
         data = dataclasses.replace(trainer.data, eval_texts=None, eval_ids=None, eval_routing=None,
                                    eval_reference=None)
         plan = TrainPlan(trainer.training, trainer.request, data, trainer.step,
@@ -145,16 +163,13 @@ class TrainRanks:
                          {part: state[part] for part in ("optimizer", "scheduler", "scaler")
                           if part in state} if state is not None else None,
                          (state or {}).get("rng_ranks"))
-        _collective(lambda: dist.broadcast_object_list([plan], src=0), "sending the plan")
+        send_object(plan, "sending the plan")
         self._introduce()
 
     def receive_plan(self) -> TrainPlan:
-        import torch.distributed as dist
-
-        holder = [None]
-        _collective(lambda: dist.broadcast_object_list(holder, src=0), "waiting for the plan")
+        plan = receive_object("waiting for the plan")
         self._introduce()
-        return holder[0]
+        return plan
 
     def _introduce(self) -> None:
         """Every rank's device, host and pid, for the job's per-rank progress."""
@@ -177,11 +192,37 @@ class TrainRanks:
                           for member in self.members]}
 
 
-def _collective(call, doing: str):
-    try:
-        return call()
-    except RuntimeError as error:  # a rank died or its machine went away
-        raise RankLost(f"{doing}: {error}".splitlines()[0]) from None
+def gradient_buckets(grads: list[torch.Tensor], limit: int) -> list[list[torch.Tensor]]:
+    """The gradients in order, in runs of at most `limit` bytes (a tensor larger than that
+    alone); the same on every rank, since every rank has the same model."""
+    buckets: list[list[torch.Tensor]] = []
+    size = 0
+    for grad in grads:
+        grad_bytes = grad.numel() * grad.element_size()
+        if not buckets or size + grad_bytes > limit or buckets[-1][0].dtype != grad.dtype:
+            buckets.append([])
+            size = 0
+        buckets[-1].append(grad)
+        size += grad_bytes
+    return buckets
+
+
+def tensor_group(device: torch.device, timeout_s: float):
+    """The group a training job's tensors go over, with a short timeout of its own (the job's
+    group keeps RANK_TIMEOUT for waits that may be long, as rank 0's evaluations): NCCL for
+    GPUs, gloo for CPUs.
+
+    NCCL waits on the GPU, so a collective whose peer died would leave rank 0's thread free
+    and its kernel stuck until the watchdog's timeout tore the process down unrecorded. With
+    TORCH_NCCL_BLOCKING_WAIT the calling thread waits for each collective, raises when its
+    timeout passes, and raises when RankWatch aborts the group (it also turns off NCCL's async
+    error handling, which would kill the process instead). A value set outside kiwb stays."""
+    import torch.distributed as dist
+
+    if device.type == "cuda":
+        os.environ.setdefault("TORCH_NCCL_BLOCKING_WAIT", "1")
+    return dist.new_group(backend="nccl" if device.type == "cuda" else "gloo",
+                          timeout=timedelta(seconds=timeout_s))
 
 
 def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: TrainRanks):
@@ -227,23 +268,34 @@ def train_on_ranks(session, config, settings, request, devices: list[str] | None
         return train_here(session, config, settings, request, resolve_device(devices[0]))
     device = resolve_device(rank_device_name(setup, devices, config.training.device))
     session.started(device)
+    failed = True
     try:
-        console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}", highlight=False)
-        join_ranks(setup, backend_for(device))
-        ranks = TrainRanks(setup, device)
-        trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
-                          device, job_id=session.job.id, ranks=ranks)
-        from kiwb.workers.train_job import run_trainer
+        with watch_ranks(session, setup, spawned) as watch:
+            try:
+                console.print(f"Joining {setup.world_size} ranks as rank 0 on {device}",
+                              highlight=False)
+                # rank 0 waits for the others only briefly (they wait for its evaluations)
+                met = join_ranks(setup, device,
+                                 timeout=timedelta(seconds=config.training.rank_timeout_s))
+                ranks = TrainRanks(setup, device,
+                                   tensor_group(device, config.training.rank_timeout_s), met)
+                trainer = Trainer(config, session.store, request,
+                                  prepare(config, session.store, request), device,
+                                  job_id=session.job.id, ranks=ranks)
+                from kiwb.workers.train_job import run_trainer
 
-        return run_trainer(session, trainer, request.run, where=ranks_text(setup, spawned, devices))
-    except RankLost as error:
-        return lost_outcome(error, spawned)
-    except RuntimeError as error:  # DDP's gradient averaging fails inside backward()
-        if not _rank_gone(error, spawned):
-            raise
-        return lost_outcome(RankLost(str(error).splitlines()[0]), spawned)
+                outcome = run_trainer(session, trainer, request.run,
+                                      where=ranks_text(setup, spawned, devices))
+                failed = False
+                return outcome
+            except RankLost as error:
+                return lost_outcome(error, spawned, watch.dead)
+            except RuntimeError as error:  # a rank's failure surfacing inside a step
+                if not _rank_gone(error, spawned):
+                    raise
+                return lost_outcome(RankLost(str(error).splitlines()[0]), spawned, watch.dead)
     finally:
-        leave_ranks()
+        leave_ranks(failed)
         end_spawned(spawned)
 
 
@@ -258,8 +310,9 @@ def _rank_gone(error: RuntimeError, spawned: list[SpawnedRank]) -> bool:
 
 def run_train_follower(root: Path, devices: list[str] | None, device: str | None = None) -> int:
     """Ranks 1..: take the steps rank 0 takes, on this rank's share of each batch."""
-    def work(config, device, setup, between) -> str:
-        ranks = TrainRanks(setup, device)
+    def work(config, device, setup, between, met) -> str:
+        ranks = TrainRanks(setup, device,
+                           tensor_group(device, config.training.rank_timeout_s), met)
         trainer = follower_trainer(config, ranks.receive_plan(), device, ranks)
         console.print(f"rank {setup.rank}: steps {trainer.step:,} to {trainer.total_steps:,}",
                       highlight=False, markup=False)
@@ -271,7 +324,7 @@ def run_train_follower(root: Path, devices: list[str] | None, device: str | None
         return f"{'stopped' if result['stopped'] else 'done'} at step {result['step']:,}"
 
     return serve_as_rank(root, devices, "training",
-                         lambda config: device or config.training.device, backend_for, work)
+                         lambda config: device or config.training.device, work)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -9,7 +9,6 @@ with its caller, which hands the core a `loss_of(rows)` for a piece of a batch.
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 
@@ -56,7 +55,6 @@ class OptimizerSteps:
         self.micro_batch = batch_size  # what fits in memory, carried from step to step
 
     def step(self, rows: torch.Tensor, loss_of: Callable[[torch.Tensor], torch.Tensor],
-             quiet: Callable[[], contextlib.AbstractContextManager] | None = None,
              reduce: Callable[[], None] | None = None,
              units: Callable[[torch.Tensor], int] = len) -> torch.Tensor:
         """One optimizer step over the batch `rows`; returns its loss, still on the device.
@@ -65,12 +63,12 @@ class OptimizerSteps:
         terms (a text each by default; a word each for a tagger): each piece counts by its
         share of the batch's terms, so the pieces add up to the batch's mean. After an
         out-of-memory error the pieces halve: their gradients accumulate to the same update.
-        Under DistributedDataParallel, `quiet` is its no_sync, around every piece, and `reduce`
-        averages the gradients across ranks once they are whole: an out-of-memory error on
-        one rank is then retried there alone, without a collective the others do not make.
+        On several ranks `reduce` averages the gradients across ranks once they are whole:
+        an out-of-memory error on one rank is then retried there alone, without a collective
+        the others do not make.
         """
         loss, self.micro_batch = halving_on_oom(
-            lambda size: self.accumulate(rows, size, loss_of, quiet, units), self.micro_batch,
+            lambda size: self.accumulate(rows, size, loss_of, units), self.micro_batch,
             self.device, "training on")
         if reduce is not None:
             reduce()
@@ -79,16 +77,14 @@ class OptimizerSteps:
 
     def accumulate(self, rows: torch.Tensor, micro_batch: int,
                    loss_of: Callable[[torch.Tensor], torch.Tensor],
-                   quiet: Callable[[], contextlib.AbstractContextManager] | None = None,
                    units: Callable[[torch.Tensor], int] = len) -> torch.Tensor:
         self.optimizer.zero_grad(set_to_none=True)  # a failed attempt may have left some
         total = torch.zeros((), device=self.device)
         whole = units(rows)
         for piece in rows.split(micro_batch):
-            with quiet() if quiet is not None else contextlib.nullcontext():
-                with autocast_context(self.device, self.autocast_dtype):
-                    loss = loss_of(piece) * (units(piece) / whole)
-                self.scaler.scale(loss).backward()
+            with autocast_context(self.device, self.autocast_dtype):
+                loss = loss_of(piece) * (units(piece) / whole)
+            self.scaler.scale(loss).backward()
             total += loss.detach().float()
         return total
 
