@@ -168,3 +168,40 @@ def test_merge_benchmark_picks_the_best_merge_on_dev_and_renders_curves_by_step(
     assert "| merge: TIES, chosen on dev (lambda 0.8, k 20%) | 50.0 | 40.0 | 5 s |" in text
     assert "| step | 50 | 100 |" in text  # numeric order, though JSON keys are text
     assert "| MUKI-Hard from merge-ties-dev |" in text and "scoring 2.0 min" in text
+
+
+def test_many_teachers_cuts_the_sorted_labels_as_the_paper_and_scores_each_teacher_once():
+    import many_teachers
+
+    assert many_teachers.LABELS == ["devel", "doc", "golang", "haskell", "libdevel", "libs",
+                                    "perl", "python", "rust", "utils"]
+    for count, sizes in ((3, [3, 3, 4]), (4, [2, 2, 2, 4]), (5, [2, 2, 2, 2, 2])):
+        groups = many_teachers.teacher_groups(count)
+        assert [len(group) for group in groups] == sizes
+        assert [label for group in groups for label in group] == many_teachers.LABELS
+    distinct = {many_teachers.teacher_name(group) for count in (3, 4, 5)
+                for group in many_teachers.teacher_groups(count)}
+    assert len(distinct) == 8  # perl..utils serves 3 and 4 teachers; three pairs 4 and 5
+    assert "perl+python+rust+utils" in distinct
+
+
+def test_many_teachers_table_puts_each_teacher_count_in_a_column():
+    import many_teachers
+
+    teachers = {str(n): [many_teachers.teacher_name(g) for g in many_teachers.teacher_groups(n)]
+                for n in (3, 5)}
+    results = {
+        "size": "cpu", "size_settings": {"teacher_rows": 400},
+        "rows": {"train": 1000, "dev": 300, "test": 600},
+        "scoring": {name: {"texts": 1900, "seconds": 600.0}
+                    for names in teachers.values() for name in names},
+        "counts": {n: {"teachers": names,
+                       "test_integration": {"eval": {"ensemble_accuracy": 0.7,
+                                                     "routing_accuracy": {"chosen": 0.8}}},
+                       "students": {"muki-hard": {"accuracy": 0.75, "macro_f1": 0.7}}}
+                   for n, names in teachers.items()}}
+    text = many_teachers.render(results)
+    assert "| row (test) | 3 teachers | 5 teachers |" in text
+    assert "| student muki-hard (accuracy / macro-F1) | 75.0 / 70.0 | 75.0 / 70.0 |" in text
+    assert "| texts x teachers | 5,700 | 9,500 |" in text
+    assert "| seconds | 1,800 | 3,000 |" in text

@@ -1,0 +1,282 @@
+"""Three to five teachers on real text (issue 31): MUKI's Table 3 pattern on Debian sections.
+
+    python benchmarks/many_teachers.py              # ~4 h on 2 CPU cores; resumes after a kill
+    python benchmarks/many_teachers.py --size tiny  # a smoke run of every step (~40 min)
+
+Data: the ten most frequent sections of ../shared/data/debian-packages.jsonl.gz that are not
+debian-8's (devel, doc, golang, haskell, libdevel, libs, perl, python, rust, utils), split by
+sha1(source) % 10 as the protocol says (0-6 train, 7 dev, 8-9 test), each split subsampled
+evenly to the sizes below. Over the sorted labels, the paper's splits: 3 teachers {3,3,4},
+4 teachers {2,2,2,4}, 5 teachers {2,2,2,2,2}. Every teacher is all-MiniLM-L6-v2 fine-tuned by
+`kiwb teach` on its own labels' train rows (at most TEACHER_ROWS per label). Eight distinct
+teachers cover the three splits (the 4-label teacher is the same for 3 and 4 teachers, the
+three 2-label ones for 4 and 5), so each is scored once, in one project holding all of them,
+whose store every N's project starts from (score sets are keyed by teacher and data, not by
+project).
+
+For each N: the integration of the test split (the Ensemble, each teacher, the routing
+accuracy of the default routing), every label-free routing's accuracy on dev and test, and the
+students (Vanilla KD, UHC, MUKI-Hard with the default routing and with MC confidence routing,
+MUKI-Soft, Supervised on the pool's gold labels), evaluated on test. Scoring cost: texts x
+teachers, and the seconds the score jobs took per teacher. Writes
+benchmarks/out/many_teachers[-SIZE]/results.json and its section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import json
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # debian8, routing and report live beside this script
+import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
+import routing  # noqa: E402
+from report import percent, write_section  # noqa: E402
+
+LABELS = sorted(["libs", "libdevel", "python", "doc", "perl", "utils", "devel", "haskell",
+                 "rust", "golang"])
+GROUPS = {3: (3, 3, 4), 4: (2, 2, 2, 4), 5: (2, 2, 2, 2, 2)}
+SIZES = {
+    # Scoring costs ~0.3 s a text per MiniLM teacher at K = 16 on 2 cores: 8 teachers on
+    # 1,900 texts is about 1.5 h; 18 students of 4 epochs over 1,000 texts about 2 h.
+    "cpu": {"teacher_rows": 400, "train": 1000, "dev": 300, "test": 600, "teacher_epochs": 3.0,
+            "student_epochs": 4.0, "student_batch": 16, "teacher_lr": 5e-5, "student_lr": 1e-4,
+            "eval_every": 50},
+    "tiny": {"teacher_rows": 40, "train": 120, "dev": 60, "test": 80, "teacher_epochs": 1.0,
+             "student_epochs": 1.0, "student_batch": 16, "teacher_lr": 1e-4, "student_lr": 2e-4,
+             "eval_every": 4},
+}
+# (row, train arguments): MUKI-Hard with the default routing and with MC confidence routing
+RUNS = [
+    ("vanilla-kd", ["--method", "vanilla-kd"]),
+    ("uhc", ["--method", "uhc"]),
+    ("muki-hard", ["--method", "muki-hard"]),
+    ("muki-hard-confidence", ["--method", "muki-hard", "--routing", "confidence"]),
+    ("muki-soft", ["--method", "muki-soft"]),
+    ("supervised", ["--method", "supervised"]),
+]
+ROUTINGS = [entry for entry in routing.LABEL_FREE if entry[2] in (None, "margin")]
+
+
+def teacher_groups(count: int) -> list[list[str]]:
+    """The sorted labels cut into the paper's group sizes for `count` teachers."""
+    groups, start = [], 0
+    for size in GROUPS[count]:
+        groups.append(LABELS[start:start + size])
+        start += size
+    return groups
+
+
+def teacher_name(labels: list[str]) -> str:
+    return "+".join(labels)
+
+
+def split_data(out: Path, size: dict) -> dict[str, Path]:
+    """The ten sections' rows split by source; the pool, dev and test spread evenly over
+    their split, the teachers' rows at most `teacher_rows` per label of the train split."""
+    splits: dict[str, list[dict]] = {"train": [], "dev": [], "test": []}
+    with gzip.open(debian8.DATA, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            row = json.loads(line)
+            if row["section"] not in LABELS:
+                continue
+            bucket = int(hashlib.sha1(row["source"].encode()).hexdigest(), 16) % 10
+            name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"
+            splits[name].append({"text": row["text"], "label": row["section"]})
+    chosen = {name: _spread(rows, size[name]) for name, rows in splits.items()}
+    chosen["teacher_train"] = [row for label in LABELS for row in _spread(
+        [row for row in splits["train"] if row["label"] == label], size["teacher_rows"])]
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, rows in chosen.items():
+        paths[name] = out / f"{name}.jsonl"
+        paths[name].write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    return paths
+
+
+def _spread(rows: list, limit: int) -> list:
+    if len(rows) <= limit:
+        return rows
+    step = len(rows) / limit
+    return [rows[int(i * step)] for i in range(limit)]
+
+
+def make_teachers(out: Path, data: dict, base: str, size: dict, stages: dict) -> dict[str, Path]:
+    """Every distinct teacher of the three splits, fine-tuned unless a previous run did."""
+    wanted = {teacher_name(group): group for count in GROUPS for group in teacher_groups(count)}
+    teachers = {}
+    for name, labels in wanted.items():
+        folder = out / "teachers" / name
+        if not (folder / "config.json").exists():
+            stages[f"teach_{name}"] = debian8.kiwb(
+                "teach", "--base", base, "--data", data["teacher_train"], "--dev", data["dev"],
+                "--labels", ",".join(labels), "--out", folder, "--epochs", size["teacher_epochs"],
+                "--learning-rate", size["teacher_lr"], "--min-steps", "0", "--force",
+                log=out / "commands.log")
+        teachers[name] = folder
+    return teachers
+
+
+def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Path | None,
+                 base: str, size: dict) -> None:
+    debian8.write_config(project, teachers, unlabeled, evaluation, base,
+                         {"student_epochs": size["student_epochs"], "student_lr": size["student_lr"],
+                          "student_batch": size["student_batch"], "eval_every": size["eval_every"]},
+                         label_unlabeled=True)
+
+
+def score_all(out: Path, data: dict, teachers: dict, base: str, size: dict) -> tuple[Path, Path]:
+    """Every teacher on the pool and dev (one project) and on test (another), once."""
+    log = out / "commands.log"
+    scored, test_scored = out / "scores", out / "test-scores"
+    write_config(scored, teachers, data["train"], data["dev"], base, size)
+    write_config(test_scored, teachers, data["test"], None, base, size)
+    for folder in (scored, test_scored):
+        debian8.kiwb("score", folder, "--foreground", log=log)
+    return scored, test_scored
+
+
+def project_for(out: Path, count: int, scored: Path, teachers: dict, unlabeled: Path,
+                evaluation: Path | None, base: str, size: dict, name: str) -> Path:
+    """A project of `count` teachers whose store starts as a copy of `scored`'s (its score
+    sets), its own runs kept across resumes."""
+    project = out / f"{count}-teachers" / name
+    if not (project / "store.sqlite").exists():
+        project.mkdir(parents=True, exist_ok=True)
+        with sqlite3.connect(scored / "store.sqlite") as source, \
+                sqlite3.connect(project / "store.sqlite") as copy:
+            source.backup(copy)  # a consistent copy, whatever the source's journal holds
+        shutil.copytree(scored / "scores", project / "scores", dirs_exist_ok=True)
+    mine = {teacher_name(group): teachers[teacher_name(group)] for group in teacher_groups(count)}
+    write_config(project, mine, unlabeled, evaluation, base, size)
+    return project
+
+
+def scoring_seconds(scored: Path) -> dict[str, dict]:
+    """Per teacher: the texts its score jobs drew and the seconds they took."""
+    with sqlite3.connect(scored / "store.sqlite") as db:
+        rows = db.execute("SELECT sets.teacher, SUM(shards.rows), SUM(shards.seconds) "
+                          "FROM score_shards AS shards JOIN score_sets AS sets "
+                          "ON shards.score_key = sets.key WHERE shards.status = 'done' "
+                          "GROUP BY sets.teacher").fetchall()
+    return {teacher: {"texts": texts, "seconds": round(seconds, 1)}
+            for teacher, texts, seconds in rows}
+
+
+def one_count(out: Path, count: int, data: dict, teachers: dict, scored: tuple[Path, Path],
+              base: str, size: dict, results: dict, save) -> None:
+    log = out / "commands.log"
+    entry = results.setdefault("counts", {}).setdefault(str(count), {})
+    entry["teachers"] = [teacher_name(group) for group in teacher_groups(count)]
+    project = project_for(out, count, scored[0], teachers, data["train"], data["dev"], base,
+                          size, "project")
+    test_view = project_for(out, count, scored[1], teachers, data["test"], None, base, size,
+                            "test-view")
+    for folder in (project, test_view):  # nothing left to score: the copies hold it all
+        debian8.kiwb("score", folder, "--foreground", log=log)
+    integration = json.loads(debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
+    entry["test_integration"] = integration
+    pool = routing.scores_of(project, "unlabeled")
+    splits = {"dev": routing.scores_of(project, "eval"),
+              "test": routing.scores_of(test_view, "unlabeled")}
+    entry["routings"] = {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None, splits)
+                         for spec in ROUTINGS}
+    save()
+    students = entry.setdefault("students", {})
+    for run, extra in RUNS:
+        state = debian8._run_state(project / "runs" / run)
+        if state != "done":  # a run cut short by a killed benchmark resumes where it was
+            resume = ("--resume",) if state == "partial" else ()
+            results.setdefault("stages", {})[f"train_{count}_{run}"] = debian8.kiwb(
+                "train", project, "--run", run, *extra, *resume, "--foreground", log=log)
+        report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
+                                         data["test"], "--json", log=log)["stdout"])
+        students[run] = {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
+                         "per_class": report["per_class_accuracy"]}
+        save()
+
+
+def render(results: dict) -> str:
+    counts = results.get("counts", {})
+    lines = [f"Size `{results['size']}`: pool {results['rows']['train']:,}, dev "
+             f"{results['rows']['dev']:,}, test {results['rows']['test']:,} texts; "
+             f"{results['size_settings']['teacher_rows']} train rows per label for the teachers.",
+             "", "| row (test) | " + " | ".join(f"{n} teachers" for n in counts) + " |",
+             "|---|" + "---|" * len(counts)]
+
+    def row(name: str, values: list[str]) -> None:
+        lines.append(f"| {name} | " + " | ".join(values) + " |")
+
+    integrations = [entry.get("test_integration", {}).get("eval", {}) for entry in counts.values()]
+    row("Ensemble accuracy", [percent(item.get("ensemble_accuracy")) for item in integrations])
+    row("routing accuracy (default routing)",
+        [percent((item.get("routing_accuracy") or {}).get("chosen")) for item in integrations])
+    for run, _ in RUNS:
+        row(f"student {run} (accuracy / macro-F1)", [
+            (f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}"
+             if (student := entry.get("students", {}).get(run)) else "") for entry in counts.values()])
+    lines += ["", "Routing accuracy of each label-free routing, dev / test:", "",
+              "| routing | " + " | ".join(f"{n} teachers" for n in counts) + " |",
+              "|---|" + "---|" * len(counts)]
+    for spec in ROUTINGS:
+        name = routing.routing_name(*spec)
+        row(name, [(f"{percent(found['dev'])} / {percent(found['test'])}"
+                    if (found := entry.get("routings", {}).get(name)) else "")
+                   for entry in counts.values()])
+    cost = results.get("scoring", {})
+    lines += ["", "Scoring cost (K = 16): texts x teachers per N, and the score jobs' seconds:", "",
+              "| | " + " | ".join(f"{n} teachers" for n in counts) + " |",
+              "|---|" + "---|" * len(counts)]
+    row("texts x teachers", [f"{sum(cost.get(t, {}).get('texts', 0) for t in entry['teachers']):,}"
+                             for entry in counts.values()])
+    row("seconds", [f"{sum(cost.get(t, {}).get('seconds', 0) for t in entry['teachers']):,.0f}"
+                    for entry in counts.values()])
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", choices=SIZES, default="cpu")
+    parser.add_argument("--counts", default="3,4,5", help="teacher counts to run (comma list)")
+    args = parser.parse_args()
+    size = SIZES[args.size]
+    out = HERE / "out" / ("many_teachers" + ("" if args.size == "cpu" else f"-{args.size}"))
+    out.mkdir(parents=True, exist_ok=True)
+    results_path = out / "results.json"
+    results = json.loads(results_path.read_text()) if results_path.exists() else {}
+    results.update(size=args.size, size_settings=size, labels=LABELS,
+                   groups={str(n): teacher_groups(n) for n in GROUPS},
+                   machine=debian8.machine())
+
+    def save() -> None:
+        results_path.write_text(json.dumps(results, indent=2))
+
+    base = debian8.minilm_path()
+    data = split_data(out, size)
+    results["rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}
+    teachers = make_teachers(out, data, base, size, results.setdefault("stages", {}))
+    save()
+    scored = score_all(out, data, teachers, base, size)
+    results["scoring"] = {**scoring_seconds(scored[0]), **{
+        f"{teacher} (test)": figures for teacher, figures in scoring_seconds(scored[1]).items()}}
+    for teacher, figures in scoring_seconds(scored[1]).items():  # pool, dev and test together
+        mine = results["scoring"].setdefault(teacher, {"texts": 0, "seconds": 0.0})
+        mine["texts"] += figures["texts"]
+        mine["seconds"] = round(mine["seconds"] + figures["seconds"], 1)
+    save()
+    for count in map(int, args.counts.split(",")):
+        one_count(out, count, data, teachers, scored, base, size, results, save)
+    if args.size == "cpu":
+        write_section("many teachers", "benchmarks/many_teachers.py", render(results))
+    print(render(results))
+
+
+if __name__ == "__main__":
+    main()
