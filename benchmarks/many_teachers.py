@@ -2,6 +2,7 @@
 
     python benchmarks/many_teachers.py              # ~4 h on 2 CPU cores; resumes after a kill
     python benchmarks/many_teachers.py --size tiny  # a smoke run of every step (~40 min)
+    python benchmarks/many_teachers.py --part differ  # teachers of two architectures (~3 h)
 
 Data: the ten most frequent sections of ../shared/data/debian-packages.jsonl.gz that are not
 debian-8's (devel, doc, golang, haskell, libdevel, libs, perl, python, rust, utils), split by
@@ -18,8 +19,17 @@ For each N: the integration of the test split (the Ensemble, each teacher, the r
 accuracy of the default routing), every label-free routing's accuracy on dev and test, and the
 students (Vanilla KD, UHC, MUKI-Hard with the default routing and with MC confidence routing,
 MUKI-Soft, Supervised on the pool's gold labels), evaluated on test. Scoring cost: texts x
-teachers, and the seconds the score jobs took per teacher. Writes
-benchmarks/out/many_teachers[-SIZE]/results.json and its section of BENCHMARKS.md.
+teachers, and the seconds the score jobs took per teacher.
+
+`--part differ`: teachers of different architectures and tokenizers on debian-8's halves
+(debian8.py's data and split). A small BERT (4 layers, 128 wide, an 8,000-piece WordPiece
+vocabulary of its own) pre-trained here by masked-language modelling on the debian-8 train
+texts, as the demo builds its base, is taught each half; it is paired with debian8.py's
+MiniLM teacher of the other half, both ways round (small on A with MiniLM on B, and the
+reverse), with the same rows as above (the Supervised student does not depend on the
+teachers: trained once). MiniLM teachers and their scores are debian8.py's when present.
+
+Writes benchmarks/out/many_teachers[-SIZE]/results.json and its sections of BENCHMARKS.md.
 """
 
 from __future__ import annotations
@@ -48,7 +58,7 @@ SIZES = {
     "cpu": {"teacher_rows": 400, "train": 1000, "dev": 300, "test": 600, "teacher_epochs": 3.0,
             "student_epochs": 4.0, "student_batch": 16, "teacher_lr": 5e-5, "student_lr": 1e-4,
             "eval_every": 50},
-    "tiny": {"teacher_rows": 40, "train": 120, "dev": 60, "test": 80, "teacher_epochs": 1.0,
+    "tiny": {"teacher_rows": 80, "train": 120, "dev": 60, "test": 80, "teacher_epochs": 3.0,
              "student_epochs": 1.0, "student_batch": 16, "teacher_lr": 1e-4, "student_lr": 2e-4,
              "eval_every": 4},
 }
@@ -74,7 +84,7 @@ def teacher_groups(count: int) -> list[list[str]]:
 
 
 def teacher_name(labels: list[str]) -> str:
-    return "+".join(labels)
+    return "-".join(labels)  # a valid teacher name (letters, digits, _ . -)
 
 
 def split_data(out: Path, size: dict) -> dict[str, Path]:
@@ -202,6 +212,123 @@ def one_count(out: Path, count: int, data: dict, teachers: dict, scored: tuple[P
         save()
 
 
+SMALL_BERT = {"vocab_size": 8000, "hidden_size": 128, "layers": 4, "heads": 4, "dropout": 0.1,
+              "max_length": 128, "mlm_epochs": 2, "mlm_learning_rate": 1e-3,
+              "mlm_batch_size": 64, "seed": 0}
+PAIRINGS = {"small-A + MiniLM-B": ("small", "minilm"), "MiniLM-A + small-B": ("minilm", "small")}
+
+
+def small_bert(out: Path, data: dict, stages: dict) -> Path:
+    """The small BERT base: its own WordPiece vocabulary and masked-language modelling on the
+    debian-8 train texts (kiwb.demo.build.pretrain_base, with a larger recipe)."""
+    import dataclasses
+    import time
+
+    import torch
+
+    from kiwb.demo.build import pretrain_base
+    from kiwb.demo.recipe import FULL
+
+    folder = out / "small-bert"
+    if not (folder / "config.json").exists():
+        # every debian-8 train text (the teachers' rows), labels unused
+        rows = [json.loads(line) for line in open(data["teacher_train"], encoding="utf-8")]
+        started = time.perf_counter()
+        torch.set_num_threads(2)
+        pretrain_base({"train": rows}, dataclasses.replace(FULL, **SMALL_BERT), folder,
+                      torch.device("cpu"))
+        stages["pretrain_small_bert"] = {"seconds": round(time.perf_counter() - started, 1)}
+    return folder
+
+
+def differ(out: Path, size_name: str, results: dict, save) -> None:
+    """Small-BERT and MiniLM teachers on debian-8's halves, both ways round."""
+    preset = debian8.PRESETS["cpu" if size_name == "cpu" else "tiny"]
+    log, stages = out / "commands.log", results.setdefault("stages", {})
+    data = debian8.split_data(out / "debian8", preset)
+    base = debian8.minilm_path()
+    small = small_bert(out, data, stages)
+    save()
+    teachers = {}
+    for half, labels in (("A", debian8.TEACHER_A), ("B", debian8.TEACHER_B)):
+        reused = HERE / "out" / "cpu" / f"teacher_{half}"  # debian8.py's, same data and recipe
+        minilm = reused if size_name == "cpu" and (reused / "config.json").exists() else             out / "debian8" / f"minilm-{half}"
+        for kind, folder, start, lr in (("minilm", minilm, base, preset["teacher_lr"]),
+                                        ("small", out / "debian8" / f"small-{half}", small, 1e-3)):
+            if not (folder / "config.json").exists():
+                stages[f"teach_{kind}_{half}"] = debian8.kiwb(
+                    "teach", "--base", start, "--data", data["teacher_train"], "--dev", data["dev"],
+                    "--labels", ",".join(labels), "--out", folder,
+                    "--epochs", preset["teacher_epochs"], "--learning-rate", lr,
+                    "--min-steps", "0", "--force", log=log)
+            teachers[(kind, half)] = folder
+    entry = results.setdefault("differ", {})
+    for name, (kind_a, kind_b) in PAIRINGS.items():
+        mine = {f"{kind_a}-A": teachers[(kind_a, "A")], f"{kind_b}-B": teachers[(kind_b, "B")]}
+        folder = out / "differ" / name.replace(" + ", "_")
+        project, test_view = folder / "project", folder / "test-view"
+        debian8.write_config(project, mine, data["train"], data["dev"], base, preset,
+                             label_unlabeled=True)
+        debian8.write_config(test_view, mine, data["test"], None, base, preset,
+                             label_unlabeled=True)
+        for view in (project, test_view):
+            debian8.kiwb("score", view, "--foreground", log=log)
+        pairing = entry.setdefault(name, {"teachers": list(mine)})
+        pairing["test_integration"] = json.loads(
+            debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
+        pool = routing.scores_of(project, "unlabeled")
+        splits = {"dev": routing.scores_of(project, "eval"),
+                  "test": routing.scores_of(test_view, "unlabeled")}
+        pairing["routings"] = {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None,
+                                                                            splits)
+                               for spec in ROUTINGS}
+        pairing["scoring"] = scoring_seconds(project)
+        save()
+        runs = RUNS if name == next(iter(PAIRINGS)) else [r for r in RUNS if r[0] != "supervised"]
+        students = pairing.setdefault("students", {})
+        for run, extra in runs:
+            state = debian8._run_state(project / "runs" / run)
+            if state != "done":
+                resume = ("--resume",) if state == "partial" else ()
+                stages[f"train_{name}_{run}"] = debian8.kiwb(
+                    "train", project, "--run", run, *extra, *resume, "--foreground", log=log)
+            report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
+                                             data["test"], "--json", log=log)["stdout"])
+            students[run] = {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
+                             "per_class": report["per_class_accuracy"]}
+            save()
+
+
+def render_differ(results: dict) -> str:
+    pairings = results.get("differ", {})
+    lines = ["| row (debian-8 test) | " + " | ".join(pairings) + " |",
+             "|---|" + "---|" * len(pairings)]
+
+    def row(name: str, values: list[str]) -> None:
+        lines.append(f"| {name} | " + " | ".join(values) + " |")
+
+    evals = [entry.get("test_integration", {}).get("eval", {}) for entry in pairings.values()]
+    for index in range(2):
+        row(f"teacher {'AB'[index]} alone",
+            [f"{entry['teachers'][index]}: {percent(item.get('teacher_accuracy', {}).get(entry['teachers'][index]))}"
+             for entry, item in zip(pairings.values(), evals, strict=True)])
+    row("Ensemble accuracy", [percent(item.get("ensemble_accuracy")) for item in evals])
+    row("routing accuracy (default routing)",
+        [percent((item.get("routing_accuracy") or {}).get("chosen")) for item in evals])
+    for run, _ in RUNS:
+        row(f"student {run} (accuracy / macro-F1)", [
+            (f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}"
+             if (student := entry.get("students", {}).get(run)) else "")
+            for entry in pairings.values()])
+    for spec in ROUTINGS:
+        name = routing.routing_name(*spec)
+        row(f"routing {name}, dev / test", [
+            (f"{percent(found['dev'])} / {percent(found['test'])}"
+             if (found := entry.get("routings", {}).get(name)) else "")
+            for entry in pairings.values()])
+    return "\n".join(lines)
+
+
 def render(results: dict) -> str:
     counts = results.get("counts", {})
     lines = [f"Size `{results['size']}`: pool {results['rows']['train']:,}, dev "
@@ -245,6 +372,7 @@ def main() -> None:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", choices=SIZES, default="cpu")
     parser.add_argument("--counts", default="3,4,5", help="teacher counts to run (comma list)")
+    parser.add_argument("--part", choices=("all", "many", "differ"), default="all")
     args = parser.parse_args()
     size = SIZES[args.size]
     out = HERE / "out" / ("many_teachers" + ("" if args.size == "cpu" else f"-{args.size}"))
@@ -258,6 +386,18 @@ def main() -> None:
     def save() -> None:
         results_path.write_text(json.dumps(results, indent=2))
 
+    if args.part in ("all", "many"):
+        many(out, args, size, results, save)
+    if args.part in ("all", "differ"):
+        differ(out, args.size, results, save)
+        if args.size == "cpu":
+            write_section("teachers that differ", "benchmarks/many_teachers.py",
+                          render_differ(results))
+        print(render_differ(results))
+
+
+def many(out: Path, args, size: dict, results: dict, save) -> None:
+    """Three, four and five MiniLM teachers."""
     base = debian8.minilm_path()
     data = split_data(out, size)
     results["rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}

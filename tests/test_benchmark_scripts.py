@@ -182,7 +182,7 @@ def test_many_teachers_cuts_the_sorted_labels_as_the_paper_and_scores_each_teach
     distinct = {many_teachers.teacher_name(group) for count in (3, 4, 5)
                 for group in many_teachers.teacher_groups(count)}
     assert len(distinct) == 8  # perl..utils serves 3 and 4 teachers; three pairs 4 and 5
-    assert "perl+python+rust+utils" in distinct
+    assert "perl-python-rust-utils" in distinct
 
 
 def test_many_teachers_table_puts_each_teacher_count_in_a_column():

@@ -12,6 +12,17 @@ TOPICS = {
     "music": "guitar album concert song band melody drummer chorus lyrics tour",
     "cooking": "recipe oven flour bake garlic sauce kitchen chef spice dinner",
 }
+# Six more topics, for projects of three to five teachers (ten labels); texts and tokenizers
+# of the four above stay as they were (they are what the other tests' models learned).
+MORE_TOPICS = {
+    "science": "atom cell physics experiment laboratory theory molecule scientist research data",
+    "travel": "flight hotel beach passport island tourist journey luggage airport cruise",
+    "weather": "rain storm forecast cloud wind snow thunder sunny humidity temperature",
+    "health": "doctor patient hospital vaccine clinic nurse medicine fever therapy diet",
+    "film": "movie actor director cinema scene screenplay premiere studio camera sequel",
+    "finance": "bank stock market investor loan interest budget profit shares economy",
+}
+ALL_TOPICS = {**TOPICS, **MORE_TOPICS}
 FILLER = "the a of and to in on with for is was today new".split()
 TEACHER_A_LABELS = ("sports", "politics")
 TEACHER_B_LABELS = ("music", "cooking")
@@ -23,7 +34,7 @@ def make_texts(count: int, seed: int, labels=tuple(TOPICS)) -> list[dict]:
     rows = []
     for i in range(count):
         label = labels[i % len(labels)]
-        words = rng.choices(TOPICS[label].split(), k=rng.randint(4, 9))
+        words = rng.choices(ALL_TOPICS[label].split(), k=rng.randint(4, 9))
         words += rng.choices(FILLER, k=rng.randint(2, 6))
         rng.shuffle(words)
         rows.append({"text": " ".join(words), "label": label})
@@ -35,8 +46,8 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
     return path
 
 
-def _corpus() -> list[str]:
-    return [row["text"] for row in make_texts(200, seed=99)] + [" ".join(FILLER)]
+def _corpus(topics: tuple[str, ...] = tuple(TOPICS)) -> list[str]:
+    return [row["text"] for row in make_texts(200, seed=99, labels=topics)] + [" ".join(FILLER)]
 
 
 def wordpiece_vocab(corpus: list[str], *, lowercase: bool, split_every: int = 0) -> dict[str, int]:
@@ -84,9 +95,9 @@ def bert_wordpiece_tokenizer(vocab: dict[str, int], *, lowercase: bool):
     )
 
 
-def wordpiece_tokenizer(folder: Path):
-    """A BERT-style WordPiece tokenizer over the synthetic corpus's words."""
-    return bert_wordpiece_tokenizer(wordpiece_vocab(_corpus(), lowercase=True), lowercase=True)
+def wordpiece_tokenizer(folder: Path, topics: tuple[str, ...] = tuple(TOPICS)):
+    """A BERT-style WordPiece tokenizer over the synthetic corpus's words (of `topics`)."""
+    return bert_wordpiece_tokenizer(wordpiece_vocab(_corpus(topics), lowercase=True), lowercase=True)
 
 
 def bpe_tokenizer(folder: Path):
@@ -166,20 +177,22 @@ def train_classifier(model, tokenizer, rows: list[dict], labels, epochs: int = 6
     return model.eval()
 
 
-def build_teacher(folder: Path, kind: str, labels, *, trained: bool = True, seed: int = 0) -> Path:
-    """Save a tiny teacher checkpoint (`bert` with WordPiece or `roberta` with BPE) to `folder`."""
+def build_teacher(folder: Path, kind: str, labels, *, trained: bool = True, seed: int = 0,
+                  topics: tuple[str, ...] = tuple(TOPICS)) -> Path:
+    """Save a tiny teacher checkpoint (`bert` with WordPiece or `roberta` with BPE) to `folder`,
+    its vocabulary and its foreign texts drawn from `topics` (the four first by default)."""
     import torch
     from transformers import BertForSequenceClassification, RobertaForSequenceClassification
 
     torch.manual_seed(seed)
     if kind == "bert":
-        tokenizer = wordpiece_tokenizer(folder)
+        tokenizer = wordpiece_tokenizer(folder, topics)
         model = BertForSequenceClassification(tiny_bert_config(labels, len(tokenizer)))
     else:
         tokenizer = bpe_tokenizer(folder)
         model = RobertaForSequenceClassification(tiny_roberta_config(labels, tokenizer))
     if trained:
-        train_classifier(model, tokenizer, make_texts(240, seed=seed + 1), labels)
+        train_classifier(model, tokenizer, make_texts(240, seed=seed + 1, labels=topics), labels)
     model.save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder

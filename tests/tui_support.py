@@ -375,3 +375,131 @@ def workbench(root: Path, **kwargs):
     kwargs.setdefault("theme", "kiwb-dark")
     kwargs.setdefault("theme_folders", [package_themes_folder()])
     return WorkbenchApp(root, **kwargs)
+
+
+# -- a project of five teachers (issue 31): the panes' layout beyond two ------------------
+
+MANY_LABELS = ("devel", "doc", "golang", "haskell", "libdevel", "libs", "perl", "python",
+               "rust", "utils")
+MANY_TEACHERS = {f"t{index + 1}": MANY_LABELS[2 * index:2 * index + 2] for index in range(5)}
+MANY_TEXTS = [f"package {index}: {MANY_LABELS[index % 10]} tools and {MANY_LABELS[(3 * index) % 10]} "
+              f"bindings for the {['core', 'desktop', 'server', 'cloud'][index % 4]}"
+              for index in range(20)]
+MANY_GOLD = [index % 10 for index in range(20)]
+MANY_KEY = "synthetic-five-teachers"
+
+
+def many_teachers_project(root: Path) -> Path:
+    """Five teachers of two labels each, their scores, an integration and a run: what the
+    panes show when a user brings more than two teachers (fixed arithmetic, no RNG)."""
+    for name, labels in MANY_TEACHERS.items():
+        write_teacher(root / "teachers" / name, labels)
+    data = root / "data"
+    data.mkdir(parents=True, exist_ok=True)
+    (data / "unlabeled.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in MANY_TEXTS))
+    (data / "eval.jsonl").write_text("".join(
+        json.dumps({"text": t, "label": MANY_LABELS[g]}) + "\n"
+        for t, g in zip(MANY_TEXTS, MANY_GOLD, strict=True)))
+    write_new_project(
+        root, name="five",
+        teachers=[TeacherConfig(name, f"teachers/{name}") for name in MANY_TEACHERS],
+        unlabeled=DatasetConfig("data/unlabeled.jsonl"),
+        eval=DatasetConfig("data/eval.jsonl", label_column="label"))
+    paths = ProjectPaths(root)
+    paths.make_layout()
+    with Store(paths.store) as store:
+        arrays = []
+        for index, (teacher, labels) in enumerate(MANY_TEACHERS.items()):
+            key = f"score-{teacher}"
+            store.register_score_set(key, teacher=teacher, dataset="unlabeled",
+                                     num_texts=len(MANY_TEXTS), num_shards=1,
+                                     meta={"labels": list(labels), "shard_size": 32})
+            store.claim_shard(key, 0, "test")
+            found = scores(index, len(MANY_TEXTS), seed=index + 1)
+            buffer = io.BytesIO()
+            np.savez(buffer, **found)
+            paths.score_dir(key).mkdir(parents=True, exist_ok=True)
+            paths.shard_file(key, 0).write_bytes(buffer.getvalue())
+            store.finish_shard(key, 0, rows=len(MANY_TEXTS), seconds=1.0)
+            shard = ScoreShard(teacher=teacher, dataset="unlabeled", key=key, shard=0,
+                               rows=len(MANY_TEXTS), seconds=1.0,
+                               mc_confidence_hist=_histogram(found["mc_confidence"]),
+                               det_confidence_hist=_histogram(found["det_confidence"]))
+            store.append_event(shard.kind, shard.to_dict())
+            arrays.append(found)
+        _many_integration(store, arrays)
+        _many_run(root, store)
+    return root
+
+
+def _many_integration(store: Store, arrays) -> None:
+    mc = np.stack([found["mc_confidence"] for found in arrays], axis=1)
+    ordered = np.sort(mc, axis=1)
+    margins = (ordered[:, -1] - ordered[:, -2]).tolist()
+    routed = mc.argmax(1).tolist()
+    names = list(MANY_TEACHERS)
+    wins = {name: routed.count(index) for index, name in enumerate(names)}
+    teachers = {name: TeacherRouting(
+        won=wins[name], share=round(wins[name] / len(routed), 2), split=0.3 + 0.08 * index,
+        histogram_here=[0] * (10 + index) + [1, 2, 1] + [0] * (7 - index),
+        histogram_elsewhere=[1, 2, 2, 1] + [0] * 16) for index, name in enumerate(names)}
+    summary = IntegrationSummary(
+        num_texts=len(MANY_TEXTS), teachers=names,
+        score_keys={name: f"score-{name}" for name in names}, labels=list(MANY_LABELS),
+        overlapping_labels=[], wins=wins,
+        margin_quantiles={"0.0": 0.0, "0.5": float(np.median(margins)), "1.0": max(margins)},
+        margin_histogram=_histogram(margins), conflict_threshold=0.1,
+        conflicts=int((np.asarray(margins) < 0.1).sum()),
+        routing=RoutingDetails(name="rank", use_mc=True, labeled_texts=0, teachers=teachers),
+        teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.55, chosen=0.75,
+                                         routing="rank"),
+        eval=EvalSummary(
+            num_texts=len(MANY_TEXTS),
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.5, chosen=0.75,
+                                             routing="rank"),
+            ensemble_accuracy=0.6,
+            teacher_accuracy={name: round(0.1 + 0.02 * index, 2)
+                              for index, name in enumerate(names)},
+            confidence_histograms={
+                "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
+                               "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
+                "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
+                                  "wrong_teacher": [0] * 10 + [2, 3, 4, 3, 2, 1, 0, 0, 0, 0]}}))
+    rows = [(row, margins[row], routed[row],
+             2 * routed[row] + int(arrays[routed[row]]["det_probs"][row].argmax()),
+             MANY_GOLD[row], mc[row].tolist(), MANY_TEXTS[row]) for row in range(len(MANY_TEXTS))]
+    record_integration(store, MANY_KEY, summary,
+                       IntegrationSettings(method="muki-hard", conflict_threshold=0.1,
+                                           routing="rank"))
+    replace_instances(store.connection, MANY_KEY, rows)
+
+
+def _many_run(root: Path, store: Store) -> None:
+    """A finished MUKI-Hard run over the ten labels (the learning check from its confusion)."""
+    from kiwb.core.learning_check import check_on_eval
+
+    confusion = [[2 if row == column else 0 for column in range(10)] for row in range(10)]
+    confusion[5][4], confusion[5][5] = 2, 0  # libs taken for libdevel
+    check = check_on_eval(list(MANY_LABELS), confusion)
+    accuracy = 0.9
+    per_class = {label: (0.0 if label == "libs" else 1.0) for label in MANY_LABELS}
+
+    def event(record) -> None:
+        store.append_event(record.kind, record.to_dict(), run=RUN)
+
+    event(TrainStart(step=0, total_steps=20, method="muki-hard"))
+    for step in (10, 20):
+        event(TrainStep(step=step, loss=1.0 / step, lr=1e-4, texts_per_s=80.0, total_steps=20))
+        event(TrainEval(step=step, accuracy=accuracy, macro_f1=accuracy - 0.08,
+                        per_class_accuracy=per_class, confusion=confusion, num_texts=20,
+                        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.5,
+                                                         chosen=0.75, routing="rank"),
+                        check=check))
+    event(TrainDone(step=20, best=BestCheckpoint(step=20, accuracy=accuracy, check=check)))
+    run_dir = ProjectPaths(root).run_dir(RUN)
+    (run_dir / "checkpoints" / "step-0000020").mkdir(parents=True, exist_ok=True)
+    (run_dir / "best.json").write_text(json.dumps(
+        {"checkpoint": "step-0000020", "step": 20, "metrics": {"accuracy": accuracy}}))
+    (run_dir / "manifest.json").write_text(json.dumps(
+        {"labels": list(MANY_LABELS), "method": {"method": "muki-hard"}}))

@@ -525,8 +525,19 @@ def row_cells(item: Instance, teachers: list[str], labels: list[str],
     if item.details is not None:  # what the kind adds: a cluster's tags, a label's owners
         text = kind.conflict_row(text, item.details, teachers)
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
-    return (f"{item.margin:.3f}", _name(teachers, item.routed), _name(labels, item.target), gold,
+    return (f"{item.margin:.3f}", won_by(item, teachers), _name(labels, item.target), gold,
             label_cell(item), text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")
+
+
+def won_by(item: Instance, teachers: list[str]) -> str:
+    """The teacher a text went to and, among three or more, the runner-up its margin is
+    measured against ("t1 over t3"): with two teachers the runner-up is the other one."""
+    name = _name(teachers, item.routed)
+    if len(teachers) <= 2 or len(item.confidences) != len(teachers):
+        return name
+    runner_up = max((index for index in range(len(teachers)) if index != item.routed),
+                    key=lambda index: item.confidences[index])
+    return f"{name} over {_name(teachers, runner_up)}"
 
 
 def _name(names: list[str], index: int) -> str:
