@@ -307,7 +307,7 @@ def render_differ(results: dict) -> str:
     def row(name: str, values: list[str]) -> None:
         lines.append(f"| {name} | " + " | ".join(values) + " |")
 
-    evals = [entry.get("test_integration", {}).get("eval", {}) for entry in pairings.values()]
+    evals = [entry.get("test_integration", {}) for entry in pairings.values()]
     for index in range(2):
         row(f"teacher {'AB'[index]} alone",
             [f"{entry['teachers'][index]}: {percent(item.get('teacher_accuracy', {}).get(entry['teachers'][index]))}"
@@ -340,7 +340,8 @@ def render(results: dict) -> str:
     def row(name: str, values: list[str]) -> None:
         lines.append(f"| {name} | " + " | ".join(values) + " |")
 
-    integrations = [entry.get("test_integration", {}).get("eval", {}) for entry in counts.values()]
+    # the test view's texts carry their labels: its figures are the integration's own
+    integrations = [entry.get("test_integration", {}) for entry in counts.values()]
     row("Ensemble accuracy", [percent(item.get("ensemble_accuracy")) for item in integrations])
     row("routing accuracy (default routing)",
         [percent((item.get("routing_accuracy") or {}).get("chosen")) for item in integrations])

@@ -196,12 +196,14 @@ def test_many_teachers_table_puts_each_teacher_count_in_a_column():
         "scoring": {name: {"texts": 1900, "seconds": 600.0}
                     for names in teachers.values() for name in names},
         "counts": {n: {"teachers": names,
-                       "test_integration": {"eval": {"ensemble_accuracy": 0.7,
-                                                     "routing_accuracy": {"chosen": 0.8}}},
+                       "test_integration": {"ensemble_accuracy": 0.7,
+                                            "routing_accuracy": {"chosen": 0.8}},
                        "students": {"muki-hard": {"accuracy": 0.75, "macro_f1": 0.7}}}
                    for n, names in teachers.items()}}
     text = many_teachers.render(results)
     assert "| row (test) | 3 teachers | 5 teachers |" in text
     assert "| student muki-hard (accuracy / macro-F1) | 75.0 / 70.0 | 75.0 / 70.0 |" in text
+    assert "| Ensemble accuracy | 70.0 | 70.0 |" in text
+    assert "| routing accuracy (default routing) | 80.0 | 80.0 |" in text
     assert "| texts x teachers | 5,700 | 9,500 |" in text
     assert "| seconds | 1,800 | 3,000 |" in text
