@@ -63,6 +63,29 @@ def test_a_started_rank_that_dies_while_rank_0_stays_blocked_ends_the_job_lost(t
     assert ending["log_tail"] == ["rank 1 of 2 on cpu"]
 
 
+def test_a_main_thread_still_computing_is_not_given_up_on(tmp_path):
+    """A rank died while rank 0 computes its own shard (longer than the grace): the watch
+    aborts, but waits for the main thread to reach a collective, which then raises."""
+    process = run_script(tmp_path, """
+        child = subprocess.Popen([sys.executable, "-c", "pass"])
+        child.wait()
+        rank = SpawnedRank(1, "cpu", child, log)
+        child.returncode = -9  # as a rank killed by SIGKILL leaves it
+        with RankWatch([rank], give_up, every_s=0.1, give_up_after_s=0.5) as watch:
+            time.sleep(2.0)  # computing, in no collective
+            try:
+                collective(lambda: (_ for _ in ()).throw(RuntimeError("Connection closed")),
+                           "gathering from the ranks")
+            except RankLost as error:
+                print("lost:", error, flush=True)
+        print("aborted" if watch.aborted else "left well", flush=True)
+    """)
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0, out
+    assert out.split("\n")[:2] == ["lost: gathering from the ranks: Connection closed", "aborted"]
+    assert not (tmp_path / "ending.json").exists()
+
+
 def test_a_rank_that_ends_well_or_a_main_thread_that_comes_back_gives_nothing_up(tmp_path):
     process = run_script(tmp_path, """
         child = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -92,6 +115,24 @@ def test_torchruns_sigterm_while_rank_0_waits_in_a_collective_aborts_the_group(t
     assert process.returncode == 1
     assert "torchrun ended this rank (SIGTERM) while it waited for the other ranks" in err
     assert "stopped answering" in json.loads((tmp_path / "ending.json").read_text())["error"]
+
+
+def test_kiwb_cancels_sigterm_while_rank_0_waits_is_left_to_the_job(tmp_path):
+    """`kiwb cancel` records its request before it signals: a wait for a rank's long shard
+    then ends as it would have, and the job stops at its next round."""
+    process = run_script(tmp_path, """
+        with RankWatch([], give_up, torchrun=True, cancelled=lambda: True, every_s=0.1,
+                       give_up_after_s=1.0) as watch:
+            print("waiting", flush=True)
+            collective(lambda: threading.Event().wait(2.5), "gathering from the ranks")
+        print("aborted" if watch.aborted else "left well", flush=True)
+    """)
+    assert process.stdout.readline().strip() == "waiting"
+    time.sleep(0.3)
+    process.send_signal(signal.SIGTERM)
+    out, _ = process.communicate(timeout=30)
+    assert process.returncode == 0 and out.strip() == "left well"
+    assert not (tmp_path / "ending.json").exists()
 
 
 def test_a_sigterm_outside_a_collective_is_the_jobs_own_cancel(tmp_path):

@@ -10,9 +10,10 @@ rank 0's main thread is blocked in C++. So a thread beside the work watches
   that rank's log tail);
 - under torchrun, SIGTERM while the main thread waits in a collective (read from the signal
   wakeup pipe, which the C-level handler writes whatever the main thread is doing): the group
-  is aborted the same way.
-If the main thread has not come back GIVE_UP_AFTER_S after the abort, the watch records the
-ending itself and ends the process.
+  is aborted the same way, unless `kiwb cancel` sent it (it records the request first), which
+  the job honours at its next step or round as it always did.
+If the main thread stays blocked in a collective GIVE_UP_AFTER_S after the abort, the watch
+records the ending itself and ends the process.
 """
 
 from __future__ import annotations
@@ -39,9 +40,10 @@ class RankWatch:
     exits."""
 
     def __init__(self, spawned: list, give_up: Callable[[object | None], None], *,
-                 torchrun: bool = False, every_s: float = WATCH_EVERY_S,
-                 give_up_after_s: float = GIVE_UP_AFTER_S):
+                 torchrun: bool = False, cancelled: Callable[[], bool] | None = None,
+                 every_s: float = WATCH_EVERY_S, give_up_after_s: float = GIVE_UP_AFTER_S):
         self.spawned, self.give_up, self.torchrun = spawned, give_up, torchrun
+        self.cancelled = cancelled  # whether the job's cancel was asked for (kiwb cancel)
         self.every_s, self.give_up_after_s = every_s, give_up_after_s
         self.dead = None
         self.aborted = False
@@ -76,7 +78,8 @@ class RankWatch:
         while not self._over.is_set():
             if self._pipe is not None:
                 ready, _, _ = select.select([self._pipe[0]], [], [], self.every_s)
-                if ready and self._terminated() and self._still_waiting():
+                if ready and self._terminated() and not self._asked_to_cancel() \
+                        and self._still_waiting():
                     self._abort("torchrun ended this rank (SIGTERM) while it waited for the "
                                 "other ranks")
                     return
@@ -97,6 +100,14 @@ class RankWatch:
             return False
         return signal.SIGTERM in got
 
+    def _asked_to_cancel(self) -> bool:
+        """A SIGTERM from `kiwb cancel` (which records the request before it signals) is the
+        job's to honour at its next boundary, not torchrun tearing the ranks down."""
+        try:
+            return bool(self.cancelled is not None and self.cancelled())
+        except Exception:  # noqa: BLE001  (a busy store: take it for torchrun's, as before)
+            return False
+
     def _still_waiting(self) -> bool:
         """Whether the main thread stays in a collective: a Python handler that can run (the
         job's own cancel) gets a moment to."""
@@ -111,7 +122,15 @@ class RankWatch:
         print(f"kiwb: {why}; aborting the ranks' collectives", file=sys.stderr, flush=True)
         self.aborted = True
         abort_ranks()
-        if self._over.wait(self.give_up_after_s):
+        # Only time spent blocked in a collective counts: a main thread still computing (its
+        # own shard, its own step) meets the aborted group at its next collective, which
+        # raises at once, and records the ending itself.
+        blocked = 0.0
+        while not self._over.wait(self.every_s):
+            blocked = blocked + self.every_s if waiting.is_set() else 0.0
+            if blocked >= self.give_up_after_s:
+                break
+        else:
             return
         print(f"kiwb: the job's main thread is still blocked {self.give_up_after_s:g} s after "
               "the abort; recording the job's ending from here", file=sys.stderr, flush=True)

@@ -307,7 +307,11 @@ def watch_ranks(session, setup: RankSetup, spawned: list[SpawnedRank]):
                            {**lost_data(dead, "the main thread stayed blocked in a collective"),
                             "exit_code": 1})
 
-    return RankWatch(spawned, give_up, torchrun=not setup.spawned)
+    def cancelled() -> bool:
+        with Store(session.store.path) as store:
+            return bool(store.jobs.cancel_requested(session.job.id))
+
+    return RankWatch(spawned, give_up, torchrun=not setup.spawned, cancelled=cancelled)
 
 
 def end_spawned(spawned: list[SpawnedRank]) -> None:
