@@ -192,23 +192,35 @@ def one_count(out: Path, count: int, data: dict, teachers: dict, scored: tuple[P
         debian8.kiwb("score", folder, "--foreground", log=log)
     integration = json.loads(debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
     entry["test_integration"] = integration
+    entry["routings"] = routing_table(project, test_view)
+    save()
+    students(project, RUNS, data["test"], results.setdefault("stages", {}), f"train_{count}",
+             entry.setdefault("students", {}), save, log)
+
+
+def routing_table(project: Path, test_view: Path) -> dict:
+    """Each label-free routing, fitted on the pool, measured on dev and test."""
     pool = routing.scores_of(project, "unlabeled")
     splits = {"dev": routing.scores_of(project, "eval"),
               "test": routing.scores_of(test_view, "unlabeled")}
-    entry["routings"] = {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None, splits)
-                         for spec in ROUTINGS}
-    save()
-    students = entry.setdefault("students", {})
-    for run, extra in RUNS:
+    return {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None, splits)
+            for spec in ROUTINGS}
+
+
+def students(project: Path, runs: list, test: Path, stages: dict, stage: str, found: dict,
+             save, log: Path) -> None:
+    """Train each run (a run cut short by a killed benchmark resumes where it was) and
+    evaluate it on `test`, saving after each."""
+    for run, extra in runs:
         state = debian8._run_state(project / "runs" / run)
-        if state != "done":  # a run cut short by a killed benchmark resumes where it was
+        if state != "done":
             resume = ("--resume",) if state == "partial" else ()
-            results.setdefault("stages", {})[f"train_{count}_{run}"] = debian8.kiwb(
+            stages[f"{stage}_{run}"] = debian8.kiwb(
                 "train", project, "--run", run, *extra, *resume, "--foreground", log=log)
-        report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
-                                         data["test"], "--json", log=log)["stdout"])
-        students[run] = {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
-                         "per_class": report["per_class_accuracy"]}
+        report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data", test,
+                                         "--json", log=log)["stdout"])
+        found[run] = {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
+                      "per_class": report["per_class_accuracy"]}
         save()
 
 
@@ -276,27 +288,12 @@ def differ(out: Path, size_name: str, results: dict, save) -> None:
         pairing = entry.setdefault(name, {"teachers": list(mine)})
         pairing["test_integration"] = json.loads(
             debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
-        pool = routing.scores_of(project, "unlabeled")
-        splits = {"dev": routing.scores_of(project, "eval"),
-                  "test": routing.scores_of(test_view, "unlabeled")}
-        pairing["routings"] = {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None,
-                                                                            splits)
-                               for spec in ROUTINGS}
+        pairing["routings"] = routing_table(project, test_view)
         pairing["scoring"] = scoring_seconds(project)
         save()
         runs = RUNS if name == next(iter(PAIRINGS)) else [r for r in RUNS if r[0] != "supervised"]
-        students = pairing.setdefault("students", {})
-        for run, extra in runs:
-            state = debian8._run_state(project / "runs" / run)
-            if state != "done":
-                resume = ("--resume",) if state == "partial" else ()
-                stages[f"train_{name}_{run}"] = debian8.kiwb(
-                    "train", project, "--run", run, *extra, *resume, "--foreground", log=log)
-            report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
-                                             data["test"], "--json", log=log)["stdout"])
-            students[run] = {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
-                             "per_class": report["per_class_accuracy"]}
-            save()
+        students(project, runs, data["test"], stages, f"train_{name}",
+                 pairing.setdefault("students", {}), save, log)
 
 
 def render_differ(results: dict) -> str:
