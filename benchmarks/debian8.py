@@ -70,23 +70,39 @@ def minilm_path() -> str:
 
 def split_data(out: Path, preset: dict) -> dict[str, Path]:
     """Rows of the 8 sections split by sha1(source) % 10: 0-6 train, 7 dev, 8-9 test."""
+    splits = protocol_splits(LABELS)
+    splits["teacher_train"] = splits["train"]
+    return write_splits(out, {name: spread(rows, preset[name]) for name, rows in splits.items()})
+
+
+def protocol_splits(labels: list[str]) -> dict[str, list[dict]]:
+    """The rows of `labels`' sections split by the protocol's rule, sha1(source) % 10: 0-6
+    train, 7 dev, 8-9 test (a source's packages stay together)."""
     splits: dict[str, list[dict]] = {"train": [], "dev": [], "test": []}
     with gzip.open(DATA, "rt", encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
-            if row["section"] not in LABELS:
+            if row["section"] not in labels:
                 continue
             bucket = int(hashlib.sha1(row["source"].encode()).hexdigest(), 16) % 10
             name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"
             splits[name].append({"text": row["text"], "label": row["section"]})
-    splits["teacher_train"] = splits["train"]
+    return splits
+
+
+def spread(rows: list, limit: int | None) -> list:
+    """An evenly spread, deterministic subsample of at most `limit` rows (None: all)."""
+    if limit is None or len(rows) <= limit:
+        return rows
+    step = len(rows) / limit
+    return [rows[int(i * step)] for i in range(limit)]
+
+
+def write_splits(out: Path, chosen: dict[str, list[dict]]) -> dict[str, Path]:
+    """Each split as out/NAME.jsonl; returns their paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = {}
-    for name, rows in splits.items():
-        limit = preset[name]
-        if limit is not None and len(rows) > limit:
-            step = len(rows) / limit  # an evenly spread, deterministic subsample
-            rows = [rows[int(i * step)] for i in range(limit)]
+    for name, rows in chosen.items():
         paths[name] = out / f"{name}.jsonl"
         paths[name].write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return paths

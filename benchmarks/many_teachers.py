@@ -1,6 +1,6 @@
 """Three to five teachers on real text (issue 31): MUKI's Table 3 pattern on Debian sections.
 
-    python benchmarks/many_teachers.py              # ~4 h on 2 CPU cores; resumes after a kill
+    python benchmarks/many_teachers.py              # ~2.5 h on 2 CPU cores; resumes after a kill
     python benchmarks/many_teachers.py --size tiny  # a smoke run of every step (~40 min)
     python benchmarks/many_teachers.py --part differ  # teachers of two architectures (~3 h)
 
@@ -35,8 +35,6 @@ Writes benchmarks/out/many_teachers[-SIZE]/results.json and its sections of BENC
 from __future__ import annotations
 
 import argparse
-import gzip
-import hashlib
 import json
 import shutil
 import sqlite3
@@ -54,9 +52,9 @@ LABELS = sorted(["libs", "libdevel", "python", "doc", "perl", "utils", "devel", 
 GROUPS = {3: (3, 3, 4), 4: (2, 2, 2, 4), 5: (2, 2, 2, 2, 2)}
 SIZES = {
     # Scoring costs ~0.3 s a text per MiniLM teacher at K = 16 on 2 cores: 8 teachers on
-    # 1,900 texts is about 1.5 h; 18 students of 4 epochs over 1,000 texts about 2 h.
-    "cpu": {"teacher_rows": 400, "train": 1000, "dev": 300, "test": 600, "teacher_epochs": 3.0,
-            "student_epochs": 4.0, "student_batch": 16, "teacher_lr": 5e-5, "student_lr": 1e-4,
+    # 1,500 texts is about 1 h; 18 students of 3 epochs over 800 texts about 1 h.
+    "cpu": {"teacher_rows": 300, "train": 800, "dev": 200, "test": 500, "teacher_epochs": 3.0,
+            "student_epochs": 3.0, "student_batch": 16, "teacher_lr": 5e-5, "student_lr": 1e-4,
             "eval_every": 50},
     "tiny": {"teacher_rows": 80, "train": 120, "dev": 60, "test": 80, "teacher_epochs": 3.0,
              "student_epochs": 1.0, "student_batch": 16, "teacher_lr": 1e-4, "student_lr": 2e-4,
@@ -88,33 +86,13 @@ def teacher_name(labels: list[str]) -> str:
 
 
 def split_data(out: Path, size: dict) -> dict[str, Path]:
-    """The ten sections' rows split by source; the pool, dev and test spread evenly over
-    their split, the teachers' rows at most `teacher_rows` per label of the train split."""
-    splits: dict[str, list[dict]] = {"train": [], "dev": [], "test": []}
-    with gzip.open(debian8.DATA, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            row = json.loads(line)
-            if row["section"] not in LABELS:
-                continue
-            bucket = int(hashlib.sha1(row["source"].encode()).hexdigest(), 16) % 10
-            name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"
-            splits[name].append({"text": row["text"], "label": row["section"]})
-    chosen = {name: _spread(rows, size[name]) for name, rows in splits.items()}
-    chosen["teacher_train"] = [row for label in LABELS for row in _spread(
+    """The ten sections' rows split by the protocol's rule; the pool, dev and test spread
+    evenly over their split, the teachers' rows at most `teacher_rows` per label of train."""
+    splits = debian8.protocol_splits(LABELS)
+    chosen = {name: debian8.spread(rows, size[name]) for name, rows in splits.items()}
+    chosen["teacher_train"] = [row for label in LABELS for row in debian8.spread(
         [row for row in splits["train"] if row["label"] == label], size["teacher_rows"])]
-    out.mkdir(parents=True, exist_ok=True)
-    paths = {}
-    for name, rows in chosen.items():
-        paths[name] = out / f"{name}.jsonl"
-        paths[name].write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
-    return paths
-
-
-def _spread(rows: list, limit: int) -> list:
-    if len(rows) <= limit:
-        return rows
-    step = len(rows) / limit
-    return [rows[int(i * step)] for i in range(limit)]
+    return debian8.write_splits(out, chosen)
 
 
 def make_teachers(out: Path, data: dict, base: str, size: dict, stages: dict) -> dict[str, Path]:
@@ -179,10 +157,11 @@ def scoring_seconds(scored: Path) -> dict[str, dict]:
             for teacher, texts, seconds in rows}
 
 
-def one_count(out: Path, count: int, data: dict, teachers: dict, scored: tuple[Path, Path],
-              base: str, size: dict, results: dict, save) -> None:
+def integrate_count(out: Path, count: int, data: dict, teachers: dict,
+                    scored: tuple[Path, Path], base: str, size: dict, entry: dict) -> Path:
+    """`count` teachers' project and test view, their integration and routing table; returns
+    the project (the students train there)."""
     log = out / "commands.log"
-    entry = results.setdefault("counts", {}).setdefault(str(count), {})
     entry["teachers"] = [teacher_name(group) for group in teacher_groups(count)]
     project = project_for(out, count, scored[0], teachers, data["train"], data["dev"], base,
                           size, "project")
@@ -190,12 +169,10 @@ def one_count(out: Path, count: int, data: dict, teachers: dict, scored: tuple[P
                             "test-view")
     for folder in (project, test_view):  # nothing left to score: the copies hold it all
         debian8.kiwb("score", folder, "--foreground", log=log)
-    integration = json.loads(debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
-    entry["test_integration"] = integration
+    entry["test_integration"] = json.loads(
+        debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
     entry["routings"] = routing_table(project, test_view)
-    save()
-    students(project, RUNS, data["test"], results.setdefault("stages", {}), f"train_{count}",
-             entry.setdefault("students", {}), save, log)
+    return project
 
 
 def routing_table(project: Path, test_view: Path) -> dict:
@@ -409,8 +386,16 @@ def many(out: Path, args, size: dict, results: dict, save) -> None:
         mine["texts"] += figures["texts"]
         mine["seconds"] = round(mine["seconds"] + figures["seconds"], 1)
     save()
-    for count in map(int, args.counts.split(",")):
-        one_count(out, count, data, teachers, scored, base, size, results, save)
+    counts = [int(count) for count in args.counts.split(",")]
+    projects = {}
+    for count in counts:  # every N's integration first: cheap once scored, the students are not
+        entry = results.setdefault("counts", {}).setdefault(str(count), {})
+        projects[count] = integrate_count(out, count, data, teachers, scored, base, size, entry)
+        save()
+    for count in counts:
+        students(projects[count], RUNS, data["test"], results["stages"], f"train_{count}",
+                 results["counts"][str(count)].setdefault("students", {}), save,
+                 out / "commands.log")
     if args.size == "cpu":
         write_section("many teachers", "benchmarks/many_teachers.py", render(results))
     print(render(results))
