@@ -75,14 +75,14 @@ def split_data(out: Path, preset: dict) -> dict[str, Path]:
     return write_splits(out, {name: spread(rows, preset[name]) for name, rows in splits.items()})
 
 
-def protocol_splits(labels: list[str]) -> dict[str, list[dict]]:
-    """The rows of `labels`' sections split by the protocol's rule, sha1(source) % 10: 0-6
-    train, 7 dev, 8-9 test (a source's packages stay together)."""
+def protocol_splits(labels: list[str] | None) -> dict[str, list[dict]]:
+    """The rows of `labels`' sections (None: every section) split by the protocol's rule,
+    sha1(source) % 10: 0-6 train, 7 dev, 8-9 test (a source's packages stay together)."""
     splits: dict[str, list[dict]] = {"train": [], "dev": [], "test": []}
     with gzip.open(DATA, "rt", encoding="utf-8") as handle:
         for line in handle:
             row = json.loads(line)
-            if row["section"] not in labels:
+            if labels is not None and row["section"] not in labels:
                 continue
             bucket = int(hashlib.sha1(row["source"].encode()).hexdigest(), 16) % 10
             name = "train" if bucket <= 6 else "dev" if bucket == 7 else "test"

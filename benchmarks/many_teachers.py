@@ -1,8 +1,11 @@
 """Three to five teachers on real text (issue 31): MUKI's Table 3 pattern on Debian sections.
 
-    python benchmarks/many_teachers.py              # ~2.5 h on 2 CPU cores; resumes after a kill
-    python benchmarks/many_teachers.py --size tiny  # a smoke run of every step (~40 min)
-    python benchmarks/many_teachers.py --part differ  # teachers of two architectures (~3 h)
+    python benchmarks/many_teachers.py                # both parts, ~4 h on 2 CPU cores
+    python benchmarks/many_teachers.py --part many    # three to five teachers (~2.5 h)
+    python benchmarks/many_teachers.py --part differ  # teachers of two architectures (~1.5 h)
+    python benchmarks/many_teachers.py --size tiny    # a smoke run of every step
+
+Each part resumes after a kill where it was.
 
 Data: the ten most frequent sections of ../shared/data/debian-packages.jsonl.gz that are not
 debian-8's (devel, doc, golang, haskell, libdevel, libs, perl, python, rust, utils), split by
@@ -21,13 +24,14 @@ students (Vanilla KD, UHC, MUKI-Hard with the default routing and with MC confid
 MUKI-Soft, Supervised on the pool's gold labels), evaluated on test. Scoring cost: texts x
 teachers, and the seconds the score jobs took per teacher.
 
-`--part differ`: teachers of different architectures and tokenizers on debian-8's halves
-(debian8.py's data and split). A small BERT (4 layers, 128 wide, an 8,000-piece WordPiece
-vocabulary of its own) pre-trained here by masked-language modelling on the debian-8 train
-texts, as the demo builds its base, is taught each half; it is paired with debian8.py's
-MiniLM teacher of the other half, both ways round (small on A with MiniLM on B, and the
-reverse), with the same rows as above (the Supervised student does not depend on the
-teachers: trained once). MiniLM teachers and their scores are debian8.py's when present.
+`--part differ` (~1.5 h): teachers of different architectures and tokenizers on debian-8's
+halves (debian8.py's labels and halves, the protocol's split, sized as above). A small BERT
+(4 layers, 128 wide, an 8,000-piece WordPiece vocabulary of its own) pre-trained here by
+masked-language modelling on every train-split text of the Debian file (43,328 texts, no dev
+or test text), as the demo builds its base, is taught each half; it is paired with a MiniLM
+teacher of the other half, both ways round (small on A with MiniLM on B, and the reverse),
+with the same rows as above (the Supervised student does not depend on the teachers: trained
+once).
 
 Writes benchmarks/out/many_teachers[-SIZE]/results.json and its sections of BENCHMARKS.md.
 """
@@ -55,10 +59,10 @@ SIZES = {
     # 1,500 texts is about 1 h; 18 students of 3 epochs over 800 texts about 1 h.
     "cpu": {"teacher_rows": 300, "train": 800, "dev": 200, "test": 500, "teacher_epochs": 3.0,
             "student_epochs": 3.0, "student_batch": 16, "teacher_lr": 5e-5, "student_lr": 1e-4,
-            "eval_every": 50},
+            "eval_every": 50, "pretrain_texts": None},
     "tiny": {"teacher_rows": 80, "train": 120, "dev": 60, "test": 80, "teacher_epochs": 3.0,
              "student_epochs": 1.0, "student_batch": 16, "teacher_lr": 1e-4, "student_lr": 2e-4,
-             "eval_every": 4},
+             "eval_every": 4, "pretrain_texts": 3000},
 }
 # (row, train arguments): MUKI-Hard with the default routing and with MC confidence routing
 RUNS = [
@@ -207,9 +211,22 @@ SMALL_BERT = {"vocab_size": 8000, "hidden_size": 128, "layers": 4, "heads": 4, "
 PAIRINGS = {"small-A + MiniLM-B": ("small", "minilm"), "MiniLM-A + small-B": ("minilm", "small")}
 
 
+def differ_data(out: Path, size: dict) -> dict[str, Path]:
+    """debian-8's rows split by the protocol, sized as the many-teachers part (the teachers'
+    rows at most `teacher_rows` per label), and the small BERT's pre-training texts: every
+    train-split text of every Debian section (unlabeled; no dev or test text among them)."""
+    splits = debian8.protocol_splits(debian8.LABELS)
+    chosen = {name: debian8.spread(rows, size[name]) for name, rows in splits.items()}
+    chosen["teacher_train"] = [row for label in debian8.LABELS for row in debian8.spread(
+        [row for row in splits["train"] if row["label"] == label], size["teacher_rows"])]
+    chosen["pretrain"] = debian8.spread(debian8.protocol_splits(None)["train"],
+                                        size["pretrain_texts"])
+    return debian8.write_splits(out, chosen)
+
+
 def small_bert(out: Path, data: dict, stages: dict) -> Path:
     """The small BERT base: its own WordPiece vocabulary and masked-language modelling on the
-    debian-8 train texts (kiwb.demo.build.pretrain_base, with a larger recipe)."""
+    pre-training texts (kiwb.demo.build.pretrain_base, with a larger recipe)."""
     import dataclasses
     import time
 
@@ -220,35 +237,34 @@ def small_bert(out: Path, data: dict, stages: dict) -> Path:
 
     folder = out / "small-bert"
     if not (folder / "config.json").exists():
-        # every debian-8 train text (the teachers' rows), labels unused
-        rows = [json.loads(line) for line in open(data["teacher_train"], encoding="utf-8")]
+        rows = [json.loads(line) for line in open(data["pretrain"], encoding="utf-8")]
         started = time.perf_counter()
         torch.set_num_threads(2)
         pretrain_base({"train": rows}, dataclasses.replace(FULL, **SMALL_BERT), folder,
                       torch.device("cpu"))
-        stages["pretrain_small_bert"] = {"seconds": round(time.perf_counter() - started, 1)}
+        stages["pretrain_small_bert"] = {"seconds": round(time.perf_counter() - started, 1),
+                                         "texts": len(rows)}
     return folder
 
 
 def differ(out: Path, size_name: str, results: dict, save) -> None:
     """Small-BERT and MiniLM teachers on debian-8's halves, both ways round."""
-    preset = debian8.PRESETS["cpu" if size_name == "cpu" else "tiny"]
+    size = SIZES[size_name]
     log, stages = out / "commands.log", results.setdefault("stages", {})
-    data = debian8.split_data(out / "debian8", preset)
+    data = differ_data(out / "debian8", size)
+    results["differ_rows"] = {name: sum(1 for _ in open(path)) for name, path in data.items()}
     base = debian8.minilm_path()
     small = small_bert(out, data, stages)
     save()
     teachers = {}
     for half, labels in (("A", debian8.TEACHER_A), ("B", debian8.TEACHER_B)):
-        reused = HERE / "out" / "cpu" / f"teacher_{half}"  # debian8.py's, same data and recipe
-        minilm = reused if size_name == "cpu" and (reused / "config.json").exists() else             out / "debian8" / f"minilm-{half}"
-        for kind, folder, start, lr in (("minilm", minilm, base, preset["teacher_lr"]),
-                                        ("small", out / "debian8" / f"small-{half}", small, 1e-3)):
+        for kind, start, lr in (("minilm", base, size["teacher_lr"]), ("small", small, 1e-3)):
+            folder = out / "debian8" / f"{kind}-{half}"
             if not (folder / "config.json").exists():
                 stages[f"teach_{kind}_{half}"] = debian8.kiwb(
                     "teach", "--base", start, "--data", data["teacher_train"], "--dev", data["dev"],
                     "--labels", ",".join(labels), "--out", folder,
-                    "--epochs", preset["teacher_epochs"], "--learning-rate", lr,
+                    "--epochs", size["teacher_epochs"], "--learning-rate", lr,
                     "--min-steps", "0", "--force", log=log)
             teachers[(kind, half)] = folder
     entry = results.setdefault("differ", {})
@@ -256,10 +272,8 @@ def differ(out: Path, size_name: str, results: dict, save) -> None:
         mine = {f"{kind_a}-A": teachers[(kind_a, "A")], f"{kind_b}-B": teachers[(kind_b, "B")]}
         folder = out / "differ" / name.replace(" + ", "_")
         project, test_view = folder / "project", folder / "test-view"
-        debian8.write_config(project, mine, data["train"], data["dev"], base, preset,
-                             label_unlabeled=True)
-        debian8.write_config(test_view, mine, data["test"], None, base, preset,
-                             label_unlabeled=True)
+        write_config(project, mine, data["train"], data["dev"], base, size)
+        write_config(test_view, mine, data["test"], None, base, size)
         for view in (project, test_view):
             debian8.kiwb("score", view, "--foreground", log=log)
         pairing = entry.setdefault(name, {"teachers": list(mine)})

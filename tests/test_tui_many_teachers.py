@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import pytest
 from textual.widgets import DataTable
-from tui_support import MANY_TEACHERS, cells, many_teachers_project, text_of, wait_for, workbench
+from tui_support import (
+    MANY_TEACHERS,
+    cells,
+    drawn_cells,
+    many_teachers_project,
+    text_of,
+    wait_for,
+    workbench,
+)
 
 from kiwb.tui.widgets import Plot
 
@@ -28,7 +36,11 @@ def _ready(pane: str):
         status = text_of(app.screen.query_one("#conflict-status"))
         return "shown" in status and "counting" not in status
 
-    return {"uncertainty": uncertainty, "accuracy": accuracy, "conflicts": conflicts}[pane]
+    def teachers(app):
+        return app.screen.query_one("#teachers-table", DataTable).row_count == len(MANY_TEACHERS)
+
+    return {"uncertainty": uncertainty, "accuracy": accuracy, "conflicts": conflicts,
+            "teachers": teachers}[pane]
 
 
 @pytest.fixture(scope="module")
@@ -51,8 +63,9 @@ def test_five_teachers_snapshot(snap_compare, project, pane, size):
 
 @pytest.mark.slow
 def test_every_teacher_has_its_row_and_its_plots(project):
-    """What the pictures show, asserted: five teachers alone in Accuracy; in Uncertainty two
-    confidence plots each and a routing split each, side by side even at 80 columns."""
+    """What the pictures show, asserted: five teachers alone in Accuracy and in the Teachers
+    table; in Uncertainty two confidence plots each and a routing split each, side by side
+    even at 80 columns."""
     import asyncio
 
     async def look(pane: str, size: tuple[int, int]) -> dict:
@@ -62,10 +75,16 @@ def test_every_teacher_has_its_row_and_its_plots(project):
             await pilot.pause()
             if pane == "accuracy":
                 return {"rows": [row[0] for row in cells(app.screen.query_one("#runs-table"))]}
+            if pane == "teachers":
+                return {"rows": drawn_cells(app.screen.query_one("#teachers-table"))[1:]}
             return {plot.id: text_of(plot, width=size[0]) for plot in app.screen.query(Plot)}
 
     rows = asyncio.run(look("accuracy", (120, 40)))["rows"]
     assert rows[2:] == [f"{name} alone" for name in MANY_TEACHERS]
+    # Teachers: one row each with its own labels, none cut off at 80 columns
+    rows = asyncio.run(look("teachers", (80, 24)))["rows"]
+    assert [(row[0], row[1]) for row in rows] == [
+        (name, ", ".join(labels)) for name, labels in MANY_TEACHERS.items()]
     for size in SIZES:
         plots = asyncio.run(look("uncertainty", size))
         for name in MANY_TEACHERS:
