@@ -65,6 +65,28 @@ def test_three_teachers_name_each_starved_one():
     assert "b won 30 (3.0%)" in found.problem and "c won 20 (2.0%)" in found.problem
 
 
+def test_one_sharp_teacher_among_five_does_not_make_an_even_routing_look_starving():
+    """benchmarks/many_teachers.py, five teachers on 500 Debian test texts: raw MC confidence
+    gave rust-utils 75.6% of them (its labels hold 12.6%); rank routing's own split was about
+    even. A quarter of 75.6% is 18.9%, so its 16.6% was called starved; expected shares are
+    capped at two even shares (2 / 5 = 40%), a quarter of which is 10%."""
+    wins = {"devel-doc": 104, "golang-haskell": 96, "libdevel-libs": 99, "perl-python": 118,
+            "rust-utils": 83}
+    mc_shares = {"devel-doc": 0.06, "golang-haskell": 0.05, "libdevel-libs": 0.084,
+                 "perl-python": 0.05, "rust-utils": 0.756}
+    assert check(wins, mc_shares).status == OK
+    # the same teacher winning under a quarter of the cap (9.8% < 10%) is still starved
+    found = check({**wins, "rust-utils": 49, "perl-python": 152}, mc_shares)
+    assert found.starved == ("rust-utils",)
+    assert "rust-utils won 49 (9.8%) though an estimated 40.0% are in its labels" in found.problem
+
+
+def test_the_cap_leaves_two_teachers_as_they_were():
+    # two even shares of two teachers is 100%: an expected 95% stays 95%
+    assert check({"a": 770, "b": 230}, {"a": 0.05, "b": 0.95}).starved == ("b",)  # 23% < 23.75%
+    assert check({"a": 760, "b": 240}, {"a": 0.05, "b": 0.95}).status == OK
+
+
 # -- a routing much worse than MC confidence --------------------------------------------------
 
 
