@@ -333,10 +333,25 @@ def render(results: dict) -> str:
     row("Ensemble accuracy", [percent(item.get("ensemble_accuracy")) for item in integrations])
     row("routing accuracy (default routing)",
         [percent((item.get("routing_accuracy") or {}).get("chosen")) for item in integrations])
+    row("routing check (default routing)",
+        [(item.get("check") or {}).get("status", "") for item in integrations])
     for run, _ in RUNS:
         row(f"student {run} (accuracy / macro-F1)", [
             (f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}"
              if (student := entry.get("students", {}).get(run)) else "") for entry in counts.values()])
+    if any("label_shares" in entry for entry in counts.values()):
+        lines += ["", "Who wins the test texts: each teacher's labels' share of them, and the "
+                  "share each routing sends it (fitted on the pool):", "",
+                  "| teachers | teacher | its labels | confidence | rank |", "|---|---|---|---|---|"]
+        for count, entry in counts.items():
+            routings = entry.get("routings", {})
+            for teacher in entry["teachers"]:
+                won = [routings.get(name, {}).get("test_wins", {}) for name in ("confidence", "rank")]
+                total = [max(1, sum(wins.values())) for wins in won]
+                lines.append(f"| {count} | {teacher} | "
+                             f"{percent(entry.get('label_shares', {}).get(teacher))} | "
+                             + " | ".join(percent(wins.get(teacher, 0) / n) if wins else ""
+                                          for wins, n in zip(won, total, strict=True)) + " |")
     lines += ["", "Routing accuracy of each label-free routing, dev / test:", "",
               "| routing | " + " | ".join(f"{n} teachers" for n in counts) + " |",
               "|---|" + "---|" * len(counts)]
@@ -362,6 +377,8 @@ def main() -> None:
     parser.add_argument("--size", choices=SIZES, default="cpu")
     parser.add_argument("--counts", default="3,4,5", help="teacher counts to run (comma list)")
     parser.add_argument("--part", choices=("all", "many", "differ"), default="all")
+    parser.add_argument("--render", action="store_true",
+                        help="only rewrite the BENCHMARKS.md sections from results.json")
     args = parser.parse_args()
     size = SIZES[args.size]
     out = HERE / "out" / ("many_teachers" + ("" if args.size == "cpu" else f"-{args.size}"))
@@ -375,14 +392,39 @@ def main() -> None:
     def save() -> None:
         results_path.write_text(json.dumps(results, indent=2))
 
+    if args.render:
+        publish(out, args.size, results, args.part)
+        save()
+        return
     if args.part in ("all", "many"):
         many(out, args, size, results, save)
     if args.part in ("all", "differ"):
         differ(out, args.size, results, save)
-        if args.size == "cpu":
-            write_section("teachers that differ", "benchmarks/many_teachers.py",
-                          render_differ(results))
-        print(render_differ(results))
+    publish(out, args.size, results, args.part)
+    save()
+
+
+def publish(out: Path, size_name: str, results: dict, part: str) -> None:
+    """Print each part's tables (and write them into BENCHMARKS.md for the cpu size)."""
+    for name, wanted, render_part in (("many teachers", "many", render),
+                                      ("teachers that differ", "differ", render_differ)):
+        key = "counts" if wanted == "many" else "differ"
+        if part not in ("all", wanted) or key not in results:
+            continue
+        if wanted == "many":
+            add_label_shares(out, results)
+        if size_name == "cpu":
+            write_section(name, "benchmarks/many_teachers.py", render_part(results))
+        print(render_part(results))
+
+
+def add_label_shares(out: Path, results: dict) -> None:
+    """Per N and teacher, the share of the test texts whose label is one of the teacher's."""
+    labels = [json.loads(line)["label"] for line in open(out / "test.jsonl", encoding="utf-8")]
+    for count, entry in results["counts"].items():
+        entry["label_shares"] = {
+            teacher_name(group): sum(label in group for label in labels) / len(labels)
+            for group in teacher_groups(int(count))}
 
 
 def many(out: Path, args, size: dict, results: dict, save) -> None:
@@ -410,9 +452,6 @@ def many(out: Path, args, size: dict, results: dict, save) -> None:
         students(projects[count], RUNS, data["test"], results["stages"], f"train_{count}",
                  results["counts"][str(count)].setdefault("students", {}), save,
                  out / "commands.log")
-    if args.size == "cpu":
-        write_section("many teachers", "benchmarks/many_teachers.py", render(results))
-    print(render(results))
 
 
 if __name__ == "__main__":

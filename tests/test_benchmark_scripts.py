@@ -197,10 +197,21 @@ def test_many_teachers_table_puts_each_teacher_count_in_a_column():
                     for names in teachers.values() for name in names},
         "counts": {n: {"teachers": names,
                        "test_integration": {"ensemble_accuracy": 0.7,
-                                            "routing_accuracy": {"chosen": 0.8}},
-                       "students": {"muki-hard": {"accuracy": 0.75, "macro_f1": 0.7}}}
+                                            "routing_accuracy": {"chosen": 0.8},
+                                            "check": {"status": "ok"}},
+                       "students": {"muki-hard": {"accuracy": 0.75, "macro_f1": 0.7}},
+                       "label_shares": {name: 1 / len(names) for name in names},
+                       "routings": {"rank": {"dev": 0.8, "test": 0.7,
+                                             "test_wins": {name: 10 for name in names}},
+                                    "confidence": {"dev": 0.5, "test": 0.4,
+                                                   "test_wins": {names[0]: 30, names[1]: 0}}}}
                    for n, names in teachers.items()}}
     text = many_teachers.render(results)
+    assert "| routing check (default routing) | ok | ok |" in text
+    # who wins: the teacher's labels' share, then each routing's share of the test texts
+    assert "| 5 | devel-doc | 20.0 | 100.0 | 20.0 |" in text
+    assert "| 3 | haskell-libdevel-libs | 33.3 | 0.0 | 33.3 |" in text
+    assert "| rank | 80.0 / 70.0 | 80.0 / 70.0 |" in text
     assert "| row (test) | 3 teachers | 5 teachers |" in text
     assert "| student muki-hard (accuracy / macro-F1) | 75.0 / 70.0 | 75.0 / 70.0 |" in text
     assert "| Ensemble accuracy | 70.0 | 70.0 |" in text
