@@ -90,13 +90,17 @@ def teacher_name(labels: list[str]) -> str:
 
 
 def split_data(out: Path, size: dict) -> dict[str, Path]:
-    """The ten sections' rows split by the protocol's rule; the pool, dev and test spread
-    evenly over their split, the teachers' rows at most `teacher_rows` per label of train."""
-    splits = debian8.protocol_splits(LABELS)
+    """The ten sections' rows split by the protocol's rule, sized (sized_splits)."""
+    return debian8.write_splits(out, sized_splits(debian8.protocol_splits(LABELS), LABELS, size))
+
+
+def sized_splits(splits: dict[str, list[dict]], labels: list[str], size: dict) -> dict:
+    """The pool, dev and test spread evenly over their split; the teachers' rows at most
+    `teacher_rows` per label of the train split."""
     chosen = {name: debian8.spread(rows, size[name]) for name, rows in splits.items()}
-    chosen["teacher_train"] = [row for label in LABELS for row in debian8.spread(
+    chosen["teacher_train"] = [row for label in labels for row in debian8.spread(
         [row for row in splits["train"] if row["label"] == label], size["teacher_rows"])]
-    return debian8.write_splits(out, chosen)
+    return chosen
 
 
 def make_teachers(out: Path, data: dict, base: str, size: dict, stages: dict) -> dict[str, Path]:
@@ -212,15 +216,14 @@ PAIRINGS = {"small-A + MiniLM-B": ("small", "minilm"), "MiniLM-A + small-B": ("m
 
 
 def differ_data(out: Path, size: dict) -> dict[str, Path]:
-    """debian-8's rows split by the protocol, sized as the many-teachers part (the teachers'
-    rows at most `teacher_rows` per label), and the small BERT's pre-training texts: every
-    train-split text of every Debian section (unlabeled; no dev or test text among them)."""
-    splits = debian8.protocol_splits(debian8.LABELS)
-    chosen = {name: debian8.spread(rows, size[name]) for name, rows in splits.items()}
-    chosen["teacher_train"] = [row for label in debian8.LABELS for row in debian8.spread(
-        [row for row in splits["train"] if row["label"] == label], size["teacher_rows"])]
-    chosen["pretrain"] = debian8.spread(debian8.protocol_splits(None)["train"],
-                                        size["pretrain_texts"])
+    """debian-8's rows split by the protocol, sized as the many-teachers part, and the small
+    BERT's pre-training texts: every train-split text of every Debian section (unlabeled; no
+    dev or test text among them). The data file is read once."""
+    every = debian8.protocol_splits(None)
+    mine = {name: [row for row in rows if row["label"] in debian8.LABELS]
+            for name, rows in every.items()}
+    chosen = sized_splits(mine, debian8.LABELS, size)
+    chosen["pretrain"] = debian8.spread(every["train"], size["pretrain_texts"])
     return debian8.write_splits(out, chosen)
 
 
