@@ -323,7 +323,7 @@ def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sen
         shown = _read_until(terminal, lambda text: "texts/s" in text and "ETA" in text)
         assert "runs in the background" in shown and "━" in shown, shown  # a bar, not log lines
         job_id = jobs(root)[0].id
-        assert job(root, job_id).live
+        assert job(root, job_id).status in ("running", "finished")  # a fast machine may be done
         if signal_sent == signal.SIGINT:
             os.kill(follower.pid, signal.SIGINT)  # what Ctrl-C sends the foreground program
         else:
@@ -339,9 +339,11 @@ def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sen
         assert f"kiwb cancel {job_id}" in shown
     else:
         assert code in (-signal.SIGHUP, 128 + signal.SIGHUP)
-    assert job(root, job_id).live, "the job runs on after its follower is gone"
+    # On a fast machine the job may have finished already: what matters is that the signal
+    # never reached it, so it ends "finished" (a worker killed with its follower would read
+    # "lost" or "cancelled").
     ended = wait_for(lambda: None if job(root, job_id).live else job(root, job_id), "the job's end")
-    assert ended.status == "finished"
+    assert ended.status == "finished", "the job runs on after its follower is gone"
     assert_one_score_per_text(root)
 
 
