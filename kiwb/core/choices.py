@@ -39,6 +39,11 @@ KNOWN_METHODS = tuple(dict.fromkeys((*INTEGRATION_METHODS, *MULTILABEL_METHODS))
 TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")
 KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, "supervised")
 
+# Embedding teachers (kiwb/kinds/embedding): how each teacher counts on each pair of texts in
+# SimME's relational loss (the embedding kind's methods), and how an encoder pools its tokens.
+PAIR_WEIGHTINGS = ("mc", "maskout", "equal")
+POOLINGS = ("mean", "cls")
+
 # Weight merging (`kiwb merge`, kiwb.core.merging): the backbone rules, and the defaults used
 # when the project has no labeled eval set to choose on (said in the log and the run's record).
 # Task arithmetic's 0.3 is FusionBench's and the task-arithmetic paper's usual choice; TIES's

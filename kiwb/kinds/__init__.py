@@ -4,6 +4,7 @@
   token      NER taggers (*ForTokenClassification), integrated per word and span
   multi-label  sigmoid text classifiers (problem_type multi_label_classification), per label
   multi-task   several tasks per text (kiwb.toml [[tasks]]), one output slice per task
+  embedding    sentence encoders (kiwb.toml [embedding]), merged pair by pair (SimME)
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.embedding import EMBEDDING
 from kiwb.kinds.multilabel import MULTI_LABEL
 from kiwb.kinds.multitask import MULTI_TASK
 from kiwb.kinds.sequence import KIND as SEQUENCE
@@ -18,12 +20,12 @@ from kiwb.kinds.token import KIND as TOKEN
 
 # Sequence first: a sequence classifier is single-label unless its problem_type says otherwise.
 KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL,
-                                                              MULTI_TASK)}
+                                                              MULTI_TASK, EMBEDDING)}
 DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
 
-__all__ = ["DEFAULT_KIND", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
+__all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
            "TeacherKnowledge",
-           "kind_named", "kind_of_checkpoint", "common_kind", "run_seam",
+           "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind", "run_seam",
            "unmatched_checkpoint"]
 
 
@@ -34,6 +36,13 @@ def kind_named(name: str | None) -> TeacherKind:
     if name not in KINDS:
         raise ValueError(f"unknown teacher kind {name!r}; kiwb knows {', '.join(KINDS)}")
     return KINDS[name]
+
+
+def declared_kind(config) -> TeacherKind | None:
+    """The kind a project's kiwb.toml declares by a table of its own ([[tasks]], [embedding]),
+    or None: then its teachers' heads say."""
+    return next((kind for kind in KINDS.values()
+                 if kind.declared_by and getattr(config, kind.declared_by, None)), None)
 
 
 def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
@@ -66,10 +75,14 @@ def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None)
                 "integrate; set problem_type in its [[teachers]] entry to "
                 '"single_label_classification" (softmax head) or "multi_label_classification" '
                 "(sigmoid head)")
-    suffixes = " or ".join(dict.fromkeys(f"*{kind.architecture_suffix}" for kind in KINDS.values()))
+    suffixes = " or ".join(dict.fromkeys(f"*{kind.architecture_suffix}" for kind in KINDS.values()
+                                         if kind.declared_by is None))
+    encoder = any(name.endswith("Model") for name in architectures)
     return (f"not a sequence classifier nor a token classifier (architectures: "
             f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned "
-            f"{suffixes} checkpoint (kiwb teach makes one)")
+            f"{suffixes} checkpoint (kiwb teach makes one)"
+            + ("; to merge sentence encoders instead, add an [embedding] table to kiwb.toml"
+               if encoder else ""))
 
 
 def common_kind(kinds: Mapping[str, str]) -> str:

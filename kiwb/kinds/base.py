@@ -63,6 +63,13 @@ class TeacherKind(ABC):
     # A key of config.json that marks this kind's checkpoints whatever their head's class
     # (multi-task: task_heads); matched before any kind's architecture.
     config_key: str | None = None
+    # The kiwb.toml key whose presence makes a project this kind's, whatever its teachers' heads
+    # (multi-task: [[tasks]]; embedding: [embedding]); read before the teachers' config.json.
+    declared_by: str | None = None
+    # What its score shards hold beyond the shared arrays (kiwb.workers.shard_scoring's), and
+    # the arrays the live histograms count (MC, then dropout-off), values in [0, 1].
+    stored_fields: tuple[str, ...] = ()
+    histogram_fields: tuple[str, str] = ("mc_confidence", "det_confidence")
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
     # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
@@ -96,6 +103,10 @@ class TeacherKind(ABC):
     #       one line per text for `kiwb predict`
     #   check_data(config, tables, teachers) -> None (optional)
     #       refuse, before scoring, gold data the teachers cannot read (one line)
+    #   inspect_teachers(config) -> list[TeacherInfo] (a kind declared by a kiwb.toml table)
+    #       read and check every teacher of the project, one line for a bad one
+    #   export(project_root, run, destination, checkpoint, manifest, progress) -> Path
+    #       (optional) write the export folder itself (embedding: a sentence-transformers one)
     seams: dict[str, str] = {}
 
     # How the exported student's model card speaks of it: summary, unit, labels (its heading),
@@ -120,6 +131,11 @@ class TeacherKind(ABC):
         """The labels a conflict may be given (the number keys, the picker): all of them, or
         (multi-task) those of the conflict's task."""
         return list(labels)
+
+    def configured_method(self, config) -> str:
+        """The integration method a project of this kind uses when a job names none: its
+        [integration] method (a kind whose methods are set in its own table says so here)."""
+        return config.integration.method
 
     def check_transfer(self, transfer: bool | None) -> None:
         """ValueError in one line when transfer is on for a kind that has no label dependencies."""

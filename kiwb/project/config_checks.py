@@ -305,6 +305,8 @@ def _check_eval_labels(config: ProjectConfig) -> None:
         spec = getattr(config.data, role)
         if config.tasks:  # each task's gold labels are in a column of its own
             continue
+        if config.embedding is not None:  # its probes read labels or partners (its data seam)
+            continue
         if spec is not None and spec.label_column is None and spec.tags_column is None:
             raise _Loc(config.file, f"data.{role}").error(
                 "label_column",

@@ -9,6 +9,7 @@ import dataclasses
 from kiwb.project.config_render import toml_fields, toml_value
 from kiwb.project.config_schema import (
     DatasetConfig,
+    EmbeddingConfig,
     IntegrationConfig,
     ScoringConfig,
     TeacherConfig,
@@ -22,6 +23,7 @@ SECTIONS = (
     ("[scoring]", ScoringConfig),
     ("[integration]", IntegrationConfig),
     ("[training]", TrainingConfig),
+    ("[embedding] (embedding projects)", EmbeddingConfig),
 )
 
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kiwb.core.choices import AUTO_ROUTING, KNOWN_METHODS, ROUTINGS
+from kiwb.core.choices import AUTO_ROUTING, KNOWN_METHODS, PAIR_WEIGHTINGS, POOLINGS, ROUTINGS
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
@@ -120,6 +120,13 @@ class TeacherConfig:
         example=("section",),
         fix='name the [[tasks]] entries this teacher answers, e.g. tasks = ["section"]',
     )
+    pooling: str | None = _setting(
+        "Embedding projects: how this sentence encoder pools its token states into one "
+        "embedding (mean or cls); unset, its sentence-transformers modules.json says.",
+        None,
+        choices=POOLINGS,
+        example="mean",
+    )
     heads: tuple[str, ...] | None = _setting(
         "Multi-task projects: the names of this teacher's heads (its task_heads in config.json) "
         "that answer those tasks, in the same order; unset: the heads are named as the tasks.",
@@ -156,6 +163,11 @@ class DatasetConfig:
     tags_column: str | None = _setting(
         "NER teachers: column holding each word's gold tag (a list as long as the words; BIO, "
         "IOB1 or BIOES).", None, example="tags"
+    )
+    pair_column: str | None = _setting(
+        "Embedding projects' eval set: column holding each text's partner (its long "
+        "description, say); the student must find it among every partner (retrieval).",
+        None, example="description"
     )
     split: str | None = _setting(
         "Split to read when path is a saved DatasetDict.", None, example="train"
@@ -389,6 +401,36 @@ class TaskConfig:
 
 
 @dataclass(frozen=True)
+class EmbeddingConfig:
+    """Embedding projects (an [embedding] table makes one): sentence encoders merged into one."""
+
+    weighting: str = _setting(
+        "How each teacher counts on each pair of texts: mc (the pair shared among the teachers "
+        "covering both texts by how steady both stay under each one's dropout), maskout "
+        "(every teacher on the pairs of texts it covers) or equal (every teacher, every pair).",
+        "mc",
+        choices=PAIR_WEIGHTINGS,
+    )
+    direct_weight: float = _setting(
+        "Weight of the direct term: the student's embedding projected into each teacher's space "
+        "and matched to the teacher's own there; 0 turns it off.", 0.0, min=0
+    )
+    pooling: str = _setting("How the student pools its token states: mean or cls.", "mean",
+                            choices=POOLINGS)
+    min_kept_share: float = _setting(
+        "A teacher covers a text (its pairs count for it) only when at least this share of the "
+        "text's tokens fits in its max_length (the rest is truncated away).", 0.5, min=0, max=1
+    )
+    min_known_share: float = _setting(
+        "A teacher covers a text only when at least this share of the text's tokens is in its "
+        "vocabulary (not its unknown token).", 0.5, min=0, max=1
+    )
+    conflict_pairs: int = _setting(
+        "How many pairs the teachers disagree on most are listed as conflicts.", 500, min=0
+    )
+
+
+@dataclass(frozen=True)
 class ProjectConfig:
     """A loaded kiwb.toml together with where it lives."""
 
@@ -410,18 +452,26 @@ class ProjectConfig:
         example=({"name": "section", "kind": "single-label"},
                  {"name": "interface", "kind": "multi-label"}),
     )
+    embedding: EmbeddingConfig | None = _setting(
+        EmbeddingConfig.__doc__, None, example={"weighting": "mc"})
     data: DataConfig = _setting(DataConfig.__doc__, factory=DataConfig)
     scoring: ScoringConfig = _setting(ScoringConfig.__doc__, factory=ScoringConfig)
     integration: IntegrationConfig = _setting(IntegrationConfig.__doc__, factory=IntegrationConfig)
     training: TrainingConfig = _setting(TrainingConfig.__doc__, factory=TrainingConfig)
 
     def with_defaults_of(self, kind) -> ProjectConfig:
-        """This config with "auto" settings made the teachers' kind's (a kiwb.kinds TeacherKind):
-        today [integration] routing (rank for single-label teachers, confidence for taggers)."""
-        if self.integration.routing != AUTO_ROUTING:
-            return self
-        return dataclasses.replace(self, integration=dataclasses.replace(
-            self.integration, routing=kind.default_routing))
+        """This config as the teachers' kind (a kiwb.kinds TeacherKind) reads it: "auto"
+        settings made the kind's ([integration] routing: rank for single-label teachers,
+        confidence for taggers), and the method the kind takes from its own table, where it has
+        one (embedding: [embedding] weighting)."""
+        integration = self.integration
+        if integration.routing == AUTO_ROUTING:
+            integration = dataclasses.replace(integration, routing=kind.default_routing)
+        method = kind.configured_method(self)
+        if method != integration.method:
+            integration = dataclasses.replace(integration, method=method)
+        return self if integration is self.integration else dataclasses.replace(
+            self, integration=integration)
 
     def teacher(self, name: str) -> TeacherConfig:
         """The teacher called `name`."""

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
-from kiwb.kinds import MULTI_TASK, common_kind, kind_named, kind_of_checkpoint
+from kiwb.kinds import common_kind, declared_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, load_config, teacher_model_configs
 from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
 
@@ -17,10 +17,12 @@ from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
 def project_kind(config: ProjectConfig) -> str:
     """The kind of the project's teachers (kiwb.kinds), read from their config.json; teachers
     of different kinds are refused in one line. A teacher whose config cannot be read counts
-    as nothing here: inspecting it says what is wrong. A project with [[tasks]] is multi-task,
-    whatever its teachers are (each answers some of the tasks)."""
-    if config.tasks:
-        return MULTI_TASK.name
+    as nothing here: inspecting it says what is wrong. A project whose kiwb.toml declares a kind
+    by a table of its own is of that kind, whatever its teachers are ([[tasks]]: multi-task,
+    each teacher answering some of the tasks; [embedding]: sentence encoders)."""
+    declared = declared_kind(config)
+    if declared is not None:
+        return declared.name
     kinds = {}
     for teacher, model_config in teacher_model_configs(config):
         found = kind_of_checkpoint(model_config, teacher.problem_type)
@@ -33,9 +35,10 @@ def project_kind(config: ProjectConfig) -> str:
 
 
 def with_kind_defaults(config: ProjectConfig, kind: str | None = None) -> ProjectConfig:
-    """The config as a job of its teachers' kind reads it: its "auto" settings made the kind's.
-    `kind`: the teachers' kind when known, else read from their config.json (only if needed)."""
-    if config.integration.routing != AUTO_ROUTING:
+    """The config as a job of its teachers' kind reads it: its "auto" settings made the kind's,
+    and the kind's method where its own table sets it. `kind`: the teachers' kind when known,
+    else read from their config.json (only if needed)."""
+    if config.integration.routing != AUTO_ROUTING and declared_kind(config) is None:
         return config
     return config.with_defaults_of(kind_named(kind or project_kind(config)))
 
@@ -75,7 +78,7 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         kind = project_kind(config)
     except ConfigError:
         return
-    check_method(config, kind, spec.method or config.integration.method)
+    check_method(config, kind, spec.method or kind_named(kind).configured_method(config))
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
 

@@ -25,6 +25,7 @@ class TextTable:
     label_sets: list[tuple[str, ...]] | None = None  # multi-label kind: each text's gold labels
     # multi-task kind: per task it holds gold for, each text's label (or labels)
     task_gold: dict[str, list] | None = None
+    partners: list[str] | None = None  # embedding kind's eval set: each text's partner text
 
     def __len__(self) -> int:
         return len(self.texts)

@@ -9,7 +9,7 @@ from kiwb import __version__
 from kiwb.core.learning_check import check_of
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
-from kiwb.kinds import DEFAULT_KIND, kind_named
+from kiwb.kinds import DEFAULT_KIND, kind_named, run_seam
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel, TrainEval
@@ -55,11 +55,14 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
 
     source = choose_checkpoint(project_root, run, checkpoint)
     recover_interrupted_writes(destination.parent, destination.name)
-    _check_destination(destination, run, force)
+    check_destination(destination, run, force)
     run_dir = ProjectPaths(project_root).run_dir(run)
     manifest = ckpt.read_manifest(run_dir) or {}
     progress = ckpt.read_progress(source)
     kind = kind_named(manifest.get("kind"))
+    if "export" in kind.seams:  # a kind whose export is more than a classifier folder
+        return run_seam(kind.name, "export", project_root, run, destination, source, manifest,
+                        progress)
     model = load_classifier(source, kind=kind.name)
     tokenizer = AutoTokenizer.from_pretrained(source)
     export_manifest = {
@@ -71,7 +74,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         # a merge run's own figures only: a run it replaced (--force) left step-0 events too
         "evaluation": (progress.get("evaluation") if manifest.get("merge")
-                       else _evaluation_of(project_root, run, progress)),
+                       else evaluation_of(project_root, run, progress)),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
         **({"merge": manifest["merge"]} if manifest.get("merge") else {}),
@@ -95,7 +98,7 @@ def read_export_manifest(destination: Path) -> dict:
     return json.loads((destination / MANIFEST_NAME).read_text(encoding="utf-8"))
 
 
-def _check_destination(destination: Path, run: str, force: bool) -> None:
+def check_destination(destination: Path, run: str, force: bool) -> None:
     """Refuse a destination that exists, unless --force and it is empty or an earlier export."""
     if not (destination.exists() or destination.is_symlink()):
         return
@@ -109,7 +112,7 @@ def _check_destination(destination: Path, run: str, force: bool) -> None:
                     f"its own, such as {destination / run}")
 
 
-def _evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
+def evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
     """The figures of the checkpoint's own evaluation: its own record, or for a checkpoint
     saved before checkpoints kept one, the run's train.eval event at its step."""
     if progress.get("evaluation"):

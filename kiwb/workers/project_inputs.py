@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kiwb.errors import DataError, TeacherError
-from kiwb.kinds import MULTI_TASK, run_seam
+from kiwb.kinds import MULTI_TASK, declared_kind, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable
@@ -50,12 +50,12 @@ def refuse_overlap(labeled: TextTable, evaluation: TextTable, config: ProjectCon
 
 
 def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
-    """Check every teacher up front, so a bad one fails before any work starts. A multi-task
-    project's teachers come with the heads that answer its tasks."""
-    if config.tasks:
-        from kiwb.kinds.multitask.teachers import inspect_task_teachers
-
-        return inspect_task_teachers(config)
+    """Check every teacher up front, so a bad one fails before any work starts. A kind that a
+    project declares by a table of its own reads its teachers itself (multi-task: with the heads
+    that answer its tasks; embedding: sentence encoders with their pooling)."""
+    declared = declared_kind(config)
+    if declared is not None:
+        return run_seam(declared.name, "inspect_teachers", config)
     found = [
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),

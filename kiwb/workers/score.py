@@ -106,6 +106,9 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 # a multi-task teacher's heads: which outputs answer which task, as what
                 **({"heads": [[h.task, h.kind, h.start, h.stop] for h in teacher.heads]}
                    if teacher.heads else {}),
+                # a sentence encoder's pooling, and the length it reads at most
+                **({"pooling": teacher.pooling, "reads_up_to": teacher.reads_up_to}
+                   if teacher.pooling else {}),
             }
             num_shards = -(-len(table) // scoring.shard_size)
             # the strategy `auto` resolves to depends on the drawing's device, as its draws do
@@ -313,8 +316,9 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
     event = ScoreShard(
         teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
         rows=len(rows), seconds=round(seconds, 3),
-        mc_confidence_hist=_histogram(_counted(arrays, "mc_confidence")),
-        det_confidence_hist=_histogram(_counted(arrays, "det_confidence")))
+        **{name: _histogram(_counted(arrays, field)) for name, field in zip(
+            ("mc_confidence_hist", "det_confidence_hist"),
+            KINDS[task.teacher.kind].histogram_fields, strict=True)})
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 
@@ -369,8 +373,9 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
         )
     paths = ProjectPaths(config.root)
     parts = []
+    kept = (*SCORE_FIELDS, *WORD_FIELDS, *KINDS[task.teacher.kind].stored_fields, "rows")
     for shard in range(task.num_shards):
         with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
             parts.append({name: data[name] for name in data.files
-                          if name in (*SCORE_FIELDS, *WORD_FIELDS, "rows") or _per_task(name)})
+                          if name in kept or _per_task(name)})
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

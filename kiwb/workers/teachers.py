@@ -28,6 +28,11 @@ class TeacherInfo:
     # multi-task: which of its outputs answer which of the project's tasks
     # (kiwb.kinds.multitask.heads.Head, one per task it answers)
     heads: tuple = ()
+    # embedding: how the encoder pools its token states, its embedding's width, and the
+    # length it was trained to read (sentence-transformers' max_seq_length), where known
+    pooling: str | None = None
+    width: int | None = None
+    reads_up_to: int | None = None
 
     @property
     def known(self) -> tuple[str, ...]:
@@ -57,6 +62,27 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
                     scheme: str | None = None, types_override=None,
                     problem_type: str | None = None) -> TeacherInfo:
     """Read a teacher's config and check that it is a usable classifier of a kind kiwb knows."""
+    folder, config = read_model_config(name, path, trust_remote_code)
+    kind, architecture = _teacher_kind(name, folder, config, problem_type)
+    _check_overrides(name, kind, labels_override, types_override, scheme)
+    outputs = [str(config.id2label[i]) for i in range(int(config.num_labels))]
+    override = {"labels": labels_override, "types": types_override}[kind.override_key]
+    try:
+        knowledge = kind.read_teacher(outputs, override, scheme)
+    except ValueError as error:
+        raise TeacherError(f"teacher {name!r}: {folder} {error}") from None
+    problem = untrained_teacher_problem(name, folder)
+    if problem:
+        raise TeacherError(problem)
+    if kind.reads_words:
+        _require_fast_tokenizer(name, folder, trust_remote_code)
+    return TeacherInfo(name, folder, knowledge.outputs, architecture, config.model_type,
+                       trust_remote_code, kind.name, knowledge.classes, knowledge.scheme)
+
+
+def read_model_config(name: str, path: str, trust_remote_code: bool = False):
+    """A teacher's local folder and its transformers config; one line when it has none, or
+    ships model code that was not trusted."""
     from transformers import AutoConfig
 
     folder = resolve_checkpoint(name, path)
@@ -75,21 +101,7 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
                 "trust_remote_code = true in this teacher's [[teachers]] entry in kiwb.toml"
             ) from None
         raise TeacherError(f"teacher {name!r}: cannot read {folder}/config.json: {error}") from None
-    kind, architecture = _teacher_kind(name, folder, config, problem_type)
-    _check_overrides(name, kind, labels_override, types_override, scheme)
-    outputs = [str(config.id2label[i]) for i in range(int(config.num_labels))]
-    override = {"labels": labels_override, "types": types_override}[kind.override_key]
-    try:
-        knowledge = kind.read_teacher(outputs, override, scheme)
-    except ValueError as error:
-        raise TeacherError(f"teacher {name!r}: {folder} {error}") from None
-    problem = untrained_teacher_problem(name, folder)
-    if problem:
-        raise TeacherError(problem)
-    if kind.reads_words:
-        _require_fast_tokenizer(name, folder, trust_remote_code)
-    return TeacherInfo(name, folder, knowledge.outputs, architecture, config.model_type,
-                       trust_remote_code, kind.name, knowledge.classes, knowledge.scheme)
+    return folder, config
 
 
 def _check_overrides(name: str, kind: TeacherKind, labels, types, scheme) -> None:

@@ -36,6 +36,7 @@ class MultiTaskKind(TeacherKind):
     labels_routing = "confidence"
     short_title = "multi-task"
     config_key = CONFIG_KEY
+    declared_by = "tasks"
     adaptive_passes = False  # each task settles on its own
     # "mean" is VENUS' consensus: the teachers' logits (multi-label: probabilities) averaged.
     methods = ("muki-hard", "muki-soft", "mean")
@@ -55,6 +56,7 @@ class MultiTaskKind(TeacherKind):
         "prepare_training": "kiwb.kinds.multitask.training:prepare_multitask",
         "evaluate": "kiwb.kinds.multitask.student:evaluate_classifier",
         "predict": "kiwb.kinds.multitask.predict:predicted_answers",
+        "inspect_teachers": "kiwb.kinds.multitask.teachers:inspect_task_teachers",
     }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,

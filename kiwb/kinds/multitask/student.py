@@ -13,8 +13,6 @@ checkpoints (to resume) and left out of the export: serving needs none.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import torch
 
@@ -34,34 +32,10 @@ from kiwb.kinds.multitask.losses import (
     task_losses,
 )
 from kiwb.kinds.multitask.scoring import mean_pooled
+from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
 from kiwb.workers.shard_scoring import length_sorted_batches
 from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize
-
-ADAPTERS = "kiwb_feature_adapters"  # the model's attribute holding them while it trains
-
-
-def attach_adapters(model, widths: list[int]) -> None:
-    """One linear adapter per teacher, from the student's hidden size to the teacher's."""
-    hidden = model.config.hidden_size
-    setattr(model, ADAPTERS, torch.nn.ModuleList(torch.nn.Linear(hidden, width)
-                                                 for width in widths))
-
-
-def load_adapter_weights(model, folder: Path) -> None:
-    """The adapters' weights a training checkpoint kept (save_pretrained saved them with the
-    model's own weights; from_pretrained leaves them out, as no model class has them)."""
-    from safetensors.torch import load_file
-
-    files = sorted(Path(folder).glob("*.safetensors"))
-    state = {}
-    for file in files:
-        state.update({name[len(ADAPTERS) + 1:]: value for name, value in load_file(file).items()
-                      if name.startswith(ADAPTERS + ".")})
-    if not state:
-        raise KiwbError(f"{folder}: this checkpoint keeps no feature adapters, though its run "
-                        "trains them; resume it with the feature_weight it was started with")
-    getattr(model, ADAPTERS).load_state_dict(state)
 
 
 @torch.no_grad()  # not inference_mode: it runs between training steps of the same model

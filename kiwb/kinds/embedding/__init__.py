@@ -1,0 +1,112 @@
+"""The embedding kind: sentence encoders merged into one encoder that places every pair of
+texts as the teachers do (SimME, thesis ch. 2), each teacher counting on the pairs of texts it
+covers, by how steady it stays on them under dropout.
+
+A project is an embedding project when its kiwb.toml has an [embedding] table; its teachers are
+sentence encoders (a sentence-transformers folder, or a bare encoder with pooling set in its
+[[teachers]] entry). What is the kind's own: reading an encoder's pooling (encoders.py),
+checking the teachers (teachers.py), scoring (scoring.py: the embedding, its MC dispersion
+(stability.py) and how much of each text the teacher reads), the probe data (data.py), the
+integration (integrate_job.py: coverage, reliability, conflicting pairs (conflicts.py)), the
+relational loss (relational.py), the student (student.py, training.py), the probes (probes.py)
+and the export (export.py: a sentence-transformers folder).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from kiwb.core.choices import PAIR_WEIGHTINGS
+from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+
+POOLING_KEY = "kiwb_pooling"  # a kiwb embedding student's pooling, in its config.json
+SIMILAR, NOT_SIMILAR = "similar", "not similar"  # what a user may say of a conflicting pair
+# What a teacher's score shards hold per text (kiwb.kinds.embedding.scoring).
+EMBEDDINGS = "embedding"     # (n, d) the teacher's embedding, dropout off, unit length
+DISPERSION = "dispersion"    # (n,) 1 - mean cosine of the K dropout embeddings to their mean
+STABILITY = "stability"      # (n,) 1 - dispersion: what the live histograms count
+KEPT_SHARE = "kept_share"    # (n,) share of the text's tokens inside max_length
+KNOWN_SHARE = "known_share"  # (n,) share of the text's tokens that are not the unknown token
+
+
+class EmbeddingKind(TeacherKind):
+    """Sentence encoders: one embedding per text, compared by cosine."""
+
+    name = "embedding"
+    title = "sentence embedding"
+    architecture_suffix = "Model"
+    auto_model = "AutoModel"
+    pipeline_tag = "sentence-similarity"
+    unit = "pair"
+    units = "texts"
+    headline = "kNN accuracy"
+    routing_unit = "texts"
+    labels_routing = "rank"  # unused: labels given to pairs become pair targets
+    short_title = "embedding"
+    classes_title = "dimensions"
+    override_key = "pooling"
+    adaptive_passes = False  # no routing settles per text
+    declared_by = "embedding"
+    # A kiwb student's config.json names its pooling: its checkpoints and exports are read as
+    # encoders (kiwb predict, evaluate). A bare encoder is a teacher only in a project with an
+    # [embedding] table, which reads its teachers itself.
+    config_key = POOLING_KEY
+    stored_fields = (EMBEDDINGS, DISPERSION, STABILITY, KEPT_SHARE, KNOWN_SHARE)
+    histogram_fields = (STABILITY, STABILITY)
+    methods = PAIR_WEIGHTINGS
+    merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
+                     "tokenizers and pooling differ in general and no head is shared to merge; "
+                     "distill them instead (kiwb train)")
+    card = {
+        "summary": "A sentence encoder merged from several teachers' embedding spaces (SimME's "
+                   "relational distillation),",
+        "unit": "pair of texts", "labels": "Teachers",
+        "use": 'from sentence_transformers import SentenceTransformer\n'
+               'model = SentenceTransformer("PATH/TO/THIS/FOLDER")\n'
+               'print(model.encode(["your text here"]).shape)'}
+    seams = {
+        "score_shard": "kiwb.kinds.embedding.scoring:score_task_rows",
+        "load_table": "kiwb.kinds.embedding.data:load_role_table",
+        "integrate": "kiwb.kinds.embedding.integrate_job:run_embedding_integration",
+        "prepare_training": "kiwb.kinds.embedding.training:prepare_embedding",
+        "evaluate": "kiwb.kinds.embedding.student:evaluate_encoder",
+        "predict": "kiwb.kinds.embedding.predict:nearest_neighbours",
+        "inspect_teachers": "kiwb.kinds.embedding.teachers:inspect_encoders",
+        "export": "kiwb.kinds.embedding.export:export_encoder",
+    }
+
+    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
+                     scheme: str | None = None) -> TeacherKnowledge:
+        """An encoder has no outputs to name: what it knows is its embedding space."""
+        return TeacherKnowledge(outputs=(), classes=())
+
+    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
+        return []
+
+    def configured_method(self, config) -> str:
+        return config.embedding.weighting if config.embedding is not None else PAIR_WEIGHTINGS[0]
+
+    def check_method(self, method: str) -> None:
+        if method not in self.methods:
+            raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
+                             f"choose a pair weighting: {', '.join(self.methods)}")
+
+    def conflict_labels(self, details, labels) -> list[str]:
+        return [SIMILAR, NOT_SIMILAR]
+
+    def conflict_row(self, text, details, teachers) -> str:
+        """A pair: both texts, and each teacher's cosine of them."""
+        said = " · ".join(f"{name} {cosine:.2f}" for name, cosine in
+                          zip(teachers, details["cosines"], strict=False) if cosine is not None)
+        return f"{details['texts'][0]} ⟷ {details['texts'][1]} · {said}"
+
+    def conflict_detail(self, details, teachers) -> list[tuple[str, str]]:
+        lines = [("the other text of the pair:", "bold"), (details["texts"][1], ""),
+                 ("each teacher's cosine of the two:", "bold")]
+        for name, cosine in zip(teachers, details["cosines"], strict=False):
+            lines.append((f"{name}: " + ("does not cover both texts" if cosine is None
+                                          else f"{cosine:.3f}"), "dim" if cosine is None else ""))
+        return lines
+
+
+EMBEDDING = EmbeddingKind()

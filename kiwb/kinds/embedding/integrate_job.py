@@ -1,0 +1,148 @@
+"""`kiwb integrate` for sentence encoders: what each teacher covers and how steady it stays on
+each text, the pairs the teachers disagree on most (the conflicts list), and on the eval set the
+probes of each teacher alone and of the two training-free combinations (concatenation, average),
+the figures a student must beat."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from kiwb.console import console
+from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding.conflicts import PairConflict, conflicting_pairs
+from kiwb.kinds.embedding.probes import averaged, concatenated, probe_figures
+from kiwb.kinds.embedding.runtime import EncoderScores, encoder_scores
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import settings_key
+from kiwb.project.instances import replace_instances
+from kiwb.project.records import IntegrationRecord, IntegrationSettings, IntegrationSummary
+from kiwb.project.store import Store
+from kiwb.workers.score import ScoreTask
+
+MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
+BINS = 20
+PAIR_JOINER = " ⟷ "  # between a conflicting pair's two texts in the conflicts list
+
+
+def run_embedding_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                              tasks: list[ScoreTask]) -> IntegrationRecord:
+    """Integrate an embedding project's pool; returns the integration as recorded."""
+    section = config.embedding
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
+    pool = encoder_scores(config, store, by_role["unlabeled"])
+    coverage = pool.coverage(section.min_kept_share, section.min_known_share)
+    console.print(f"Seeking conflicting pairs among {len(pool.texts):,} texts' nearest neighbours "
+                  f"under {len(pool.teachers)} teachers", highlight=False, markup=False)
+    pairs = conflicting_pairs(pool.embeddings, coverage, section.conflict_pairs)
+    evaluation = None
+    if by_role["eval"]:
+        evaluation = eval_figures(config, encoder_scores(config, store, by_role["eval"]),
+                                  by_role["eval"])
+    summary = embedding_summary(pool, coverage, pairs, settings, evaluation)
+    key = settings_key({"kind": EMBEDDING.name, "scores": pool.score_keys,
+                        "weighting": settings.method, "min_kept_share": section.min_kept_share,
+                        "min_known_share": section.min_known_share,
+                        "conflict_pairs": section.conflict_pairs})
+    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
+                             summary=summary.to_dict())
+    save_pairs(store, key, pool, pairs)
+    return IntegrationRecord.from_dict(store.integration(key))
+
+
+def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[PairConflict],
+                      settings: IntegrationSettings, evaluation: dict | None) -> IntegrationSummary:
+    """The integration summary: per teacher what it covers and the texts it is the steadiest
+    covering teacher on ("wins"); margins are 1 - each listed pair's disagreement (capped)."""
+    reliable = torch.where(coverage > 0, pool.reliability(), torch.full_like(coverage, -1.0))
+    wins = torch.bincount(reliable.argmax(0), minlength=len(pool.teachers))
+    margins = np.asarray([1.0 - min(1.0, pair.disagreement) for pair in pairs] or [1.0])
+    stability = 1.0 - pool.dispersion
+    details = {
+        "texts": len(pool.texts), "weighting": settings.method,
+        "widths": dict(zip(pool.teachers, pool.widths, strict=True)),
+        "coverage": {name: float(share) for name, share in
+                     zip(pool.teachers, coverage.mean(1).tolist(), strict=True)},
+        "dispersion_median": {name: float(values.median()) for name, values in
+                              zip(pool.teachers, pool.dispersion, strict=True)},
+        "stability_histograms": {name: stability_histogram(values) for name, values in
+                                 zip(pool.teachers, stability, strict=True)},
+        "pairs": len(pairs)}
+    if evaluation is not None:
+        details["eval"] = evaluation
+    return IntegrationSummary(
+        num_texts=len(pool.texts), teachers=pool.teachers,
+        score_keys=dict(zip(pool.teachers, pool.score_keys, strict=True)), labels=[],
+        overlapping_labels=[], wins=dict(zip(pool.teachers, wins.tolist(), strict=True)),
+        margin_quantiles={str(q): float(np.quantile(margins, q)) for q in MARGIN_QUANTILES},
+        margin_histogram=np.histogram(margins, bins=BINS, range=(0.0, 1.0))[0].tolist(),
+        conflict_threshold=settings.conflict_threshold, conflicts=len(pairs),
+        task_kind=EMBEDDING.name, details=details)
+
+
+def stability_histogram(stability: torch.Tensor) -> dict:
+    """A teacher's stabilities (1 - dispersion) over the range they span: dropout moves an
+    encoder's embedding little, so [0, 1] would put them all in one bin."""
+    low = float(stability.min()) if len(stability) else 0.0
+    high = max(float(stability.max()) if len(stability) else 1.0, low + 1e-6)
+    counts = np.histogram(stability.numpy(), bins=BINS, range=(low, high))[0]
+    return {"low": low, "high": high, "counts": counts.tolist()}
+
+
+def eval_figures(config: ProjectConfig, scores: EncoderScores, tasks: list[ScoreTask]) -> dict:
+    """The probes on the eval set for each teacher alone, their concatenation and their
+    average: {row name: {probe: value}}."""
+    labels = _label_ids(scores.labels) if scores.labels is not None else None
+    partners = (partner_embeddings(config, tasks, scores.partners)
+                if scores.partners is not None else None)
+    rows = {}
+    for number, name in enumerate(scores.teachers):
+        rows[name] = probe_figures(scores.embeddings[number], labels,
+                                   partners[number] if partners else None)
+    for name, combine in (("concatenation", concatenated), ("average", averaged)):
+        rows[name] = probe_figures(combine(scores.embeddings), labels,
+                                   combine(partners) if partners else None)
+    return {"texts": len(scores.texts), "rows": rows}
+
+
+def _label_ids(labels: list[str]) -> torch.Tensor:
+    index = {label: number for number, label in enumerate(dict.fromkeys(labels))}
+    return torch.tensor([index[label] for label in labels])
+
+
+def partner_embeddings(config: ProjectConfig, tasks: list[ScoreTask],
+                       partners: list[str]) -> list[torch.Tensor]:
+    """Each teacher's embeddings of the eval set's partner texts (dropout off): they are not
+    scored, only probed, so each teacher reads them once here."""
+    from kiwb.kinds.embedding.scoring import encode_texts
+    from kiwb.workers.runtime import resolve_device
+    from kiwb.workers.teachers import load_teacher
+
+    device = resolve_device(config.scoring.device)
+    found = []
+    for task in tasks:
+        teacher = task.teacher
+        console.print(f"{teacher.name}: embedding {len(partners):,} partner texts for the "
+                      "retrieval probe", highlight=False, markup=False)
+        model, tokenizer = load_teacher(teacher, str(device))
+        length = min(config.scoring.max_length, teacher.reads_up_to or config.scoring.max_length)
+        found.append(encode_texts(model, tokenizer, partners, teacher.pooling, length,
+                                  config.scoring.batch_size, device))
+        del model
+    return found
+
+
+def save_pairs(store: Store, key: str, pool: EncoderScores, pairs: list[PairConflict]) -> None:
+    """One conflicts-list row per listed pair: both texts, each teacher's cosine, its margin
+    (1 - the disagreement, capped), the teacher that finds the two closest."""
+    rows = []
+    for number, pair in enumerate(pairs):
+        cosines = list(pair.cosines)
+        closest = max(range(len(cosines)), key=lambda t: -2.0 if cosines[t] is None else cosines[t])
+        texts = [pool.texts[pair.first], pool.texts[pair.second]]
+        details = {"pair": [pair.first, pair.second], "texts": texts, "cosines": cosines,
+                   "disagreement": pair.disagreement,
+                   "scores": [0.0 if value is None else value for value in cosines]}
+        rows.append((number, 1.0 - min(1.0, pair.disagreement), closest, 0, None, details,
+                     PAIR_JOINER.join(texts)))
+    replace_instances(store.connection, key, rows)

@@ -1,0 +1,122 @@
+"""The embedding kind end to end through the real CLI, on two tiny real sentence encoders of
+different widths and tokenizers: a 32-wide BERT laid out as sentence-transformers writes one,
+and a 48-wide RoBERTa read with pooling set in kiwb.toml. Score, integrate (coverage, the
+teachers' probes, conflicting pairs), train with each pair weighting, evaluate, export (loaded
+by sentence-transformers and as a plain AutoModel, the same embeddings), predict."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_kiwb
+from tiny import tiny_bert_config, wordpiece_tokenizer, write_jsonl
+from tiny_embedding import build_encoder, probe_rows
+
+pytestmark = pytest.mark.slow
+
+TRAINING = """
+[training]
+student = "{student}"
+epochs = 2
+min_steps = 0
+learning_rate = 0.003
+batch_size = 16
+eval_every = 6
+"""
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory) -> Path:
+    import torch
+    from transformers import BertModel
+
+    root = tmp_path_factory.mktemp("embedding")
+    build_encoder(root / "general", "bert", seed=1, sentence_transformers=True)
+    build_encoder(root / "domain", "roberta", seed=2, sentence_transformers=False)
+    torch.manual_seed(0)
+    tokenizer = wordpiece_tokenizer(None)
+    BertModel(tiny_bert_config(("x", "y"), len(tokenizer))).save_pretrained(root / "base")
+    tokenizer.save_pretrained(root / "base")
+    write_jsonl(root / "pool.jsonl", [{"text": r["text"]} for r in probe_rows(64, seed=31)])
+    write_jsonl(root / "eval.jsonl", probe_rows(32, seed=32))
+    return root
+
+
+def write_embedding_project(project: Path, root: Path, *, embedding: str = "[embedding]",
+                            teachers: str | None = None, eval_columns: str = (
+                                'label_column = "label"\npair_column = "partner"')) -> Path:
+    project.mkdir(parents=True, exist_ok=True)
+    teachers = teachers if teachers is not None else (
+        f'[[teachers]]\nname = "general"\npath = "{root / "general"}"\n'
+        f'[[teachers]]\nname = "domain"\npath = "{root / "domain"}"\npooling = "cls"\n')
+    (project / "kiwb.toml").write_text("\n".join([
+        'name = "embed"', teachers, embedding,
+        f'[data.unlabeled]\npath = "{root / "pool.jsonl"}"',
+        f'[data.eval]\npath = "{root / "eval.jsonl"}"\n{eval_columns}',
+        "[scoring]\nmc_passes = 4\nshard_size = 32\nmax_length = 64",
+        TRAINING.format(student=root / "base")]) + "\n", encoding="utf-8")
+    return project
+
+
+@pytest.fixture(scope="module")
+def scored(root, tmp_path_factory) -> Path:
+    project = write_embedding_project(tmp_path_factory.mktemp("project") / "embed", root)
+    run_kiwb("score", project, "--foreground", cwd=project)
+    return project
+
+
+def test_integration_reads_two_widths_and_probes_each_teacher(scored):
+    found = run_kiwb("integrate", scored, "--json", cwd=scored)
+    summary = json.loads(found.stdout)
+    assert summary["task_kind"] == "embedding" and summary["teachers"] == ["general", "domain"]
+    details = summary["details"]
+    assert details["widths"] == {"general": 32, "domain": 48}
+    assert details["coverage"] == {"general": 1.0, "domain": 1.0}  # short texts, known words
+    assert sum(summary["wins"].values()) == summary["num_texts"] == 64
+    rows = details["eval"]["rows"]
+    assert set(rows) == {"general", "domain", "concatenation", "average"}
+    for figures in rows.values():
+        assert set(figures) == {"knn_accuracy", "recall@1", "recall@10", "mrr"}
+        assert 0.0 <= figures["recall@1"] <= figures["recall@10"] <= 1.0
+    assert 0 < summary["conflicts"] <= 500 and details["pairs"] == summary["conflicts"]
+
+
+@pytest.mark.parametrize("weighting", ["mc", "maskout", "equal"])
+def test_a_student_trains_with_each_pair_weighting(scored, weighting):
+    run = f"student-{weighting}"
+    found = run_kiwb("train", scored, "--method", weighting, "--run", run, "--foreground",
+                     cwd=scored)
+    assert f"Training run {run} ({weighting})" in found.stderr
+    assert "Best eval kNN accuracy" in found.stderr
+    evaluated = json.loads(run_kiwb("evaluate", scored, "--run", run, "--json", cwd=scored).stdout)
+    assert set(evaluated["details"]["probes"]) == {"knn_accuracy", "recall@1", "recall@10", "mrr"}
+
+
+def test_the_export_loads_in_sentence_transformers_and_as_a_plain_encoder(scored, tmp_path):
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    run_kiwb("train", scored, "--method", "maskout", "--run", "exported", "--foreground",
+             cwd=scored)
+    out = tmp_path / "export"
+    run_kiwb("export", scored, "--run", "exported", "--to", out, cwd=scored)
+    texts = ["the team won the match", "a new song on the radio"]
+    # the README's snippet for a plain transformers encoder: mean pooling, then unit length
+    tokenizer, model = AutoTokenizer.from_pretrained(out), AutoModel.from_pretrained(out)
+    batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
+    with torch.no_grad():
+        states = model(**batch).last_hidden_state
+    mask = batch["attention_mask"].unsqueeze(-1).float()
+    plain = torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+    card = (out / "README.md").read_text(encoding="utf-8")
+    assert "embedding = (states * mask).sum(1) / mask.sum(1)" in card
+    from sentence_transformers import SentenceTransformer
+
+    encoded = SentenceTransformer(str(out), device="cpu").encode(texts, convert_to_tensor=True)
+    assert encoded.shape == (2, 32)
+    assert torch.allclose(encoded.cpu(), plain, atol=1e-5)
+    predicted = run_kiwb("predict", out, *texts, cwd=scored).stdout
+    expected = float(plain[0] @ plain[1])
+    assert f"similarity {expected:.3f}" in predicted
