@@ -195,11 +195,14 @@ def matched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | Non
 def known_labels(config) -> list[str]:
     """The union of the teachers' labels, in kiwb's order: what a label may be."""
     from kiwb.core.labels import union_labels
-    from kiwb.workers.project_inputs import inspect_teachers
+    from kiwb.kinds import kind_named
+    from kiwb.workers.project_inputs import inspect_teachers, project_kind
     from kiwb.workers.quiet import quiet_libraries
 
     if not config.teachers:
         raise KiwbError(f"{config.file}: no [[teachers]] yet, so no label is known; add the "
                         "teachers first")
     quiet_libraries()
-    return union_labels([list(info.known) for info in inspect_teachers(config)])
+    union = union_labels([list(info.known) for info in inspect_teachers(config)])
+    # what a conflict of the teachers' kind may be given (embedding: a judgement of a pair)
+    return kind_named(project_kind(config)).conflict_labels(None, union)

@@ -8,7 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from kiwb.console import FittedTable
-from kiwb.kinds import kind_named
+from kiwb.kinds import kind_named, run_seam
 from kiwb.project.records import (
     POOL_COLUMNS,
     RECALL_COLUMNS,
@@ -28,6 +28,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     if not isinstance(integration, IntegrationRecord):
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
+    if "report_tables" in kind_named(summary.task_kind).seams:  # a kind with tables of its own
+        return run_seam(summary.task_kind, "report_tables", integration)
     routing = summary.routing
     routing_name = routing.name if routing is not None else (
         "per task" if summary.task_kind == "multi-task" else "?")

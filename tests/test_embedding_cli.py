@@ -120,3 +120,55 @@ def test_the_export_loads_in_sentence_transformers_and_as_a_plain_encoder(scored
     predicted = run_kiwb("predict", out, *texts, cwd=scored).stdout
     expected = float(plain[0] @ plain[1])
     assert f"similarity {expected:.3f}" in predicted
+
+
+def _bert_classifier(folder: Path) -> Path:
+    """A tiny BERT text classifier (a head, not an encoder)."""
+    from tiny import build_teacher
+
+    return build_teacher(folder, "bert", ("sports", "politics"), trained=False, seed=5)
+
+
+@pytest.mark.parametrize("case", ["no-pooling-rule", "classifier", "probe-columns"])
+def test_bad_input_is_one_line_and_nothing_is_scored(root, tmp_path, case):
+    from test_bad_input import assert_refused, score_files
+
+    general = f'[[teachers]]\nname = "general"\npath = "{root / "general"}"\n'
+    if case == "no-pooling-rule":  # the bare RoBERTa without pooling = "..."
+        teachers = general + f'[[teachers]]\nname = "domain"\npath = "{root / "domain"}"\n'
+        fragments = ("teacher 'domain'", "encoder without a pooling rule", 'pooling = "mean"')
+        project = write_embedding_project(tmp_path / case, root, teachers=teachers)
+    elif case == "classifier":
+        classifier = _bert_classifier(tmp_path / "classifier")
+        teachers = general + f'[[teachers]]\nname = "topics"\npath = "{classifier}"\n'
+        fragments = ("teacher 'topics'", "single-label text classification model",
+                     "BertForSequenceClassification", "merges sentence encoders")
+        project = write_embedding_project(tmp_path / case, root, teachers=teachers)
+    else:  # an eval set with neither labels nor partners
+        fragments = ("eval.jsonl", "[data.eval] of an embedding project", "label_column",
+                     "pair_column")
+        project = write_embedding_project(tmp_path / case, root, eval_columns="")
+    assert_refused(run_kiwb("score", project, cwd=project, check=False), *fragments)
+    assert score_files(project) == []
+
+
+def test_a_judged_pair_takes_the_wrong_teacher_off_its_texts(scored, tmp_path):
+    # The first conflicting pair, judged "similar" by kiwb labels import, as the Conflicts
+    # pane would store it: with --labels the integration takes the teacher that parts the two
+    # off both texts, and a run trains on that.
+    first = json.loads(run_kiwb("integrate", scored, "--json", cwd=scored).stdout)
+    from kiwb.project.store import Store
+
+    with Store(Path(scored) / "store.sqlite") as store:
+        text = store.connection.execute(
+            "SELECT text FROM instances WHERE integration = ? ORDER BY margin, row LIMIT 1",
+            (first["key"],)).fetchone()[0]
+    labels = tmp_path / "labels.jsonl"
+    write_jsonl(labels, [{"text": text, "label": "similar"}])
+    run_kiwb("labels", "import", scored, labels, cwd=scored)
+    judged = json.loads(run_kiwb("integrate", scored, "--labels", "--json", cwd=scored).stdout)
+    assert judged["details"]["judgements"] == {"pairs": 1, "places_taken": 2}
+    assert judged["key"] != first["key"]
+    run_kiwb("train", scored, "--labels", "--run", "judged", "--foreground", cwd=scored)
+    manifest = json.loads((Path(scored) / "runs" / "judged" / "manifest.json").read_text())
+    assert manifest["given_labels"] is not None

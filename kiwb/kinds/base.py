@@ -50,6 +50,9 @@ class TeacherKind(ABC):
     unit: str                 # what a conflict is: "text", "span"
     units: str                # what an integration counts, plural: "texts", "clusters"
     headline: str             # a student's headline figure: "accuracy", "entity F1"
+    second_figure: str = "macro-F1"  # the figure beside it (an evaluation's "macro_f1")
+    # The Accuracy pane's two figure columns (a run's "accuracy" and "macro_f1")
+    accuracy_columns: tuple[str, str] = ("accuracy", "macro-F1")
     routing_unit: str         # what routing accuracy is counted over: "texts", "gold entities"
     labels_routing: str       # the routing the workbench fits on labels given to conflicts
     short_title: str = ""     # beside a model class in the Teachers pane: "NER", "multi-label"
@@ -70,6 +73,10 @@ class TeacherKind(ABC):
     # the arrays the live histograms count (MC, then dropout-off), values in [0, 1].
     stored_fields: tuple[str, ...] = ()
     histogram_fields: tuple[str, str] = ("mc_confidence", "det_confidence")
+    # What those histograms show, for the Uncertainty pane: its title, and each side's name.
+    histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
+    histogram_names: tuple[str, str] = ("MC dropout", "plain entropy")
+    routes: bool = True  # teachers are compared per text (routing): the routing plots apply
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
     # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
@@ -107,6 +114,8 @@ class TeacherKind(ABC):
     #       read and check every teacher of the project, one line for a bad one
     #   export(project_root, run, destination, checkpoint, manifest, progress) -> Path
     #       (optional) write the export folder itself (embedding: a sentence-transformers one)
+    #   report_tables(integration) -> list of rich Tables (optional, torch-free)
+    #       kiwb integrate's tables, where the shared ones (routing, wins) do not apply
     seams: dict[str, str] = {}
 
     # How the exported student's model card speaks of it: summary, unit, labels (its heading),
@@ -131,6 +140,11 @@ class TeacherKind(ABC):
         """The labels a conflict may be given (the number keys, the picker): all of them, or
         (multi-task) those of the conflict's task."""
         return list(labels)
+
+    def integrated_line(self, summary) -> str | None:
+        """What an integration of this kind did, in one line for its log and the workbench;
+        None: the shared wording (texts each teacher won, the routing, the conflicts)."""
+        return None
 
     def configured_method(self, config) -> str:
         """The integration method a project of this kind uses when a job names none: its

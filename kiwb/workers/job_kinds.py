@@ -70,9 +70,12 @@ def integrate(session: JobSession) -> Outcome:
     given = summary.gold_labels
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
-    console.print(f"Integrated {summary.num_texts:,} {kind_named(summary.task_kind).units} "
-                  f"({settings.method}, {settings.routing} routing{labels}): {wins}; "
-                  f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}", highlight=False, soft_wrap=True)
+    line = kind_named(summary.task_kind).integrated_line(summary)
+    console.print(line or (
+        f"Integrated {summary.num_texts:,} {kind_named(summary.task_kind).units} "
+        f"({settings.method}, {settings.routing} routing{labels}): {wins}; "
+        f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}"),
+        highlight=False, soft_wrap=True)
     check = summary.check
     if check is not None and check.flagged:
         console.print(check.line(), style="bold yellow", highlight=False, markup=False,

@@ -426,9 +426,9 @@ class Trainer:
         where = f"Step {self.step:,}/{self.total_steps:,}"
         if metrics is not None:
             reference = (self.data.eval_reference or {}).get("accuracy")
-            headline = kind_named(self.data.student.kind).headline
-            figures = (f"eval {headline} {100 * metrics['accuracy']:.1f}%, macro-F1 "
-                       f"{100 * metrics['macro_f1']:.1f}%"
+            kind = kind_named(self.data.student.kind)
+            figures = (f"eval {kind.headline} {100 * metrics['accuracy']:.1f}%, "
+                       f"{kind.second_figure} {100 * metrics['macro_f1']:.1f}%"
                        + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
         else:
             figures = "pool predictions checked against the targets"

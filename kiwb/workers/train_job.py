@@ -44,10 +44,10 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
         return Outcome("cancelled", {"step": result["step"]}, EXIT_CANCELLED)
     best = result["best"] or {}
     if best.get("accuracy") is not None:
-        macro = (f", macro-F1 {100 * best['macro_f1']:.2f}%" if best.get("macro_f1") is not None
-                 else "")
-        headline = kind_named(trainer.data.student.kind).headline
-        console.print(f"Best eval {headline} {100 * best['accuracy']:.2f}%{macro} at step "
+        kind = kind_named(trainer.data.student.kind)
+        macro = (f", {kind.second_figure} {100 * best['macro_f1']:.2f}%"
+                 if best.get("macro_f1") is not None else "")
+        console.print(f"Best eval {kind.headline} {100 * best['accuracy']:.2f}%{macro} at step "
                       f"{best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:

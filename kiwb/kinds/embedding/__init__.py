@@ -21,10 +21,17 @@ from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 
 POOLING_KEY = "kiwb_pooling"  # a kiwb embedding student's pooling, in its config.json
 SIMILAR, NOT_SIMILAR = "similar", "not similar"  # what a user may say of a conflicting pair
+# The probes' names as tables show them (kiwb.kinds.embedding.probes computes them).
+PROBE_NAMES = {"knn_accuracy": "kNN accuracy", "recall@1": "recall@1", "recall@10": "recall@10",
+               "mrr": "MRR"}
+PAIR_JOINER = " ⟷ "  # between a conflicting pair's two texts: the text its label is kept under
 # What a teacher's score shards hold per text (kiwb.kinds.embedding.scoring).
 EMBEDDINGS = "embedding"     # (n, d) the teacher's embedding, dropout off, unit length
 DISPERSION = "dispersion"    # (n,) 1 - mean cosine of the K dropout embeddings to their mean
-STABILITY = "stability"      # (n,) 1 - dispersion: what the live histograms count
+STABILITY = "stability"      # (n,) 1 - dispersion
+# (n,) -log10(dispersion) / 4 within [0, 1], what the live histograms count: dropout moves an
+# encoder's embedding little (dispersions of 1e-4 to 1e-1), so [0, 1] needs a log scale
+STEADINESS = "steadiness"
 KEPT_SHARE = "kept_share"    # (n,) share of the text's tokens inside max_length
 KNOWN_SHARE = "known_share"  # (n,) share of the text's tokens that are not the unknown token
 
@@ -40,6 +47,8 @@ class EmbeddingKind(TeacherKind):
     unit = "pair"
     units = "texts"
     headline = "kNN accuracy"
+    second_figure = "retrieval MRR"
+    accuracy_columns = ("kNN acc. (or MRR)", "MRR")
     routing_unit = "texts"
     labels_routing = "rank"  # unused: labels given to pairs become pair targets
     short_title = "embedding"
@@ -52,7 +61,12 @@ class EmbeddingKind(TeacherKind):
     # [embedding] table, which reads its teachers itself.
     config_key = POOLING_KEY
     stored_fields = (EMBEDDINGS, DISPERSION, STABILITY, KEPT_SHARE, KNOWN_SHARE)
-    histogram_fields = (STABILITY, STABILITY)
+    histogram_fields = (STEADINESS, KEPT_SHARE)
+    histogram_title = ("Each teacher on the unlabeled texts: steadiness under MC dropout "
+                       "(-log10 of the dispersion / 4; 1: the passes agree to 1e-4) | share of "
+                       "each text it reads")
+    histogram_names = ("steadiness", "share read")
+    routes = False
     methods = PAIR_WEIGHTINGS
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
                      "tokenizers and pooling differ in general and no head is shared to merge; "
@@ -73,6 +87,7 @@ class EmbeddingKind(TeacherKind):
         "predict": "kiwb.kinds.embedding.predict:nearest_neighbours",
         "inspect_teachers": "kiwb.kinds.embedding.teachers:inspect_encoders",
         "export": "kiwb.kinds.embedding.export:export_encoder",
+        "report_tables": "kiwb.kinds.embedding.report:integration_tables",
     }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -82,6 +97,15 @@ class EmbeddingKind(TeacherKind):
 
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         return []
+
+    def integrated_line(self, summary) -> str | None:
+        details = summary.details or {}
+        steadiest = ", ".join(f"{teacher} {count:,}" for teacher, count in summary.wins.items())
+        covered = ", ".join(f"{teacher} {100 * share:.0f}%"
+                            for teacher, share in (details.get("coverage") or {}).items())
+        return (f"Integrated {summary.num_texts:,} texts ({details.get('weighting')} pair "
+                f"weighting): steadiest teacher per text {steadiest}; covered {covered}; "
+                f"{summary.conflicts:,} conflicting pairs listed")
 
     def configured_method(self, config) -> str:
         return config.embedding.weighting if config.embedding is not None else PAIR_WEIGHTINGS[0]

@@ -16,6 +16,8 @@ from pathlib import Path
 from kiwb.core.choices import POOLINGS
 
 MODULES_FILE = "modules.json"
+# [[teachers]] keys that name what a classifier or tagger knows: an encoder has none.
+CLASSIFIER_KEYS = ("labels", "types", "tag_scheme", "problem_type", "tasks", "heads")
 _TRANSFORMER = "sentence_transformers.models.Transformer"
 _POOLING = "sentence_transformers.models.Pooling"
 _NORMALIZE = "sentence_transformers.models.Normalize"
@@ -86,3 +88,28 @@ def _max_seq_length(folder: Path) -> int | None:
         return None
     found = value.get("max_seq_length") if isinstance(value, dict) else None
     return found if isinstance(found, int) and found > 0 else None
+
+
+def classifier_keys(teacher) -> list[str]:
+    """The keys of a [[teachers]] entry that only a classifier or tagger takes, where set."""
+    return [key for key in CLASSIFIER_KEYS if getattr(teacher, key) is not None]
+
+
+def encoder_refusal(architectures: list[str], problem_type: str | None,
+                    set_keys: list[str]) -> str | None:
+    """Why a checkpoint is no teacher of an embedding project, after "<folder> " (one line with
+    the fix), or None: a bare encoder with no classifier's keys in its [[teachers]] entry.
+    `set_keys`: the classifier keys (labels, types, ...) its entry sets."""
+    from kiwb.kinds import kind_of_checkpoint
+
+    if set_keys:
+        return (f"has {set_keys[0]} set in its [[teachers]] entry, which names what a classifier "
+                "knows and does not apply to a sentence encoder; remove it")
+    heads = [name for name in architectures if not name.endswith("Model")]
+    if not heads:
+        return None
+    found = kind_of_checkpoint({"architectures": architectures, "problem_type": problem_type})
+    what = f"a {found[0].title} model" if found is not None else "a model with a head"
+    return (f"is {what} ({heads[0]}); an embedding project ([embedding] in kiwb.toml) merges "
+            "sentence encoders: point path at one (a sentence-transformers folder, or a bare "
+            "encoder with pooling set), or remove [embedding] to integrate classifiers")

@@ -9,10 +9,10 @@ import numpy as np
 import torch
 
 from kiwb.console import console
-from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding import EMBEDDING, NOT_SIMILAR, PAIR_JOINER, SIMILAR
 from kiwb.kinds.embedding.conflicts import PairConflict, conflicting_pairs
 from kiwb.kinds.embedding.probes import averaged, concatenated, probe_figures
-from kiwb.kinds.embedding.runtime import EncoderScores, encoder_scores
+from kiwb.kinds.embedding.runtime import EncoderScores, encoder_scores, judged_coverage
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.instances import replace_instances
@@ -22,7 +22,6 @@ from kiwb.workers.score import ScoreTask
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 BINS = 20
-PAIR_JOINER = " ⟷ "  # between a conflicting pair's two texts in the conflicts list
 
 
 def run_embedding_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
@@ -31,7 +30,9 @@ def run_embedding_integration(config: ProjectConfig, store: Store, settings: Int
     section = config.embedding
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     pool = encoder_scores(config, store, by_role["unlabeled"])
-    coverage = pool.coverage(section.min_kept_share, section.min_known_share)
+    coverage, judged = judged_coverage(
+        store, pool, pool.coverage(section.min_kept_share, section.min_known_share),
+        settings.labels)
     console.print(f"Seeking conflicting pairs among {len(pool.texts):,} texts' nearest neighbours "
                   f"under {len(pool.teachers)} teachers", highlight=False, markup=False)
     pairs = conflicting_pairs(pool.embeddings, coverage, section.conflict_pairs)
@@ -39,11 +40,12 @@ def run_embedding_integration(config: ProjectConfig, store: Store, settings: Int
     if by_role["eval"]:
         evaluation = eval_figures(config, encoder_scores(config, store, by_role["eval"]),
                                   by_role["eval"])
-    summary = embedding_summary(pool, coverage, pairs, settings, evaluation)
+    summary = embedding_summary(pool, coverage, pairs, settings, evaluation, judged)
     key = settings_key({"kind": EMBEDDING.name, "scores": pool.score_keys,
                         "weighting": settings.method, "min_kept_share": section.min_kept_share,
                         "min_known_share": section.min_known_share,
-                        "conflict_pairs": section.conflict_pairs})
+                        "conflict_pairs": section.conflict_pairs,
+                        **({"given_labels": judged["fingerprint"]} if judged else {})})
     store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
                              summary=summary.to_dict())
     save_pairs(store, key, pool, pairs)
@@ -51,9 +53,11 @@ def run_embedding_integration(config: ProjectConfig, store: Store, settings: Int
 
 
 def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[PairConflict],
-                      settings: IntegrationSettings, evaluation: dict | None) -> IntegrationSummary:
+                      settings: IntegrationSettings, evaluation: dict | None,
+                      judged: dict | None = None) -> IntegrationSummary:
     """The integration summary: per teacher what it covers and the texts it is the steadiest
-    covering teacher on ("wins"); margins are 1 - each listed pair's disagreement (capped)."""
+    covering teacher on ("wins"); margins are 1 - each listed pair's disagreement (capped);
+    its labels are the judgements a pair may be given."""
     reliable = torch.where(coverage > 0, pool.reliability(), torch.full_like(coverage, -1.0))
     wins = torch.bincount(reliable.argmax(0), minlength=len(pool.teachers))
     margins = np.asarray([1.0 - min(1.0, pair.disagreement) for pair in pairs] or [1.0])
@@ -70,13 +74,19 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
         "pairs": len(pairs)}
     if evaluation is not None:
         details["eval"] = evaluation
+    if judged is not None:
+        details["judgements"] = {"pairs": judged["judged_pairs"],
+                                 "places_taken": judged["places_taken"]}
     return IntegrationSummary(
         num_texts=len(pool.texts), teachers=pool.teachers,
-        score_keys=dict(zip(pool.teachers, pool.score_keys, strict=True)), labels=[],
+        score_keys=dict(zip(pool.teachers, pool.score_keys, strict=True)),
+        labels=[SIMILAR, NOT_SIMILAR],
         overlapping_labels=[], wins=dict(zip(pool.teachers, wins.tolist(), strict=True)),
         margin_quantiles={str(q): float(np.quantile(margins, q)) for q in MARGIN_QUANTILES},
         margin_histogram=np.histogram(margins, bins=BINS, range=(0.0, 1.0))[0].tolist(),
-        conflict_threshold=settings.conflict_threshold, conflicts=len(pairs),
+        # every listed pair is a conflict: the threshold takes all but pairs one teacher alone
+        # covers (no spread), which the Conflicts pane's margin filter then leaves out
+        conflict_threshold=1.0, conflicts=int((margins < 1.0).sum()) if pairs else 0,
         task_kind=EMBEDDING.name, details=details)
 
 
@@ -134,7 +144,8 @@ def partner_embeddings(config: ProjectConfig, tasks: list[ScoreTask],
 
 def save_pairs(store: Store, key: str, pool: EncoderScores, pairs: list[PairConflict]) -> None:
     """One conflicts-list row per listed pair: both texts, each teacher's cosine, its margin
-    (1 - the disagreement, capped), the teacher that finds the two closest."""
+    (1 - the disagreement, capped), the teacher that finds the two closest, and as its class
+    what the covering teachers' mean cosine leans to (similar from 0.5)."""
     rows = []
     for number, pair in enumerate(pairs):
         cosines = list(pair.cosines)
@@ -143,6 +154,8 @@ def save_pairs(store: Store, key: str, pool: EncoderScores, pairs: list[PairConf
         details = {"pair": [pair.first, pair.second], "texts": texts, "cosines": cosines,
                    "disagreement": pair.disagreement,
                    "scores": [0.0 if value is None else value for value in cosines]}
-        rows.append((number, 1.0 - min(1.0, pair.disagreement), closest, 0, None, details,
+        known = [value for value in cosines if value is not None]
+        leaning = 0 if sum(known) / len(known) >= 0.5 else 1  # what the teachers' mean says
+        rows.append((number, 1.0 - min(1.0, pair.disagreement), closest, leaning, None, details,
                      PAIR_JOINER.join(texts)))
     replace_instances(store.connection, key, rows)

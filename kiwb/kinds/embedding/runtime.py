@@ -8,7 +8,15 @@ from dataclasses import dataclass
 
 import torch
 
-from kiwb.kinds.embedding import DISPERSION, EMBEDDINGS, KEPT_SHARE, KNOWN_SHARE
+from kiwb.kinds.embedding import (
+    DISPERSION,
+    EMBEDDINGS,
+    KEPT_SHARE,
+    KNOWN_SHARE,
+    NOT_SIMILAR,
+    PAIR_JOINER,
+    SIMILAR,
+)
 from kiwb.kinds.embedding.stability import reliability
 from kiwb.project.config import ProjectConfig
 from kiwb.project.store import Store
@@ -57,3 +65,22 @@ def encoder_scores(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) 
         dispersion=stacked(DISPERSION), kept_share=stacked(KEPT_SHARE),
         known_share=stacked(KNOWN_SHARE), score_keys=[task.key for task in tasks],
         labels=table.labels, partners=table.partners)
+
+
+def judged_coverage(store: Store, pool: EncoderScores, coverage: torch.Tensor,
+                    use_labels: bool) -> tuple[torch.Tensor, dict | None]:
+    """The coverage after the judgements given to pairs (with [integration] labels or
+    --labels), and what they did: pairs judged, (teacher, text) places taken, and the
+    judgements' fingerprint (None without labels)."""
+    if not use_labels:
+        return coverage, None
+    from kiwb.kinds.embedding.pair_labels import apply_judgements, judged_pairs
+    from kiwb.project.labels import all_labels, labels_fingerprint, text_hash
+
+    given = {item.text: item.label for item in all_labels(store.connection)}
+    pairs = judged_pairs(given, pool.texts)
+    revised, taken = apply_judgements(pool.embeddings, coverage, pairs)
+    used = {text_hash(PAIR_JOINER.join((pool.texts[p.first], pool.texts[p.second]))):
+            SIMILAR if p.similar else NOT_SIMILAR for p in pairs}
+    return revised, {"judged_pairs": len(pairs), "places_taken": taken,
+                     "fingerprint": labels_fingerprint(used)}

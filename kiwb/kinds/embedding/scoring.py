@@ -16,7 +16,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from kiwb.kinds.embedding import DISPERSION, EMBEDDINGS, KEPT_SHARE, KNOWN_SHARE, STABILITY
+from kiwb.kinds.embedding import (
+    DISPERSION,
+    EMBEDDINGS,
+    KEPT_SHARE,
+    KNOWN_SHARE,
+    STABILITY,
+    STEADINESS,
+)
 from kiwb.kinds.embedding.stability import pass_summary, pooled
 from kiwb.workers.shard_scoring import (
     ScoringSettings,
@@ -42,8 +49,10 @@ def embedding_batch_scores(det: torch.Tensor, passes: torch.Tensor,
                            keep_passes: bool = False) -> dict[str, np.ndarray]:
     """A batch's stored arrays from its dropout-off embeddings (n, d) and K passes (K, n, d)."""
     _, dispersion = pass_summary(passes)
+    steadiness = (-torch.log10(dispersion.clamp_min(1e-8)) / 4).clamp(0.0, 1.0)
     return arrays_to_host({EMBEDDINGS: nn.functional.normalize(det.float(), dim=-1),
-                           DISPERSION: dispersion, STABILITY: 1.0 - dispersion})
+                           DISPERSION: dispersion, STABILITY: 1.0 - dispersion,
+                           STEADINESS: steadiness})
 
 
 def reading_shares(tokenizer, texts: list[str], max_length: int) -> dict[str, np.ndarray]:

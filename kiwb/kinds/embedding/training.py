@@ -9,7 +9,7 @@ import torch
 from kiwb import __version__
 from kiwb.errors import KiwbError
 from kiwb.kinds.embedding import EMBEDDING
-from kiwb.kinds.embedding.runtime import encoder_scores
+from kiwb.kinds.embedding.runtime import encoder_scores, judged_coverage
 from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
@@ -28,7 +28,9 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
         raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
                         f"kiwb score {config.root}")
     pool = encoder_scores(config, store, by_role["unlabeled"])
-    coverage = pool.coverage(section.min_kept_share, section.min_known_share)
+    coverage, judged = judged_coverage(
+        store, pool, pool.coverage(section.min_kept_share, section.min_known_share),
+        settings.labels)
     targets = TargetLayout(pool.widths).join(pool.embeddings, coverage, pool.reliability())
     eval_table = by_role["eval"][0].table if by_role["eval"] else None
     eval_labels = eval_partners = None
@@ -46,7 +48,7 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
                       "width": t.teacher.width, "pooling": t.teacher.pooling}
                      for t in by_role["unlabeled"]],
         "labels": [], "method": settings.pinned(), "data": pool_table.fingerprint,
-        "labeled_data": None, "given_labels": None,
+        "labeled_data": None, "given_labels": judged["fingerprint"] if judged else None,
         "embedding": {"pooling": section.pooling, "direct_weight": section.direct_weight,
                       "min_kept_share": section.min_kept_share,
                       "min_known_share": section.min_known_share},

@@ -14,6 +14,8 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
+from kiwb.kinds import kind_named
+from kiwb.kinds.embedding import PROBE_NAMES
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
 from kiwb.tui import plots
@@ -42,10 +44,11 @@ class AccuracyPane(Pane):
         self.runs = Runs()
         self.summary: IntegrationSummary | None = None
         self.show_funnel = False  # w: the selected run's class funnel in place of its classes
+        self.figures = ("accuracy", "macro-F1")  # the columns' figures: the teachers' kind's
 
     def compose(self) -> ComposeResult:
         table = Table(id="runs-table", cursor_type="row")
-        table.add_columns("run", "state", "accuracy", "best", "macro-F1", "routing")
+        table.add_columns(*self._column_names())
         yield table
         with VerticalScroll(id="run-detail"):
             yield Static("", id="check")
@@ -59,10 +62,21 @@ class AccuracyPane(Pane):
     def main_widget(self) -> DataTable:
         return self.query_one("#runs-table", DataTable)
 
+    def _column_names(self) -> tuple[str, ...]:
+        headline, second = self.figures
+        return ("run", "state", headline, "best", second, "routing")
+
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.runs.add(event) for event in changes.events])
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
+            kind = kind_named(self.summary.task_kind)
+            figures = kind.accuracy_columns
+            if figures != self.figures:  # the kind's own figures head the columns
+                self.figures = figures
+                table = self.main_widget()
+                table.clear(columns=True)
+                table.add_columns(*self._column_names())
         if changed:
             self.redraw()
 
@@ -70,6 +84,7 @@ class AccuracyPane(Pane):
         rows = {run.run: run_cells(run) for run in self.runs}
         rows.update(baseline_rows(self.summary.eval if self.summary is not None else None))
         rows.update(task_baseline_rows(self.summary))
+        rows.update(probe_baseline_rows(self.summary))
         sync_rows(self.main_widget(), rows)
         self._show_run()
 
@@ -103,6 +118,14 @@ class AccuracyPane(Pane):
         if latest is None:
             per_class.show("No evaluation yet (needs a labeled eval set in Data, 2).", None, 0)
             confusion.update("")
+            return
+        probes = probes_of(latest)  # an embedding student's: the probes, no classes
+        if probes is not None:
+            shown = [(PROBE_NAMES.get(name, name), value) for name, value in probes.items()]
+            per_class.show(f"Probes at step {latest.step}",
+                           lambda width, styles: plots.labelled_bars(shown, width,
+                                                                     style=styles.bar), len(shown))
+            confusion.update(probe_table(run.run, probes, self.summary))
             return
         classes = list(latest.per_class_accuracy.items())
         token = latest.entity is not None  # a tagger's: F1 per type, the entity confusion
@@ -239,6 +262,46 @@ def task_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
     return rows
 
 
+def probe_rows_of(summary: IntegrationSummary | None) -> dict[str, dict]:
+    """An embedding integration's untrained references on the eval set: each teacher alone,
+    their concatenation and their average, {row: {probe: value}}."""
+    evaluation = ((summary.details or {}).get("eval") or {}) if summary is not None else {}
+    return evaluation.get("rows") or {} if summary and summary.task_kind == "embedding" else {}
+
+
+def probe_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
+    """The references of probe_rows_of as rows of the runs table (its two figures: kNN
+    accuracy, or MRR without labels, and MRR)."""
+    rows = {}
+    teachers = set(summary.teacher_names) if summary is not None else set()
+    for name, figures in probe_rows_of(summary).items():
+        label = f"{name} alone" if name in teachers else name
+        rows[f"{TEACHER_ROW}{name}"] = (
+            Text(label, "italic"), "teacher" if name in teachers else "untrained",
+            _percent(figures.get("knn_accuracy", figures.get("mrr"))), "",
+            _percent(figures.get("mrr")), "")
+    return rows
+
+
+def probes_of(evaluation) -> dict | None:
+    """An embedding student's probe figures of an evaluation, or None (another kind's)."""
+    return (evaluation.details or {}).get("probes") if evaluation.details else None
+
+
+def probe_table(run: str, probes: dict, summary: IntegrationSummary | None) -> RichTable:
+    """The run's probes beside the untrained references'."""
+    table = RichTable(title="Probes on the eval set: the student against the teachers",
+                      title_justify="left")
+    names = list(probes)
+    table.add_column("")
+    for name in names:
+        table.add_column(PROBE_NAMES.get(name, name), justify="right")
+    table.add_row(run, *(_percent(probes[name]) for name in names), style="bold")
+    for row, figures in probe_rows_of(summary).items():
+        table.add_row(row, *(_percent(figures.get(name)) for name in names))
+    return table
+
+
 def task_figures_of(evaluation) -> dict | None:
     """A multi-task student's per-task figures of an evaluation, or None (another kind's)."""
     return (evaluation.details or {}).get("tasks") if evaluation.details else None
@@ -299,6 +362,7 @@ def _curves(run: RunHistory):
         if accuracy:
             last = run.evals[-1]
             name = ("entity F1" if last.entity is not None
+                    else "probe score" if probes_of(last) is not None
                     else "mean task score" if task_figures_of(last) is not None
                     else "micro F1" if last.details is not None else "accuracy")
             text.append(f"{name} {_percent(accuracy[0])} → {_percent(accuracy[-1])}"

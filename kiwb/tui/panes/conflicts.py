@@ -255,7 +255,8 @@ class ConflictsPane(Pane):
         scope = f"under margin {margin:g}" if margin is not None else "in all"
         labels = SCOPE_NAMES[self.filters.labels]
         routing = self.integration.settings.routing if self.integration is not None else ""
-        status.update(Text(f"{total} texts {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
+        noun = "pairs" if self.kind.unit == "pair" else "texts"
+        status.update(Text(f"{total} {noun} {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
                            f"{len(self.loaded):,} shown · {routing}"))
 
     @on(DataTable.RowHighlighted, "#conflicts-table")

@@ -18,6 +18,7 @@ from kiwb.core.choices import (
     TRAINING_METHODS,
 )
 from kiwb.errors import ConfigError
+from kiwb.kinds import kind_named
 from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.job_specs import (
     IntegrateSpec,
@@ -303,6 +304,9 @@ class JobsPane(Pane):
 
 def integration_note(summary: IntegrationSummary) -> str:
     """What an integration did: its routing, the texts each teacher won, and the conflicts."""
+    own = kind_named(summary.task_kind).integrated_line(summary)
+    if own is not None:
+        return f"{own}; see Uncertainty (4) and Conflicts (6)"
     routing = summary.routing.name if summary.routing is not None else None
     wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
     return (f"integrated {summary.num_texts:,} texts"

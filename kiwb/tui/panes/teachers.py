@@ -92,6 +92,10 @@ class TeachersPane(Pane):
             self.query_one("#union", Static).update(task_lines(self.config, usable))
             self._show_detail()
             return
+        if self.config is not None and self.config.embedding is not None:
+            self.query_one("#union", Static).update(encoder_line(self.config, usable))
+            self._show_detail()
+            return
         union = union_with_overlaps([s.labels for s in usable])
         token = any(KINDS[s.kind].reads_words for s in usable)
         text = Text("union entity types (BIO tags for each): " if token else "union labels: ",
@@ -180,6 +184,16 @@ def task_lines(config, summaries: list[TeacherSummary]) -> Text:
     return text
 
 
+def encoder_line(config, usable: list[TeacherSummary]) -> Text:
+    """An embedding project's teachers and student in one line: what each encoder is, and
+    what the student becomes."""
+    text = Text("sentence encoders: ", "bold")
+    text.append("; ".join(f"{s.name} ({', '.join(s.labels)})" for s in usable) or "none usable yet")
+    text.append(f"   the student: {config.embedding.pooling} pooling, pairs weighted "
+                f"{config.embedding.weighting}", "dim")
+    return text
+
+
 def short_architecture(summary: TeacherSummary) -> str:
     """The model class without its head's suffix; an NER head is said as such."""
     name = summary.architecture
@@ -200,6 +214,8 @@ def detail(summary: TeacherSummary) -> Text:
     if summary.labels and KINDS[summary.kind].reads_words:
         text.append(f"\n{KINDS[summary.kind].title} · entity types: {', '.join(summary.labels)}"
                     f" · tags read as {summary.scheme}", "dim")
+    elif summary.labels and summary.kind == "embedding":
+        text.append(f"\nsentence encoder · {', '.join(summary.labels)}", "dim")
     elif summary.labels:
         text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
     if summary.tasks:

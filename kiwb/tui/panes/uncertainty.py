@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from kiwb.kinds import TeacherKind, declared_kind, kind_named
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
 from kiwb.tui import plots
@@ -70,12 +71,20 @@ class UncertaintyPane(Pane):
             self._draw_labels()
             tasks = self._draw_tasks()
             # a multi-task integration routes per task: its tasks' plot says how each did
+            routes = self._kind().routes and not tasks
             for name in ("#routing-split", "#routing"):
-                self.query_one(name, Plot).display = not tasks
-            if not tasks:
+                self.query_one(name, Plot).display = routes
+            if routes:
                 self._draw_split()
                 self._draw_routing()
             self._draw_margins()
+
+    def _kind(self) -> TeacherKind:
+        """The teachers' kind: the one kiwb.toml declares, else the integration's."""
+        declared = declared_kind(self.config) if self.config is not None else None
+        if declared is not None:
+            return declared
+        return kind_named(self.summary.task_kind if self.summary is not None else None)
 
     def _show_routing_check(self) -> None:
         """The routing check's warning above the plots, when the integration shown is flagged."""
@@ -89,7 +98,8 @@ class UncertaintyPane(Pane):
         plot = self.query_one("#teacher-confidence", Plot)
         order = [t.name for t in self.config.teachers] if self.config else None
         teachers = self.histograms.teachers(order)
-        title = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
+        kind = self._kind()
+        title, (left, right) = kind.histogram_title, kind.histogram_names
         if self.summary is not None and self.summary.task_kind == "token":
             title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
                      "MC dropout | plain entropy")
@@ -106,8 +116,8 @@ class UncertaintyPane(Pane):
                 if number:
                     text.append("\n")
                 text.append_text(plots.side_by_side(
-                    [Text(f"{teacher.teacher} · MC dropout · {teacher.texts:,} texts", "bold"),
-                     Text(f"{teacher.teacher} · plain entropy", "bold")], [half, half]))
+                    [Text(f"{teacher.teacher} · {left} · {teacher.texts:,} texts", "bold"),
+                     Text(f"{teacher.teacher} · {right}", "bold")], [half, half]))
                 text.append("\n")
                 text.append_text(plots.side_by_side(
                     [plots.histogram(teacher.mc, half, TEACHER_ROWS, style=styles.bar),
@@ -257,6 +267,11 @@ class UncertaintyPane(Pane):
         threshold = summary.conflict_threshold
         share = summary.conflicts / max(summary.num_texts, 1)
         median = summary.margin_quantiles.get("0.5")
+        if self._kind().unit == "pair":
+            plot.show("Conflicting pairs: 1 - the spread of the teachers' cosines (the pairs they "
+                      "disagree on most at the left)", lambda width, styles: pair_margins(
+                          summary, width, styles), MARGIN_ROWS + 1)
+            return
 
         def draw(width: int, styles: PlotStyles) -> Text:
             text = plots.histogram(summary.margin_histogram, width, MARGIN_ROWS, style=styles.bar,
@@ -270,6 +285,16 @@ class UncertaintyPane(Pane):
             return text
 
         plot.show(title, draw, MARGIN_ROWS + 1)
+
+
+def pair_margins(summary: IntegrationSummary, width: int, styles: PlotStyles) -> Text:
+    """An embedding integration's listed pairs by 1 - their cosine spread, and their count."""
+    text = plots.histogram(summary.margin_histogram, width, MARGIN_ROWS, style=styles.bar)
+    median = summary.margin_quantiles.get("0.5")
+    text.append(f"\n{summary.conflicts:,} pairs listed in Conflicts (6), of the pairs some "
+                "teacher finds close"
+                + (f" · median spread {1 - median:.3f}" if median is not None else ""))
+    return text
 
 
 def task_rows(task: dict) -> int:
