@@ -128,11 +128,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default: kiwb's folder in your user data folder)")
     demo.add_argument("--no-ui", action="store_true", help="score, integrate, train, evaluate "
                       "and export without the workbench, then print the results table")
-    demo.add_argument("--kind", choices=("classification", "ner", "multi-label", "multi-task"),
+    demo.add_argument("--kind", choices=("classification", "ner", "multi-label", "multi-task",
+                                         "embedding"),
                       default="classification",
                       help="the demo's teachers: text classifiers (default), NER taggers, "
-                      "multi-label classifiers, or teachers of two tasks (multi-task), each demo "
-                      "in its own folder")
+                      "multi-label classifiers, teachers of two tasks (multi-task), or sentence "
+                      "encoders (embedding), each demo in its own folder")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser

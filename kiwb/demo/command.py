@@ -33,6 +33,8 @@ DEMOS = {
                     "kiwb.demo.multilabel_recipe", "kiwb.demo.multilabel_results"),
     "multi-task": ("kiwb.demo.multitask_build:build_multitask_demo",
                    "kiwb.demo.multitask_recipe", "kiwb.demo.multitask_results"),
+    "embedding": ("kiwb.demo.embedding_build:build_embedding_demo",
+                  "kiwb.demo.embedding_recipe", "kiwb.demo.embedding_results"),
 }
 
 

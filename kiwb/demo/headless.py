@@ -55,14 +55,19 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
         figures[name] = evaluate_checkpoint(checkpoint, evaluation, device,
                                             config.training.batch_size, config.training.max_length)
         figures[name]["check"] = learning_check(config.root, run)
-    routing = references.routing_accuracy
+    details = summary.details or {}
+    routing = references.routing_accuracy if references is not None else None
     # a multi-task integration's references are per task (each task's Ensemble, each teacher)
-    tasks = {task: found["eval"] for task, found in ((summary.details or {}).get("tasks")
-                                                     or {}).items()}
-    return {"teachers": references.teacher_accuracy, "ensemble": references.ensemble_accuracy,
+    tasks = {task: found["eval"] for task, found in (details.get("tasks") or {}).items()}
+    # an embedding integration's: the probes of each teacher alone and of their combinations
+    probes = (details.get("eval") or {}).get("rows") if summary.task_kind == "embedding" else None
+    return {"teachers": references.teacher_accuracy if references is not None else None,
+            "ensemble": references.ensemble_accuracy if references is not None else None,
             "routing": routing.to_dict() if routing is not None else None, "students": figures,
-            "eval_texts": references.num_texts, "exported": str(exported),
-            **({"tasks": tasks} if tasks else {})}
+            "eval_texts": (references.num_texts if references is not None
+                           else (details.get("eval") or {}).get("texts")),
+            "exported": str(exported), **({"tasks": tasks} if tasks else {}),
+            **({"probes": probes} if probes else {})}
 
 
 def run_step(store: Store, spec: JobSpec) -> dict:

@@ -29,6 +29,7 @@ from kiwb.project.config_schema import (
     CONFIG_NAME,
     DataConfig,
     DatasetConfig,
+    EmbeddingConfig,
     IntegrationConfig,
     ProjectConfig,
     ScoringConfig,
@@ -43,7 +44,7 @@ from kiwb.project.environment import require_environment
 from kiwb.project.teach_report import refuse_untrained_teacher
 
 # What importers of the loading module also use from the schema and its checks.
-__all__ = ["CONFIG_NAME", "DataConfig", "DatasetConfig", "IntegrationConfig", "ProjectConfig",
+__all__ = ["CONFIG_NAME", "DataConfig", "DatasetConfig", "EmbeddingConfig", "IntegrationConfig", "ProjectConfig",
            "ScoringConfig", "TaskConfig", "TeacherConfig", "TrainingConfig", "check_routing", "checkpoint_folder", "is_hub_id", "teacher_model_configs",
            "load_config", "render_config", "write_new_project"]
 
