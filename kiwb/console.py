@@ -131,14 +131,39 @@ def _progress(console: Console) -> Progress:
     )
 
 
+PROGRESS_LINE_EVERY_S = 10.0  # where the output is no terminal: a plain line this often
+
+
 @contextmanager
-def progress_bar(description: str, total: int, unit: str = "texts") -> Iterator:
-    """A progress bar; yields `advance(description, n)`."""
+def progress_bar(description: str, total: int, unit: str = "texts", lines: bool = True) -> Iterator:
+    """A progress bar; yields `advance(description, n)`. Where the output is no terminal (a
+    log, a pipe) the bar cannot redraw, so with `lines` a plain progress line is printed every
+    PROGRESS_LINE_EVERY_S seconds as well (a job prints its own: lines=False)."""
+    import time
+
+    from kiwb.project.jobs import progress_line
+
+    started = last = time.monotonic()
+    done = 0
+    plain = lines and not console.is_terminal
+
+    def line(label: str) -> None:
+        elapsed = max(time.monotonic() - started, 1e-9)
+        rate = done / elapsed
+        eta = (total - done) / rate if rate > 0 else None
+        console.print(progress_line({"label": label, "done": done, "total": total, "unit": unit,
+                                     "rate": rate, "eta_s": eta}), highlight=False, markup=False)
+
     with _progress(console) as progress:
         task = progress.add_task(description, total=total, unit=unit)
 
         def advance(label: str, amount: int) -> None:
+            nonlocal done, last
             progress.update(task, advance=amount, description=label)
+            done += amount
+            if plain and time.monotonic() - last >= PROGRESS_LINE_EVERY_S:
+                last = time.monotonic()
+                line(label)
 
         yield advance
 

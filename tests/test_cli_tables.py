@@ -231,3 +231,26 @@ def test_evaluate_at_80_columns_shows_each_label(project):
     assert "…" not in shown
     assert [row[0] for row in rows[:4]] == ["sports", "politics", "music", "cooking"]
     assert all(re.fullmatch(r"\d+\.\d%", row[1]) for row in rows)
+
+
+def test_a_progress_bar_writes_plain_lines_where_the_output_is_no_terminal(monkeypatch):
+    # In a log or a pipe the bar cannot redraw: a slow step (the demo's pre-training, kiwb
+    # teach) says how far it is in plain lines instead; a job prints its own (lines=False).
+    import io
+
+    from rich.console import Console
+
+    from kiwb import console as output
+
+    written = io.StringIO()
+    monkeypatch.setattr(output, "console", Console(file=written, force_terminal=False, width=100))
+    monkeypatch.setattr(output, "PROGRESS_LINE_EVERY_S", 0.0)
+    with output.progress_bar("pre-train", total=4, unit="steps") as advance:
+        for step in range(4):
+            advance(f"pre-train · step {step + 1}", 1)
+    plain = [line for line in written.getvalue().splitlines() if "/s, ETA" in line]
+    assert plain[0].startswith("pre-train · step 1: 1/4 steps (") and len(plain) == 4
+    written.truncate(0)
+    with output.progress_bar("score", total=2, unit="texts", lines=False) as advance:
+        advance("score", 2)
+    assert "/s, ETA" not in written.getvalue()

@@ -120,7 +120,7 @@ class JobSession:
         `extra()`'s figures: a distributed job's per-rank counts)."""
         report = _ProgressReport(self.store, self.job.id, total, unit, lines=not console.is_terminal,
                                  memory=self._memory_reading(), extra=extra)
-        with progress_bar(description, total=total, unit=unit) as bar:
+        with progress_bar(description, total=total, unit=unit, lines=False) as bar:
             def advance(label: str, amount: int) -> None:
                 bar(label, amount)
                 report.advance(label, amount)
