@@ -218,3 +218,22 @@ def test_many_teachers_table_puts_each_teacher_count_in_a_column():
     assert "| routing accuracy (default routing) | 80.0 | 80.0 |" in text
     assert "| texts x teachers | 5,700 | 9,500 |" in text
     assert "| seconds | 1,800 | 3,000 |" in text
+
+
+def test_embedding_benchmark_cuts_descriptions_and_renders_each_row():
+    import embedding
+
+    assert embedding.cut("Real-time strategy game. 0 A.D. is a free game of ancient war.") == (
+        "Real-time strategy game", "0 A.D. is a free game of ancient war.")
+    assert embedding.cut("A library with no long description") is None
+    assert embedding.cut("Too short. Two words") is None  # a long description of < 5 words
+    figures = {"recall@1": 0.5, "recall@10": 0.9, "mrr": 0.625, "knn8": 0.8, "knn57": 0.4}
+    results = {"size": "tiny", "size_settings": {"pool": 96, "dev": 48},
+               "chosen_on_dev": "mc", "test": {"general": figures, "student · mc": figures},
+               "students": {"mc": {"dev": {"knn_accuracy": 0.375}}},
+               "cost": {"general": {"texts_per_s": 120.5, "weights_mb": 86.7}}}
+    table = embedding.render(results)
+    assert "| student · mc | 50.0 | 90.0 | 62.5 | 80.0 | 40.0 | 37.5 |" in table
+    assert "| general | 50.0 | 90.0 | 62.5 | 80.0 | 40.0 | – |" in table
+    assert "chosen on dev: `mc`" in table and "| general | 120.5 | 86.7 MB |" in table
+    assert embedding.render({}) == "Not run yet."

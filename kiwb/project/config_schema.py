@@ -488,10 +488,12 @@ class ProjectConfig:
         return _local_path(path_str, self.root)
 
     def require_scoring_inputs(self) -> None:
-        """Raise ConfigError unless there are two or more teachers (a multi-task project: one
-        or more) and unlabeled texts."""
+        """Raise ConfigError unless there are two or more teachers (a multi-task or embedding
+        project: one or more) and unlabeled texts."""
         count = len(self.teachers)
-        if count < 2 and not (self.tasks and count):  # one teacher per task is multi-task's case
+        # one teacher per task is multi-task's case; one encoder distilled alone, an embedding
+        # project's reference (what merging adds over distilling each teacher)
+        if count < 2 and not ((self.tasks or self.embedding is not None) and count):
             has, fix = (
                 ("no teachers", "add [[teachers]] entries")
                 if count == 0

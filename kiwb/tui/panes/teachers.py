@@ -60,7 +60,8 @@ class TeachersPane(Pane):
             no_file = error is not None and "no kiwb.toml" in error
             hint.update((error or "") + ("\nPress n to create a project here." if no_file else
                                          "\nFix the file; the workbench reads it again when it changes."))
-        elif len(config.teachers) < 2 and not config.tasks:  # multi-task: one per task will do
+        elif len(config.teachers) < 2 and not config.tasks and config.embedding is None:
+            # multi-task: one teacher per task will do; embedding: one encoder distils alone
             hint.update("kiwb integrates two or more teachers: press a to add one.")
         else:
             hint.update("")
