@@ -172,3 +172,27 @@ def test_a_judged_pair_takes_the_wrong_teacher_off_its_texts(scored, tmp_path):
     run_kiwb("train", scored, "--labels", "--run", "judged", "--foreground", cwd=scored)
     manifest = json.loads((Path(scored) / "runs" / "judged" / "manifest.json").read_text())
     assert manifest["given_labels"] is not None
+
+
+def test_the_direct_term_trains_its_projections_and_leaves_them_out_of_the_export(root, tmp_path):
+    from safetensors.torch import load_file
+
+    project = write_embedding_project(tmp_path / "direct", root,
+                                      embedding="[embedding]\ndirect_weight = 0.5")
+    run_kiwb("score", project, "--foreground", cwd=project)
+    run_kiwb("train", project, "--run", "direct", "--foreground", cwd=project)
+    checkpoint = sorted((project / "runs" / "direct" / "checkpoints").glob("step-*"))[-1]
+    kept = {name for file in checkpoint.glob("*.safetensors") for name in load_file(file)}
+    # one projection per teacher, to its own width: 32 (general) and 48 (domain)
+    assert {"kiwb_feature_adapters.0.weight", "kiwb_feature_adapters.1.weight"} <= kept
+    shapes = {name: tuple(value.shape) for file in checkpoint.glob("*.safetensors")
+              for name, value in load_file(file).items() if name.startswith("kiwb_feature")}
+    assert shapes["kiwb_feature_adapters.0.weight"] == (32, 32)
+    assert shapes["kiwb_feature_adapters.1.weight"] == (48, 32)
+    out = tmp_path / "export"
+    run_kiwb("export", project, "--run", "direct", "--to", out, cwd=project)
+    exported = {name for file in out.glob("*.safetensors") for name in load_file(file)}
+    assert exported and not any(name.startswith("kiwb_feature") for name in exported)
+    three = ["the team won the match", "a new song on the radio", "the coach and the team"]
+    lines = run_kiwb("predict", out, *three, "--top", "1", cwd=project).stdout.splitlines()
+    assert len(lines) == 3 and all(line.count(" ") > 3 for line in lines)
