@@ -89,3 +89,25 @@ async def test_a_pair_is_judged_with_the_number_keys(trained, tmp_path):
                            what="the stored judgement")
             assert db.execute("SELECT text, label FROM text_labels").fetchall() == [
                 (first.text, "not similar")]
+
+
+@run_async
+async def test_the_train_form_offers_the_pair_weightings(trained):
+    from textual.widgets import Select
+    from textual.widgets._select import InvalidSelectValueError
+
+    from kiwb.tui.panes.jobs import JobsPane
+    from kiwb.tui.screens.forms import FormScreen
+
+    app = workbench(trained)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        pane = app.screen.query_one(JobsPane)
+        await wait_for(pilot, lambda: pane.seen_status is not None, what="the jobs")
+        await pilot.press("t")
+        await wait_for(pilot, lambda: isinstance(app.screen, FormScreen), what="the train form")
+        method = app.screen.query_one("#field-method", Select)
+        assert method.value == "mc"  # [embedding] weighting's default
+        method.value = "maskout"
+        with pytest.raises(InvalidSelectValueError):
+            method.value = "muki-hard"  # a classifier's method is not offered

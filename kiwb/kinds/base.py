@@ -78,6 +78,7 @@ class TeacherKind(ABC):
     histogram_names: tuple[str, str] = ("MC dropout", "plain entropy")
     routes: bool = True  # teachers are compared per text (routing): the routing plots apply
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
+    supervised: bool = True  # a student may train on gold labels instead (kiwb train --method)
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
     # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
     default_routing: str = DEFAULT_ROUTING

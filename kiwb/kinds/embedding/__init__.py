@@ -68,6 +68,7 @@ class EmbeddingKind(TeacherKind):
     histogram_names = ("steadiness", "share read")
     routes = False
     methods = PAIR_WEIGHTINGS
+    supervised = False  # gold labels of pairs are judgements, fed back with --labels
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
                      "tokenizers and pooling differ in general and no head is shared to merge; "
                      "distill them instead (kiwb train)")

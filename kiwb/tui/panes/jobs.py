@@ -12,13 +12,11 @@ from textual.widgets import DataTable, Static
 
 from kiwb.core.choices import (
     DEFAULT_MERGE_METHOD,
-    INTEGRATION_METHODS,
     MERGE_METHODS,
     ROUTINGS,
-    TRAINING_METHODS,
 )
 from kiwb.errors import ConfigError
-from kiwb.kinds import kind_named
+from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.job_specs import (
     IntegrateSpec,
@@ -31,7 +29,7 @@ from kiwb.project.job_specs import (
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
-from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+from kiwb.project.teacher_kinds import default_routing, project_kind, with_kind_defaults
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
@@ -188,8 +186,10 @@ class JobsPane(Pane):
             return
         config = with_kind_defaults(config)  # the routing shown is the one the job would use
         integration, training = config.integration, config.training
+        kind = teachers_kind(config)
         fields = [
-            Field("method", "method", integration.method, choices=TRAINING_METHODS),
+            Field("method", "method", integration.method,
+                  choices=(*kind.methods, *(("supervised",) if kind.supervised else ()))),
             Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
             Field("tau", "tau", str(integration.tau)),
             Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
@@ -270,7 +270,8 @@ class JobsPane(Pane):
             return
         config = with_kind_defaults(config)
         integration = config.integration
-        fields = [Field("method", "method", integration.method, choices=INTEGRATION_METHODS),
+        fields = [Field("method", "method", integration.method,
+                        choices=teachers_kind(config).methods),
                   Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
                   Field("labels", "given labels", integration.labels, "use the labels given "
                         "in Conflicts (6)", flag=True)]
@@ -300,6 +301,15 @@ class JobsPane(Pane):
             self.notify(f"started job {job_id}; it keeps running if the workbench closes",
                         title="Job started")
             self.request_refresh()
+
+
+def teachers_kind(config: ProjectConfig) -> TeacherKind:
+    """The kind of the project's teachers (its methods: the forms' choices); the default kind
+    where the teachers cannot be read yet (the job then says what is wrong)."""
+    try:
+        return kind_named(project_kind(config))
+    except ConfigError:
+        return kind_named(None)
 
 
 def integration_note(summary: IntegrationSummary) -> str:
