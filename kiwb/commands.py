@@ -454,11 +454,13 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         from kiwb.project.config import DatasetConfig
 
         spec = config.data.eval
+        pairs = spec.pair_column if spec else None  # an embedding project's retrieval probe
         table = run_seam(project_kind(config), "load_table", str(args.data), DatasetConfig(
             path=str(args.data), text_column=args.text_column,
-            label_column=args.label_column or (spec and spec.label_column) or "label",
+            label_column=args.label_column or (spec and spec.label_column) or (
+                None if pairs else "label"),
             label_separator=spec.label_separator if spec else None,
-            tasks=spec.tasks if spec else None), "evaluate", config)
+            tasks=spec.tasks if spec else None, pair_column=pairs), "evaluate", config)
     else:
         table = load_dataset_role(config, "eval")
         if table is None:

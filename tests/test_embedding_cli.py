@@ -89,7 +89,8 @@ def test_a_student_trains_with_each_pair_weighting(scored, weighting):
     found = run_kiwb("train", scored, "--method", weighting, "--run", run, "--foreground",
                      cwd=scored)
     assert f"Training run {run} ({weighting})" in found.stderr
-    assert "Best eval kNN accuracy" in found.stderr
+    assert "Best eval probe score" in found.stderr
+    assert ": eval kNN accuracy " in found.stderr and ", MRR " in found.stderr  # each probe named
     evaluated = json.loads(run_kiwb("evaluate", scored, "--run", run, "--json", cwd=scored).stdout)
     assert set(evaluated["details"]["probes"]) == {"knn_accuracy", "recall@1", "recall@10", "mrr"}
 

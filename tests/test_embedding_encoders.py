@@ -72,3 +72,13 @@ def test_what_is_refused_in_one_line(tmp_path, make, message):
 def test_a_pooling_kiwb_does_not_apply(tmp_path):
     with pytest.raises(ValueError, match="has pooling = 'max'; choose one of mean, cls"):
         read_pooling_rule(tmp_path, "max")
+
+
+def test_a_project_of_tasks_and_encoders_is_refused_in_one_line(tmp_path):
+    from kiwb.errors import ConfigError
+    from kiwb.project.config import load_config
+
+    (tmp_path / "kiwb.toml").write_text('name = "both"\n[[tasks]]\nname = "topic"\n[embedding]\n')
+    with pytest.raises(ConfigError, match=r"declares both \[\[tasks\]\] .* and \[embedding\] "
+                                          r".*: remove one"):
+        load_config(tmp_path, check_environment=False)

@@ -55,7 +55,7 @@ async def test_the_panes_show_encoders_steadiness_and_probes(trained):
                        what="the run in the Accuracy pane")
         names = [row[0] for row in cells(runs)]
         assert {"general alone", "domain alone", "concatenation", "average"} <= set(names)
-        assert [str(column.label) for column in runs.ordered_columns][2] == "kNN acc. (or MRR)"
+        assert [str(column.label) for column in runs.ordered_columns][2] == "probe score"
         runs.move_cursor(row=names.index("mc"))
         figures = app.screen.query_one("#confusion")
         await wait_for(pilot, lambda: "Probes on the eval set" in text_of(figures, width=140),

@@ -77,6 +77,9 @@ class TeacherKind(ABC):
     histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
     histogram_names: tuple[str, str] = ("MC dropout", "plain entropy")
     routes: bool = True  # teachers are compared per text (routing): the routing plots apply
+    # Weight-name prefixes a teacher may lack, its kind never reading them (an encoder's
+    # pooler, where sentences are pooled from the last hidden states)
+    unused_weights: tuple[str, ...] = ()
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
     supervised: bool = True  # a student may train on gold labels instead (kiwb train --method)
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
@@ -141,6 +144,11 @@ class TeacherKind(ABC):
         """The labels a conflict may be given (the number keys, the picker): all of them, or
         (multi-task) those of the conflict's task."""
         return list(labels)
+
+    def evaluation_text(self, metrics: Mapping) -> str:
+        """An evaluation's figures in a training log line."""
+        return (f"eval {self.headline} {100 * metrics['accuracy']:.1f}%, "
+                f"{self.second_figure} {100 * metrics['macro_f1']:.1f}%")
 
     def integrated_line(self, summary) -> str | None:
         """What an integration of this kind did, in one line for its log and the workbench;

@@ -300,6 +300,9 @@ def _check_tasks(config: ProjectConfig) -> None:
 
 
 def _check_eval_labels(config: ProjectConfig) -> None:
+    if config.tasks and config.embedding is not None:
+        raise ConfigError(f"{config.file}: declares both [[tasks]] (a multi-task project) and "
+                          "[embedding] (sentence encoders); a project is of one kind: remove one")
     _check_tasks(config)
     for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
         spec = getattr(config.data, role)

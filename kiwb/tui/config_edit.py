@@ -140,9 +140,13 @@ def set_dataset(config: ProjectConfig, role: str, path: str, text_column: str = 
         limit = limit.strip()
         if limit and not limit.isdigit():
             raise ConfigError(f"limit must be a whole number of rows, got {limit!r}")
-        spec = DatasetConfig(path=typed_path(config, path), text_column=text_column.strip() or "text",
-                             label_column=label_column.strip() or None,
-                             limit=int(limit) if limit else None)
+        # the keys the form does not show (an NER set's columns, a retrieval probe's partner
+        # column, a multi-label separator) are kept as kiwb.toml has them
+        previous = getattr(config.data, role) or DatasetConfig(path="")
+        spec = replace(previous, path=typed_path(config, path),
+                       text_column=text_column.strip() or "text",
+                       label_column=label_column.strip() or None,
+                       limit=int(limit) if limit else None)
     return write_config(replace(config, data=replace(config.data, **{role: spec})))
 
 

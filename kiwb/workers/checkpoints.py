@@ -128,6 +128,7 @@ RESUME_CHECKS = {
     "student": "the student base changed",
     "training": "the training settings changed",
     "init_from_merge": "the merge run it started from changed (or it started from the base)",
+    "embedding": "the [embedding] settings changed (pooling, direct_weight, coverage)",
 }
 
 

@@ -6,7 +6,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiwb.errors import TeacherError
-from kiwb.kinds import DEFAULT_KIND, TeacherKind, kind_of_checkpoint, unmatched_checkpoint
+from kiwb.kinds import (
+    DEFAULT_KIND,
+    EMBEDDING,
+    KINDS,
+    TeacherKind,
+    kind_of_checkpoint,
+    unmatched_checkpoint,
+)
 from kiwb.project.fingerprint import checkpoint_hash
 from kiwb.project.store import Store
 from kiwb.project.teach_report import untrained_teacher_problem
@@ -164,11 +171,15 @@ def load_teacher(info: TeacherInfo, device: str):
                                          output_loading_info=True)
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
-    if loading.get("missing_keys"):
-        missing = ", ".join(sorted(loading["missing_keys"])[:4])
+    unused = KINDS[info.kind].unused_weights  # weights its kind never reads (a pooler)
+    missing = sorted(key for key in loading.get("missing_keys") or ()
+                     if not key.startswith(unused))
+    if missing:
+        what = ("a trained sentence encoder" if info.kind == EMBEDDING.name
+                else "a fine-tuned classifier, not a bare encoder")
         raise TeacherError(
-            f"teacher {info.name!r}: {info.folder} lacks trained weights ({missing}); "
-            "a teacher must be a fine-tuned classifier, not a bare encoder"
+            f"teacher {info.name!r}: {info.folder} lacks trained weights "
+            f"({', '.join(missing[:4])}); a teacher must be {what}"
         )
     return model.to(device).eval(), tokenizer
 

@@ -426,9 +426,7 @@ class Trainer:
         where = f"Step {self.step:,}/{self.total_steps:,}"
         if metrics is not None:
             reference = (self.data.eval_reference or {}).get("accuracy")
-            kind = kind_named(self.data.student.kind)
-            figures = (f"eval {kind.headline} {100 * metrics['accuracy']:.1f}%, "
-                       f"{kind.second_figure} {100 * metrics['macro_f1']:.1f}%"
+            figures = (kind_named(self.data.student.kind).evaluation_text(metrics)
                        + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
         else:
             figures = "pool predictions checked against the targets"

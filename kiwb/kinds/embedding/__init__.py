@@ -46,9 +46,10 @@ class EmbeddingKind(TeacherKind):
     pipeline_tag = "sentence-similarity"
     unit = "pair"
     units = "texts"
-    headline = "kNN accuracy"
-    second_figure = "retrieval MRR"
-    accuracy_columns = ("kNN acc. (or MRR)", "MRR")
+    # kNN accuracy where the eval set has labels, else retrieval MRR (the checkpoint kept)
+    headline = "probe score"
+    second_figure = "retrieval MRR (or the probe score)"
+    accuracy_columns = ("probe score", "MRR or score")
     routing_unit = "texts"
     labels_routing = "rank"  # unused: labels given to pairs become pair targets
     short_title = "embedding"
@@ -67,6 +68,7 @@ class EmbeddingKind(TeacherKind):
                        "each text it reads")
     histogram_names = ("steadiness", "share read")
     routes = False
+    unused_weights = ("pooler.",)
     methods = PAIR_WEIGHTINGS
     supervised = False  # gold labels of pairs are judgements, fed back with --labels
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
@@ -98,6 +100,12 @@ class EmbeddingKind(TeacherKind):
 
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         return []
+
+    def evaluation_text(self, metrics) -> str:
+        """Every probe by name (the headline alone says nothing of which probe it is)."""
+        probes = (metrics.get("details") or {}).get("probes") or {}
+        return "eval " + ", ".join(f"{PROBE_NAMES.get(name, name)} {100 * value:.1f}%"
+                                   for name, value in probes.items())
 
     def integrated_line(self, summary) -> str | None:
         details = summary.details or {}

@@ -59,7 +59,8 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
     covering teacher on ("wins"); margins are 1 - each listed pair's disagreement (capped);
     its labels are the judgements a pair may be given."""
     reliable = torch.where(coverage > 0, pool.reliability(), torch.full_like(coverage, -1.0))
-    wins = torch.bincount(reliable.argmax(0), minlength=len(pool.teachers))
+    covered = coverage.sum(0) > 0  # a text no teacher covers is nobody's
+    wins = torch.bincount(reliable.argmax(0)[covered], minlength=len(pool.teachers))
     margins = np.asarray([1.0 - min(1.0, pair.disagreement) for pair in pairs] or [1.0])
     stability = 1.0 - pool.dispersion
     details = {

@@ -17,10 +17,12 @@ def nearest_neighbours(folder: Path, texts: list[str], top: int = 3) -> list[str
     from kiwb.kinds.embedding.scoring import encode_texts
     from kiwb.kinds.embedding.student import EmbeddingStudent, recorded_pooling
 
-    pooling = read_pooling_rule(folder, recorded_pooling(folder)).pooling
+    rule = read_pooling_rule(folder, recorded_pooling(folder))
     model = EmbeddingStudent(()).load_checkpoint(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    unit = encode_texts(model, tokenizer, texts, pooling, 512, 32, torch.device("cpu"))
+    # as far as an export reads (its sentence_bert_config.json), as SentenceTransformer would
+    unit = encode_texts(model, tokenizer, texts, rule.pooling, rule.max_length or 512, 32,
+                        torch.device("cpu"))
     if len(texts) == 2:
         return [f"similarity [bold]{float(unit[0] @ unit[1]):.3f}[/bold]\t{escape(texts[0][:40])} "
                 f"⟷ {escape(texts[1][:40])}"]

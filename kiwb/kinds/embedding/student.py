@@ -94,6 +94,9 @@ class EmbeddingStudent:
 
     def load_checkpoint(self, folder):
         model = self._encoder(folder, str(folder))
+        if not self.layout.widths:  # read for evaluation or prediction: pooled as it was saved
+            return model
+        setattr(model.config, POOLING_KEY, self.pooling)
         if self.uses_direct:
             attach_adapters(model, list(self.layout.widths))
             load_adapter_weights(model, folder, setting="[embedding] direct_weight")
@@ -107,7 +110,8 @@ class EmbeddingStudent:
             return AutoModel.from_pretrained(folder, dtype=torch.float32)
         except Exception as error:
             raise KiwbError(f"{name}: cannot load an encoder from it "
-                            f"({str(error).splitlines()[0][:200]})") from None
+                            f"({str(error).splitlines()[0][:200]}); point [training] student at a "
+                            "transformers encoder folder (config.json and weights)") from None
 
     def features(self, tokenizer, data, max_length: int) -> list:
         return tokenize(tokenizer, data.texts, max_length)
@@ -131,7 +135,10 @@ class EmbeddingStudent:
                          dim=1)
 
     def loss_units(self, features, rows) -> int:
-        return len(rows)
+        """The loss averages over the pairs of its rows. A batch halved on out-of-memory, or
+        shared by several ranks, loses the pairs across its pieces: each piece's loss then
+        counts by its own pairs."""
+        return max(1, len(rows) * (len(rows) - 1) // 2)
 
     # -- the losses -----------------------------------------------------------------
     def row_targets(self, data, rows, features=None) -> tuple[torch.Tensor, torch.Tensor]:
@@ -147,14 +154,17 @@ class EmbeddingStudent:
     def distillation_loss(self, method, logits, targets, weights, coverage=None) -> torch.Tensor:
         """SimME's relational loss over the batch's pairs, weighted by `method` (a pair
         weighting), plus the direct term's weight times its loss."""
-        teachers, covered, reliable = self.layout.split(targets.float())
-        width = logits.shape[1] - (sum(self.layout.widths) if self.uses_direct else 0)
-        student = logits[:, :width]
-        loss = relational_loss(student, teacher_cosines(teachers),
-                               pair_weights(method, covered, reliable))
-        if self.uses_direct:
-            projected = list(torch.split(logits[:, width:], list(self.layout.widths), dim=1))
-            loss = loss + self.direct_weight * direct_loss(projected, teachers, covered)
+        # Cosines in float32 whatever autocast runs the encoder in: bf16 rounds them to steps of
+        # ~4e-3, about the gaps the loss is left with late in training.
+        with torch.autocast(device_type=logits.device.type, enabled=False):
+            logits = logits.float()
+            teachers, covered, reliable = self.layout.split(targets.float())
+            width = logits.shape[1] - (sum(self.layout.widths) if self.uses_direct else 0)
+            loss = relational_loss(logits[:, :width], teacher_cosines(teachers),
+                                   pair_weights(method, covered, reliable))
+            if self.uses_direct:
+                projected = list(torch.split(logits[:, width:], list(self.layout.widths), dim=1))
+                loss = loss + self.direct_weight * direct_loss(projected, teachers, covered)
         return loss
 
     # -- evaluation and the learning check ------------------------------------------

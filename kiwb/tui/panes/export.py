@@ -12,10 +12,13 @@ from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.widgets import Button, Checkbox, DataTable, Input, Label, Select, Static
 
+from kiwb.errors import ConfigError
+from kiwb.kinds import DEFAULT_KIND, TeacherKind, kind_named
 from kiwb.project.job_specs import ExportSpec
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import RunFolder, StoreChanges, run_folders
+from kiwb.project.teacher_kinds import project_kind
 from kiwb.tui import launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, RunsFound
@@ -25,6 +28,17 @@ from kiwb.tui.widgets import Table, show, sync_rows
 LOAD_SNIPPET = """from transformers import pipeline
 classify = pipeline("text-classification", model="{destination}")
 classify("Stocks rallied after the central bank's decision")"""
+
+
+def load_snippet(kind: TeacherKind, destination: str) -> str:
+    """How to use an export of the kind: a text classifier through a pipeline, another kind
+    as its model card says (a sentence encoder through sentence-transformers)."""
+    if kind.name == DEFAULT_KIND:
+        return LOAD_SNIPPET.format(destination=destination)
+    card = kind.card
+    use = card["use"] if "use" in card else "\n".join(
+        ("from transformers import pipeline", card["pipeline"], card["call"]))
+    return use.replace("PATH/TO/THIS/FOLDER", destination)
 
 
 class ExportPane(Pane):
@@ -112,12 +126,19 @@ class ExportPane(Pane):
             self.checkpoint_options = options
             select.set_options(options)
             select.value = current if current in dict(options).values() else "best"
-        snippet = LOAD_SNIPPET.format(destination=self._destination(run.run))
+        snippet = load_snippet(self._kind(), self._destination(run.run))
         if snippet != self.snippet:
             self.snippet = snippet
             self.query_one("#export-how", Static).update(Syntax(
                 snippet, "python", theme="ansi_dark", background_color="default", word_wrap=True))
         show(self.query_one("#export-status", Static), self._job_line(run.run))
+
+    def _kind(self) -> TeacherKind:
+        """The teachers' kind, whose export this pane shows how to load."""
+        try:
+            return kind_named(project_kind(self.config)) if self.config else kind_named(None)
+        except ConfigError:
+            return kind_named(None)
 
     def _job_line(self, run: str) -> Text:
         jobs = [job for job in self.export_jobs if job.run == run]
