@@ -30,7 +30,10 @@ from kiwb.project.atomic import atomic_directory, atomic_write_text
 from kiwb.project.config import (
     CONFIG_NAME,
     DatasetConfig,
+    ProjectConfig,
+    ScoringConfig,
     TeacherConfig,
+    TrainingConfig,
     load_config,
     render_config,
     write_new_project,
@@ -276,6 +279,24 @@ def student_overrides(recipe: DemoRecipe) -> dict:
     chosen = {"epochs": recipe.student_epochs, "learning_rate": recipe.student_learning_rate,
               "min_steps": recipe.student_min_steps}
     return {key: value for key, value in chosen.items() if value is not None}
+
+
+def write_kind_project(paths: DemoPaths, recipe: DemoRecipe, **sections) -> Path:
+    """A demo kind's kiwb.toml: its own `sections` (name, teachers, data, and its kind's table:
+    tasks, embedding) with the demo's small scoring and training settings, written and then
+    read back through the loader's own checks."""
+    root = paths.root
+    config = ProjectConfig(
+        root=root, file=root / CONFIG_NAME,
+        scoring=ScoringConfig(mc_passes=recipe.mc_passes, max_length=recipe.max_length,
+                              shard_size=512),
+        training=TrainingConfig(student=paths.relative(paths.base), batch_size=recipe.batch_size,
+                                eval_every=recipe.eval_every, max_length=recipe.max_length,
+                                seed=recipe.seed, **student_overrides(recipe)),
+        **sections)
+    atomic_write_text(root / CONFIG_NAME, render_config(config))
+    load_config(root)  # the loader's own checks on what was written
+    return root / CONFIG_NAME
 
 
 def say_built(timings: dict[str, float | None]) -> None:

@@ -15,18 +15,12 @@ from kiwb.demo import build as text_demo
 from kiwb.demo.build import build_steps
 from kiwb.demo.embedding_recipe import TEACHERS, EmbeddingRecipe
 from kiwb.demo.recipe import DemoPaths
-from kiwb.project.atomic import atomic_directory, atomic_write_text
+from kiwb.project.atomic import atomic_directory
 from kiwb.project.config import (
-    CONFIG_NAME,
     DataConfig,
     DatasetConfig,
     EmbeddingConfig,
-    ProjectConfig,
-    ScoringConfig,
     TeacherConfig,
-    TrainingConfig,
-    load_config,
-    render_config,
 )
 
 
@@ -70,20 +64,10 @@ def train_encoder(paths: DemoPaths, name: str, labels: tuple[str, ...], rows: li
 def write_project(paths: DemoPaths, recipe: EmbeddingRecipe) -> Path:
     """The embedding demo's kiwb.toml: [embedding], the two encoders, the pool, the eval set
     with its topics (the kNN probe) and the text demo's small settings."""
-    root = paths.root
-    config = ProjectConfig(
-        root=root, file=root / CONFIG_NAME, name="kiwb-demo-embedding",
-        embedding=EmbeddingConfig(),
+    return text_demo.write_kind_project(
+        paths, recipe, name="kiwb-demo-embedding", embedding=EmbeddingConfig(),
         teachers=tuple(TeacherConfig(name=name, path=paths.relative(paths.teacher(name)))
                        for name in TEACHERS),
         data=DataConfig(unlabeled=DatasetConfig(path=paths.relative(paths.split("pool"))),
                         eval=DatasetConfig(path=paths.relative(paths.split("eval")),
-                                           label_column="label")),
-        scoring=ScoringConfig(mc_passes=recipe.mc_passes, max_length=recipe.max_length,
-                              shard_size=512),
-        training=TrainingConfig(student=paths.relative(paths.base), batch_size=recipe.batch_size,
-                                eval_every=recipe.eval_every, max_length=recipe.max_length,
-                                seed=recipe.seed, **text_demo.student_overrides(recipe)))
-    atomic_write_text(root / CONFIG_NAME, render_config(config))
-    load_config(root)  # the loader's own checks on what was written
-    return root / CONFIG_NAME
+                                           label_column="label")))

@@ -20,16 +20,10 @@ from kiwb.demo.multitask_recipe import TASKS, TEACHERS, MultiTaskRecipe
 from kiwb.demo.recipe import DemoPaths
 from kiwb.project.atomic import atomic_write_text
 from kiwb.project.config import (
-    CONFIG_NAME,
     DataConfig,
     DatasetConfig,
-    ProjectConfig,
-    ScoringConfig,
     TaskConfig,
     TeacherConfig,
-    TrainingConfig,
-    load_config,
-    render_config,
 )
 
 SPLITS = ("teach", "pool", "eval")  # eval last: its presence means all are written
@@ -97,19 +91,10 @@ def train_teacher(paths: DemoPaths, name: str, knows: tuple, rows: list[dict],
 def write_project(paths: DemoPaths, recipe: MultiTaskRecipe) -> Path:
     """The multi-task demo's kiwb.toml: the tasks, each teacher with its task, the pool, the
     labeled eval (a column per task) and the text demo's small settings."""
-    root = paths.root
-    config = ProjectConfig(
-        root=root, file=root / CONFIG_NAME, name="kiwb-demo-multitask",
+    return text_demo.write_kind_project(
+        paths, recipe, name="kiwb-demo-multitask",
         tasks=tuple(TaskConfig(name=task, kind=kind) for task, kind in TASKS.items()),
         teachers=tuple(TeacherConfig(name=name, path=paths.relative(paths.teacher(name)),
                                      tasks=(task,)) for name, (task, _) in TEACHERS.items()),
         data=DataConfig(unlabeled=DatasetConfig(path=paths.relative(paths.split("pool"))),
-                        eval=DatasetConfig(path=paths.relative(paths.split("eval")))),
-        scoring=ScoringConfig(mc_passes=recipe.mc_passes, max_length=recipe.max_length,
-                              shard_size=512),
-        training=TrainingConfig(student=paths.relative(paths.base), batch_size=recipe.batch_size,
-                                eval_every=recipe.eval_every, max_length=recipe.max_length,
-                                seed=recipe.seed, **text_demo.student_overrides(recipe)))
-    atomic_write_text(root / CONFIG_NAME, render_config(config))
-    load_config(root)  # the loader's own checks on what was written
-    return root / CONFIG_NAME
+                        eval=DatasetConfig(path=paths.relative(paths.split("eval")))))
