@@ -66,3 +66,16 @@ def test_averaging_keeps_equal_widths_and_maps_unequal_ones_isometrically():
     mixed = torch.nn.functional.normalize(averaged([narrow, wide], seed=3), dim=-1)
     assert mixed.shape == (2, 300)
     assert (mixed[0] @ mixed[1]).item() == pytest.approx(0.5, abs=0.15)
+
+
+def test_probes_in_row_blocks_equal_the_whole_matrix(monkeypatch):
+    from kiwb.kinds.embedding import probes
+
+    generator = torch.Generator().manual_seed(0)
+    points = torch.randn(50, 8, generator=generator)
+    partners = points + 0.8 * torch.randn(50, 8, generator=generator)
+    labels = torch.randint(0, 4, (50,), generator=generator)
+    whole = (probes.knn_accuracy(points, labels, neighbours=5), probes.retrieval(points, partners))
+    monkeypatch.setattr(probes, "ROWS_AT_A_TIME", 7)  # blocks of 7 rows, the last one short
+    assert (probes.knn_accuracy(points, labels, neighbours=5),
+            probes.retrieval(points, partners)) == whole

@@ -111,3 +111,16 @@ async def test_the_train_form_offers_the_pair_weightings(trained):
         method.value = "maskout"
         with pytest.raises(InvalidSelectValueError):
             method.value = "muki-hard"  # a classifier's method is not offered
+
+
+@run_async
+async def test_the_accuracy_columns_are_the_probes_before_anything_ran(root, tmp_path):  # noqa: F811
+    from textual.widgets import DataTable
+
+    project = write_embedding_project(tmp_path / "fresh", root)  # kiwb.toml only
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = app.screen.query_one("#runs-table", DataTable)
+        await wait_for(pilot, lambda: [str(column.label) for column in runs.ordered_columns][2]
+                       == "probe score", what="the kind's columns from kiwb.toml")

@@ -13,6 +13,9 @@ from torch import Tensor
 from torch.nn import functional
 
 KNN_NEIGHBOURS = 10
+# Rows of the similarity matrix built at a time: 4,096 x n floats (160 MB at n = 10,000),
+# where the whole n x n matrix of a large eval set would not fit.
+ROWS_AT_A_TIME = 4096
 
 
 def knn_accuracy(embeddings: Tensor, labels: Tensor, neighbours: int = KNN_NEIGHBOURS) -> float:
@@ -21,10 +24,15 @@ def knn_accuracy(embeddings: Tensor, labels: Tensor, neighbours: int = KNN_NEIGH
     if count < 2:
         raise ValueError("kNN accuracy needs two or more labeled texts")
     unit = functional.normalize(embeddings.float(), dim=-1)
-    similarity = unit @ unit.T
-    similarity.fill_diagonal_(-torch.inf)  # a text is not its own neighbour
     take = min(neighbours, count - 1)
-    closeness, nearest = similarity.topk(take, dim=1)  # (n, k)
+    found = []
+    for start in range(0, count, ROWS_AT_A_TIME):
+        similarity = unit[start:start + ROWS_AT_A_TIME] @ unit.T
+        rows = torch.arange(similarity.shape[0])
+        similarity[rows, rows + start] = -torch.inf  # a text is not its own neighbour
+        found.append(similarity.topk(take, dim=1))
+    closeness = torch.cat([values for values, _ in found])  # (n, k)
+    nearest = torch.cat([indices for _, indices in found])
     classes = int(labels.max()) + 1
     votes = torch.zeros(count, classes).scatter_add_(1, labels[nearest], torch.ones(count, take))
     summed = torch.zeros(count, classes).scatter_add_(1, labels[nearest], closeness)
@@ -36,10 +44,15 @@ def knn_accuracy(embeddings: Tensor, labels: Tensor, neighbours: int = KNN_NEIGH
 
 def retrieval(queries: Tensor, partners: Tensor, ranks: tuple[int, ...] = (1, 10)) -> dict[str, float]:
     """Query i's partner is partner i: recall@k for each k, and the mean reciprocal rank."""
-    similarity = functional.normalize(queries.float(), dim=-1) @ \
-        functional.normalize(partners.float(), dim=-1).T  # (n, n)
-    own = similarity.diagonal()[:, None]
-    rank = (similarity > own).sum(1) + 1  # 1 = the partner is the closest (ties count for it)
+    queries = functional.normalize(queries.float(), dim=-1)
+    partners = functional.normalize(partners.float(), dim=-1)
+    ranks_found = []
+    for start in range(0, queries.shape[0], ROWS_AT_A_TIME):
+        similarity = queries[start:start + ROWS_AT_A_TIME] @ partners.T
+        own = similarity.diagonal(offset=start)[:, None]
+        # 1 = the partner is the closest (ties count for it)
+        ranks_found.append((similarity > own).sum(1) + 1)
+    rank = torch.cat(ranks_found)
     figures = {f"recall@{k}": (rank <= k).float().mean().item() for k in ranks}
     figures["mrr"] = (1.0 / rank.float()).mean().item()
     return figures

@@ -14,7 +14,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
-from kiwb.kinds import kind_named
+from kiwb.kinds import declared_kind, kind_named
 from kiwb.kinds.embedding import PROBE_NAMES
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
@@ -57,6 +57,7 @@ class AccuracyPane(Pane):
             yield Static("", id="confusion")
 
     def on_mount(self) -> None:
+        self._head_columns()
         self.redraw()
 
     def main_widget(self) -> DataTable:
@@ -66,18 +67,29 @@ class AccuracyPane(Pane):
         headline, second = self.figures
         return ("run", "state", headline, "best", second, "routing")
 
+    def show_config(self, config, error, problems=()) -> None:
+        super().show_config(config, error, problems)
+        if self.is_mounted:
+            self._head_columns()
+
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.runs.add(event) for event in changes.events])
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
-            kind = kind_named(self.summary.task_kind)
-            figures = kind.accuracy_columns
-            if figures != self.figures:  # the kind's own figures head the columns
-                self.figures = figures
-                table = self.main_widget()
-                table.clear(columns=True)
-                table.add_columns(*self._column_names())
+            self._head_columns()
         if changed:
+            self.redraw()
+
+    def _head_columns(self) -> None:
+        """The teachers' kind's own figures head the columns: the kind kiwb.toml declares
+        (known before anything ran), else the integration's."""
+        declared = declared_kind(self.config) if self.config is not None else None
+        kind = declared or kind_named(self.summary.task_kind if self.summary else None)
+        if kind.accuracy_columns != self.figures:
+            self.figures = kind.accuracy_columns
+            table = self.main_widget()
+            table.clear(columns=True)
+            table.add_columns(*self._column_names())
             self.redraw()
 
     def redraw(self) -> None:
