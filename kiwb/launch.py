@@ -20,7 +20,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.job_specs import JobSpec
 from kiwb.project.jobs import Jobs
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.processes import pid_alive
+from kiwb.project.processes import pid_alive, with_this_kiwb
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import check_before_recording
 
@@ -51,7 +51,7 @@ def launch_job(project_root: str | Path, spec: JobSpec) -> int:
             with open(log_path, "wb") as log:
                 process = subprocess.Popen(
                     [sys.executable, "-m", "kiwb.workers", str(root), str(job_id)],
-                    cwd=root, env={**os.environ, **WORKER_ENV},
+                    cwd=root, env=with_this_kiwb({**os.environ, **WORKER_ENV}),
                     stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                     start_new_session=True, close_fds=True,
                 )

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from kiwb.errors import KiwbError
 from kiwb.project.instances import count, page, replace_instances
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
 from kiwb.project.labels import text_hash
-from kiwb.project.processes import pid_alive, process_running, process_start
+from kiwb.project.processes import pid_alive, process_running, process_start, with_this_kiwb
 from kiwb.project.schema import SCHEMA_VERSION
 from kiwb.project.store import Store
 
@@ -185,6 +186,22 @@ def test_this_process_runs_as_recorded_and_ended_ones_do_not():
     for pid in (None, 0, -1, _exited_pid()):
         assert not pid_alive(pid) and not process_running(pid, None)
         assert process_start(pid) is None
+
+
+def test_a_child_started_elsewhere_imports_the_kiwb_that_started_it(tmp_path):
+    # `python -S`: no site-packages, so no installed kiwb either; the child is in another
+    # folder, as a worker is in its project. Only the PYTHONPATH given finds kiwb, and it
+    # finds this one, ahead of any other on the path.
+    import kiwb
+
+    ask = [sys.executable, "-S", "-c", "import kiwb; print(kiwb.__file__)"]
+    alone = subprocess.run(ask, cwd=tmp_path, env={}, capture_output=True, text=True)
+    assert "No module named 'kiwb'" in alone.stderr
+    env = with_this_kiwb({"PYTHONPATH": f"{tmp_path}{os.pathsep}/elsewhere"})
+    found = subprocess.run(ask, cwd=tmp_path, env=env, capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == str(Path(kiwb.__file__).resolve())
+    assert env["PYTHONPATH"].split(os.pathsep)[1:] == [str(tmp_path), "/elsewhere"]
+    assert with_this_kiwb(env) == env  # not added twice
 
 
 def test_an_unreaped_child_counts_as_ended():

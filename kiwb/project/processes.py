@@ -7,6 +7,9 @@ the store records each worker's start time beside its pid, as `process_start` wr
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import psutil
 
 # The start time is the process's creation time in seconds since the epoch, which psutil
@@ -72,3 +75,17 @@ def _recorded_start(start: str | None) -> float | None:
         return float(start)
     except ValueError:
         return None
+
+
+def with_this_kiwb(env: dict[str, str]) -> dict[str, str]:
+    """`env` for a child `python -m kiwb...` that imports the kiwb this process runs: its
+    folder first on PYTHONPATH. Without it a worker starts in the project folder and finds
+    whatever kiwb is installed there, or none: a checkout run from its own folder, or an
+    editable install moved since, started workers that failed with "No module named kiwb"
+    or ran other code than the command that launched them."""
+    import kiwb
+
+    here = str(Path(kiwb.__file__).resolve().parent.parent)
+    paths = [here] + [path for path in env.get("PYTHONPATH", "").split(os.pathsep)
+                      if path and path != here]
+    return {**env, "PYTHONPATH": os.pathsep.join(paths)}

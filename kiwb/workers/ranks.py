@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 
+from kiwb.project.processes import with_this_kiwb
 from kiwb.workers.collectives import RankLost, abort_ranks, collective
 from kiwb.workers.rank_watch import how_it_ended
 
@@ -251,8 +252,8 @@ def spawn_ranks(root: Path, job_id: int, devices: list[str], logs: Path,
     spawned = []
     for rank, device in enumerate(devices[1:], start=1):
         log_path = logs / f"job-{job_id}.rank-{rank}.log"
-        env = {**os.environ, **shared, "RANK": str(rank), "LOCAL_RANK": str(rank),
-               DEVICE_ENV: device, SPAWNED_ENV: "1", "PYTHONUNBUFFERED": "1"}
+        env = with_this_kiwb({**os.environ, **shared, "RANK": str(rank), "LOCAL_RANK": str(rank),
+                              DEVICE_ENV: device, SPAWNED_ENV: "1", "PYTHONUNBUFFERED": "1"})
         with open(log_path, "wb") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", module, str(root), str(job_id)],
