@@ -79,3 +79,16 @@ def test_probes_in_row_blocks_equal_the_whole_matrix(monkeypatch):
     monkeypatch.setattr(probes, "ROWS_AT_A_TIME", 7)  # blocks of 7 rows, the last one short
     assert (probes.knn_accuracy(points, labels, neighbours=5),
             probes.retrieval(points, partners)) == whole
+
+
+def test_a_runs_best_line_names_mrr_only_when_there_was_retrieval():
+    from kiwb.kinds import kind_named
+    from kiwb.kinds.embedding.student import probe_report
+
+    kind = kind_named("embedding")
+    labels_only = probe_report({"knn_accuracy": 0.522}, 500)
+    assert kind.best_text(labels_only) == "probe score 52.20%"
+    both = probe_report({"knn_accuracy": 0.5, "recall@1": 0.25, "mrr": 0.375}, 500)
+    assert kind.best_text(both) == "probe score 50.00%, retrieval MRR 37.50%"
+    assert kind_named(None).best_text({"accuracy": 0.5, "macro_f1": 0.25}) == \
+        "accuracy 50.00%, macro-F1 25.00%"

@@ -145,6 +145,12 @@ class TeacherKind(ABC):
         (multi-task) those of the conflict's task."""
         return list(labels)
 
+    def best_text(self, best: Mapping) -> str:
+        """A run's best evaluation (its "accuracy" and "macro_f1") in its closing log line."""
+        second = (f", {self.second_figure} {100 * best['macro_f1']:.2f}%"
+                  if best.get("macro_f1") is not None else "")
+        return f"{self.headline} {100 * best['accuracy']:.2f}%{second}"
+
     def evaluation_text(self, metrics: Mapping) -> str:
         """An evaluation's figures in a training log line."""
         return (f"eval {self.headline} {100 * metrics['accuracy']:.1f}%, "

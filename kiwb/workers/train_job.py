@@ -45,10 +45,7 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     best = result["best"] or {}
     if best.get("accuracy") is not None:
         kind = kind_named(trainer.data.student.kind)
-        macro = (f", {kind.second_figure} {100 * best['macro_f1']:.2f}%"
-                 if best.get("macro_f1") is not None else "")
-        console.print(f"Best eval {kind.headline} {100 * best['accuracy']:.2f}%{macro} at step "
-                      f"{best['step']}")
+        console.print(f"Best eval {kind.best_text(best)} at step {best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         console.print(check.line(f"the student of run {run} (step {best['step']})"),

@@ -101,6 +101,13 @@ class EmbeddingKind(TeacherKind):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         return []
 
+    def best_text(self, best) -> str:
+        # "macro_f1" is retrieval MRR where the eval set has partner texts, else the probe
+        # score itself (probe_report), which is then not said twice.
+        mrr = best.get("macro_f1")
+        said = f", retrieval MRR {100 * mrr:.2f}%" if mrr not in (None, best["accuracy"]) else ""
+        return f"{self.headline} {100 * best['accuracy']:.2f}%{said}"
+
     def evaluation_text(self, metrics) -> str:
         """Every probe by name (the headline alone says nothing of which probe it is)."""
         probes = (metrics.get("details") or {}).get("probes") or {}
