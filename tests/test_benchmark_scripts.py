@@ -231,9 +231,18 @@ def test_embedding_benchmark_cuts_descriptions_and_renders_each_row():
     results = {"size": "tiny", "size_settings": {"pool": 96, "dev": 48},
                "chosen_on_dev": "mc", "test": {"general": figures, "student · mc": figures},
                "students": {"mc": {"dev": {"knn_accuracy": 0.375}}},
-               "cost": {"general": {"texts_per_s": 120.5, "weights_mb": 86.7}}}
+               "cost": {"general": {"texts_per_s": 120.0, "weights_mb": 86.7},
+                        "domain": {"texts_per_s": 60.0, "weights_mb": 86.7}}}
     table = embedding.render(results)
-    assert "| student · mc | 50.0 | 90.0 | 62.5 | 80.0 | 40.0 | 37.5 |" in table
-    assert "| general | 50.0 | 90.0 | 62.5 | 80.0 | 40.0 | – |" in table
-    assert "chosen on dev: `mc`" in table and "| general | 120.5 | 86.7 MB |" in table
+    assert "| student · mc | 50.0 | 90.0 | 62.5 | 80.0 | 40.0 |" in table
+    assert "best on dev (kNN over the 57 sections): `mc` (mc 37.5, maskout –, equal –)" in table
+    assert "| student · mc | – | – | – | – | 37.5 |" in table  # the training run's dev kNN
+    results["dev"] = {"student · mc": {"recall@1": 0.5, "mrr": 0.6, "knn57": 0.4}}
+    table = embedding.render(results)
+    assert "(the mean of retrieval MRR and kNN over the 57 sections): `mc` (mc 50.0)" in table
+    assert "| student · mc | 50.0 | 60.0 | 40.0 | 50.0 | 37.5 |" in table
+    assert "| general | – | – | – | – | – |" in table
+    assert "| general | 120.0 | 86.7 MB |" in table
+    # Both teachers, one after the other: 1 / (1/120 + 1/60) = 40 texts/s, the weights summed.
+    assert "| both teachers (concatenation, average) | 40.0 | 173.4 MB |" in table
     assert embedding.render({}) == "Not run yet."
