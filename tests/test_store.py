@@ -204,6 +204,18 @@ def test_a_child_started_elsewhere_imports_the_kiwb_that_started_it(tmp_path):
     assert with_this_kiwb(env) == env  # not added twice
 
 
+def test_an_installed_kiwb_leaves_the_childs_path_alone(tmp_path, monkeypatch):
+    import site
+
+    import kiwb
+
+    # kiwb in a site-packages folder: the child finds it there, and that folder is not put
+    # ahead of the standard library.
+    monkeypatch.setattr(site, "getsitepackages",
+                        lambda: [str(Path(kiwb.__file__).resolve().parent.parent)])
+    assert with_this_kiwb({"PYTHONPATH": "/elsewhere"}) == {"PYTHONPATH": "/elsewhere"}
+
+
 def test_an_unreaped_child_counts_as_ended():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
     deadline = time.monotonic() + 30

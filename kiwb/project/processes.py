@@ -83,9 +83,18 @@ def with_this_kiwb(env: dict[str, str]) -> dict[str, str]:
     whatever kiwb is installed there, or none: a checkout run from its own folder, or an
     editable install moved since, started workers that failed with "No module named kiwb"
     or ran other code than the command that launched them."""
+    import site
+
     import kiwb
 
     here = str(Path(kiwb.__file__).resolve().parent.parent)
+    # An installed kiwb is found by the child's own site-packages; put there on PYTHONPATH,
+    # that folder would come before the standard library and shadow it with any backport.
+    # (getsitepackages is missing from some virtualenvs' site module)
+    sites = {str(Path(folder).resolve()) for folder in
+             [*getattr(site, "getsitepackages", list)(), site.getusersitepackages()]}
+    if here in sites:
+        return env
     paths = [here] + [path for path in env.get("PYTHONPATH", "").split(os.pathsep)
                       if path and path != here]
     return {**env, "PYTHONPATH": os.pathsep.join(paths)}
