@@ -121,10 +121,12 @@ def _histogram_counts(plot) -> dict[str, int]:
 @pytest.mark.slow
 @run_async
 async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path, worker_env):
-    # 240 texts × 2 teachers × K = 16 passes: about 4 s of scoring once the models load (on an
-    # idle core), so progress, recorded once a second, is shown mid-way.
+    # 480 texts × 2 teachers × K = 16 passes (set in the form): about 8 s of scoring once the models load (on an
+    # idle core), so progress, recorded once a second, is shown mid-way, and the histograms
+    # are still filling in after it (with 240 texts, under a loaded machine's full suite, the
+    # job once ended between the two).
     texts = write_jsonl(tmp_path / "unlabeled.jsonl",
-                        [{"text": row["text"]} for row in make_texts(240, seed=7)])
+                        [{"text": row["text"]} for row in make_texts(480, seed=7)])
     project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a",
                                                 "b": teachers_dir / "teacher_b"},
                             texts, scoring="mc_passes = 4\nshard_size = 8\n")
@@ -158,17 +160,17 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
         assert states_seen and states_seen[0] in ("queued", "running")
         assert in_between, "no progress between 0 and the total, with rate and ETA, was shown"
         progress, rate, eta = in_between[0]
-        assert progress.endswith("/480 texts") and re.fullmatch(r"[\d.,]+/s", rate)
+        assert progress.endswith("/960 texts") and re.fullmatch(r"[\d.,]+/s", rate)
         assert re.fullmatch(r"ETA \d+m \d\ds", eta)
-        assert cells(jobs)[0][3] == "480/480 texts"      # 240 texts × 2 teachers, from job.progress
-        assert "240/240 texts" in text_of(app.screen.query_one("#score-sets"))
+        assert cells(jobs)[0][3] == "960/960 texts"      # 480 texts × 2 teachers, from job.progress
+        assert "480/480 texts" in text_of(app.screen.query_one("#score-sets"))
         assert any("finished" in n and "press i to integrate" in n for n in notifications)
 
         await pilot.press("4")
-        await wait_for(pilot, lambda: _histogram_counts(confidence) == {"a": 240, "b": 240},
+        await wait_for(pilot, lambda: _histogram_counts(confidence) == {"a": 480, "b": 480},
                        timeout=3, what="the full histograms right after the job")
         assert histograms_while_running, "no histogram was shown while the job ran"
-        assert sum(histograms_while_running[0].values()) < 480   # part of the texts, mid-way
+        assert sum(histograms_while_running[0].values()) < 960   # part of the texts, mid-way
 
         await pilot.press("3")
         await pilot.press("i")                           # integrate, from the same pane
