@@ -80,6 +80,8 @@ class TeacherKind(ABC):
     # Weight-name prefixes a teacher may lack, its kind never reading them (an encoder's
     # pooler, where sentences are pooled from the last hidden states)
     unused_weights: tuple[str, ...] = ()
+    # What a teacher must be, said when a folder lacks trained weights
+    trained_teacher: str = "a fine-tuned classifier, not a bare encoder"
     methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
     supervised: bool = True  # a student may train on gold labels instead (kiwb train --method)
     # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on

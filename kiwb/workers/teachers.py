@@ -6,14 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiwb.errors import TeacherError
-from kiwb.kinds import (
-    DEFAULT_KIND,
-    EMBEDDING,
-    KINDS,
-    TeacherKind,
-    kind_of_checkpoint,
-    unmatched_checkpoint,
-)
+from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, kind_of_checkpoint, unmatched_checkpoint
 from kiwb.project.fingerprint import checkpoint_hash
 from kiwb.project.store import Store
 from kiwb.project.teach_report import untrained_teacher_problem
@@ -171,15 +164,13 @@ def load_teacher(info: TeacherInfo, device: str):
                                          output_loading_info=True)
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
-    unused = KINDS[info.kind].unused_weights  # weights its kind never reads (a pooler)
+    kind = KINDS[info.kind]
     missing = sorted(key for key in loading.get("missing_keys") or ()
-                     if not key.startswith(unused))
+                     if not key.startswith(kind.unused_weights))  # a pooler it never reads
     if missing:
-        what = ("a trained sentence encoder" if info.kind == EMBEDDING.name
-                else "a fine-tuned classifier, not a bare encoder")
         raise TeacherError(
             f"teacher {info.name!r}: {info.folder} lacks trained weights "
-            f"({', '.join(missing[:4])}); a teacher must be {what}"
+            f"({', '.join(missing[:4])}); a teacher must be {kind.trained_teacher}"
         )
     return model.to(device).eval(), tokenizer
 

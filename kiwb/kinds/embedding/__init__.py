@@ -69,6 +69,7 @@ class EmbeddingKind(TeacherKind):
     histogram_names = ("steadiness", "share read")
     routes = False
     unused_weights = ("pooler.",)
+    trained_teacher = "a trained sentence encoder"
     methods = PAIR_WEIGHTINGS
     supervised = False  # gold labels of pairs are judgements, fed back with --labels
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "

@@ -14,7 +14,6 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
-from kiwb.kinds import declared_kind, kind_named
 from kiwb.kinds.embedding import PROBE_NAMES
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
@@ -81,10 +80,8 @@ class AccuracyPane(Pane):
             self.redraw()
 
     def _head_columns(self) -> None:
-        """The teachers' kind's own figures head the columns: the kind kiwb.toml declares
-        (known before anything ran), else the integration's."""
-        declared = declared_kind(self.config) if self.config is not None else None
-        kind = declared or kind_named(self.summary.task_kind if self.summary else None)
+        """The teachers' kind's own figures head the columns."""
+        kind = self.teachers_kind(self.summary)
         if kind.accuracy_columns != self.figures:
             self.figures = kind.accuracy_columns
             table = self.main_widget()

@@ -7,6 +7,7 @@ from pathlib import Path
 from textual.containers import Vertical
 from textual.widget import Widget
 
+from kiwb.kinds import TeacherKind, declared_kind, kind_named
 from kiwb.project.config import ProjectConfig
 from kiwb.project.environment import Problem
 from kiwb.project.queries import StoreChanges
@@ -45,6 +46,12 @@ class Pane(Vertical):
             self.notify(self.config_problems[0].message, severity="error", markup=False)
             return None
         return self.config
+
+    def teachers_kind(self, summary) -> TeacherKind:
+        """The teachers' kind: the one kiwb.toml declares (known before anything ran), else
+        the kind of `summary`, the integration shown (None: the default kind)."""
+        declared = declared_kind(self.config) if self.config is not None else None
+        return declared or kind_named(summary.task_kind if summary is not None else None)
 
     def apply_changes(self, changes: StoreChanges) -> None:
         """New events and the current jobs, score sets and integration (called each poll)."""

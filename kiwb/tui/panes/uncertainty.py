@@ -10,7 +10,6 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
-from kiwb.kinds import TeacherKind, declared_kind, kind_named
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
 from kiwb.tui import plots
@@ -71,20 +70,13 @@ class UncertaintyPane(Pane):
             self._draw_labels()
             tasks = self._draw_tasks()
             # a multi-task integration routes per task: its tasks' plot says how each did
-            routes = self._kind().routes and not tasks
+            routes = self.teachers_kind(self.summary).routes and not tasks
             for name in ("#routing-split", "#routing"):
                 self.query_one(name, Plot).display = routes
             if routes:
                 self._draw_split()
                 self._draw_routing()
             self._draw_margins()
-
-    def _kind(self) -> TeacherKind:
-        """The teachers' kind: the one kiwb.toml declares, else the integration's."""
-        declared = declared_kind(self.config) if self.config is not None else None
-        if declared is not None:
-            return declared
-        return kind_named(self.summary.task_kind if self.summary is not None else None)
 
     def _show_routing_check(self) -> None:
         """The routing check's warning above the plots, when the integration shown is flagged."""
@@ -98,7 +90,7 @@ class UncertaintyPane(Pane):
         plot = self.query_one("#teacher-confidence", Plot)
         order = [t.name for t in self.config.teachers] if self.config else None
         teachers = self.histograms.teachers(order)
-        kind = self._kind()
+        kind = self.teachers_kind(self.summary)
         title, (left, right) = kind.histogram_title, kind.histogram_names
         if self.summary is not None and self.summary.task_kind == "token":
             title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
@@ -267,7 +259,7 @@ class UncertaintyPane(Pane):
         threshold = summary.conflict_threshold
         share = summary.conflicts / max(summary.num_texts, 1)
         median = summary.margin_quantiles.get("0.5")
-        if self._kind().unit == "pair":
+        if self.teachers_kind(self.summary).unit == "pair":
             plot.show("Conflicting pairs: 1 - the spread of the teachers' cosines (the pairs they "
                       "disagree on most at the left)", lambda width, styles: pair_margins(
                           summary, width, styles), MARGIN_ROWS + 1)
