@@ -128,17 +128,23 @@ def kiwb(*args, log: Path, timeout: float | None = None) -> dict:
 
 
 def write_config(project: Path, teachers: dict, unlabeled: Path, evaluation: Path | None,
-                 student: str, preset: dict, label_unlabeled: bool) -> None:
+                 student: str, preset: dict, label_unlabeled: bool, *,
+                 seen: dict | None = None, representation: str = "head") -> None:
+    """`seen`: teacher name -> a file of its training texts ([[teachers]] seen);
+    `representation`: what scoring keeps for the representation routings."""
     project.mkdir(parents=True, exist_ok=True)
     lines = ['name = "debian-8"']
     for name, path in teachers.items():
         lines += ["[[teachers]]", f'name = "{name}"', f'path = "{path}"']
+        if seen and name in seen:
+            lines.append(f'seen = "{seen[name]}"')
     lines += ["[data.unlabeled]", f'path = "{unlabeled}"']
     if label_unlabeled:
         lines.append('label_column = "label"')  # read only by the supervised run and reports
     if evaluation is not None:
         lines += ["[data.eval]", f'path = "{evaluation}"', 'label_column = "label"']
     lines += ["[scoring]", "mc_passes = 16", "batch_size = 32", "max_length = 128", "shard_size = 512",
+              f'representation = "{representation}"',
               "[training]", f'student = "{student}"', f"epochs = {preset['student_epochs']}",
               f"learning_rate = {preset['student_lr']}", f"batch_size = {preset['student_batch']}",
               f"eval_every = {preset['eval_every']}", "max_length = 128"]

@@ -24,13 +24,16 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # debian8 and report live beside this script
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
+import representation_routing as representations  # noqa: E402
 
 MIXTURES = ("mixture", "quantile-mixture", "joint-mixture")
 # (routing, use_mc, feature set); the feature set matters only to the mixtures and trust
 LABEL_FREE = [("confidence", True, None), ("confidence", False, None), ("rank", True, None),
               ("rank", False, None)] + [
     (routing, use_mc, features) for routing in MIXTURES for features in ("margin", "all")
-    for use_mc in (True, False)]
+    for use_mc in (True, False)] + [
+    # the representation routings (issue 42): no dropout, so no plain variant
+    ("energy", True, None), ("mahalanobis", True, None), ("knn", True, None)]
 FEW_LABEL = [("trust", use_mc, features) for features in ("margin", "all")
              for use_mc in (True, False)] + [("temperature", True, None)]
 LABEL_COUNTS = (16, 64, 256)
@@ -40,6 +43,30 @@ LABEL_SEED = 0
 
 def routing_name(routing: str, use_mc: bool, features: str | None) -> str:
     return routing + ("" if use_mc else " (plain)") + (f" [{features}]" if features else "")
+
+
+def representation_rows(project: Path) -> int:
+    """Texts x teachers whose representation the project's store holds."""
+    import sqlite3
+
+    if not (project / "store.sqlite").exists():
+        return 0
+    with sqlite3.connect(project / "store.sqlite") as db:
+        return db.execute("SELECT COALESCE(SUM(d.rows), 0) FROM score_shards d JOIN score_sets s "
+                          "ON d.score_key = s.key WHERE d.status = 'done' AND "
+                          "s.meta_json LIKE '%\"holds\": \"representation\"%'").fetchone()[0]
+
+
+def write_seen(out: Path, data: dict) -> dict[str, Path]:
+    """Each teacher's own training texts (the teacher-train rows of its labels), with labels:
+    what a user who fine-tuned the teachers has (kiwb.toml [[teachers]] seen)."""
+    rows = [json.loads(line) for line in open(data["teacher_train"], encoding="utf-8")]
+    found = {}
+    for name, labels in (("A", debian8.TEACHER_A), ("B", debian8.TEACHER_B)):
+        found[name] = out / f"seen_{name}.jsonl"
+        found[name].write_text("".join(json.dumps(row) + "\n" for row in rows
+                                       if row["label"] in labels), encoding="utf-8")
+    return found
 
 
 def draw_labeled(out: Path, data: dict, count: int, seed: int) -> Path:
@@ -55,15 +82,8 @@ def draw_labeled(out: Path, data: dict, count: int, seed: int) -> Path:
 
 
 def scores_of(project: Path, role: str):
-    from kiwb.project.config import load_config
-    from kiwb.project.store import Store
-    from kiwb.workers.integrate import scores_from_tasks
-    from kiwb.workers.score import plan_scoring
-
-    config = load_config(project)
-    with Store(project / "store.sqlite") as store:
-        tasks = [task for task in plan_scoring(config, store) if task.dataset == role]
-        return scores_from_tasks(config, store, tasks)
+    """A scored view's scores of one data set, with the teachers' representations."""
+    return representations.scores_of(project, role)
 
 
 def first_rows(scores, count: int):
@@ -74,7 +94,8 @@ def first_rows(scores, count: int):
         mutual_information=scores.mutual_information[:count],
         det_probs=[p[:count] for p in scores.det_probs],
         det_logits=[p[:count] for p in scores.det_logits],
-        mc_probs=[p[:count] for p in scores.mc_probs], true_labels=scores.true_labels[:count])
+        mc_probs=[p[:count] for p in scores.mc_probs], true_labels=scores.true_labels[:count],
+        representations=[p[:count] for p in scores.representations] if scores.representations else None)
 
 
 def measure(routing: str, use_mc: bool, features: str | None, pool, labeled, splits: dict) -> dict:
@@ -121,36 +142,55 @@ def best_on_dev(entries: dict) -> str:
 
 def students(out: Path, project: Path, data: dict, teachers: dict, base: str, preset: dict,
              labeled: Path, tables: dict, seeds: int, methods: list[str], results: dict,
-             results_path: Path) -> None:
-    """MUKI-Hard and -Soft with the best label-free routing and with the best 64-label one."""
+             results_path: Path, *, few_label: bool = True, seen: dict | None = None) -> None:
+    """MUKI-Hard and -Soft with `rank` (kiwb's label-free routing before issue 42), with the
+    best label-free routing on dev, with the best 64-label one (`few_label`), and MUKI-Hard
+    with mahalanobis on the teachers' `seen` texts."""
     from kiwb.core.routing import DEFAULT_FEATURE_SET
 
     log = out / "commands.log"
     # `kiwb train` reads the default feature set, so the students use routings measured with it
     usable = lambda entry: entry["features"] in (None, DEFAULT_FEATURE_SET)  # noqa: E731
     free = best_on_dev({name: entry for name, entry in tables["label_free"].items() if usable(entry)})
-    few_label = {name: by_count[str(STUDENT_LABELS)] for name, by_count in tables["few_label"].items()
-                 if usable(by_count[str(STUDENT_LABELS)])}
-    few = best_on_dev(few_label)
-    chosen = [(free, tables["label_free"][free], ()), (few, few_label[few], ("labeled",))]
-    results["students_chosen"] = {"label_free": free, f"{STUDENT_LABELS}_labels": few}
-    debian8.write_config(project, teachers, data["train"], data["dev"], base, preset,
-                         label_unlabeled=True)
+    chosen = [("rank", tables["label_free"]["rank"], (), methods)]
+    if free != "rank":
+        chosen.append((free, tables["label_free"][free], (), methods))
+    results["students_chosen"] = {"label_free": free}
+    if few_label:
+        few_label_rows = {name: by_count[str(STUDENT_LABELS)] for name, by_count
+                          in tables["few_label"].items() if usable(by_count[str(STUDENT_LABELS)])}
+        few = best_on_dev(few_label_rows)
+        chosen.append((few, few_label_rows[few], ("labeled",), methods))
+        results["students_chosen"][f"{STUDENT_LABELS}_labels"] = few
+    if seen is not None:
+        chosen.append(("mahalanobis · seen", {"routing": "mahalanobis", "use_mc": True},
+                       ("seen",), methods[:1]))
     config = project / "kiwb.toml"
-    config.write_text(config.read_text() + f'[data.labeled]\npath = "{labeled}"\n'
-                      f'label_column = "label"\nlimit = {STUDENT_LABELS}\n')
-    debian8.kiwb("score", project, "--foreground", log=log)  # the 64 labeled texts only
-    for seed in range(seeds):
+
+    def configure(uses: tuple, seed: int) -> None:
+        debian8.write_config(project, teachers, data["train"], data["dev"], base, preset,
+                             label_unlabeled=True, seen=seen if "seen" in uses else None)
         text = config.read_text()
-        lines = [line for line in text.splitlines() if not line.startswith("seed = ")]
+        if few_label:
+            text += (f'[data.labeled]\npath = "{labeled}"\nlabel_column = "label"\n'
+                     f"limit = {STUDENT_LABELS}\n")
+        lines = text.splitlines()
         # the seed belongs to [training]: put it right after that section's header
         at = lines.index("[training]") + 1
         config.write_text("\n".join(lines[:at] + [f"seed = {seed}"] + lines[at:]) + "\n")
-        for name, entry, _uses in chosen:
+
+    configure((), 0)
+    debian8.kiwb("score", project, "--foreground", log=log)  # the 64 labeled texts only
+    for seed in range(seeds):
+        for name, entry, uses, its_methods in chosen:
+            configure(uses, seed)
+            if "seen" in uses:
+                debian8.kiwb("score", project, "--foreground", log=log)  # the seen texts
             routing, use_mc = entry["routing"], entry["use_mc"]
-            for method in methods:
+            for method in its_methods:
                 run = f"{method}-{routing}{'' if use_mc else '-no-mc'}"
-                run += f"-{STUDENT_LABELS}labels" if _uses else ""
+                run += f"-{STUDENT_LABELS}labels" if "labeled" in uses else ""
+                run += "-seen" if "seen" in uses else ""
                 run += f"-s{seed}"
                 state = debian8._run_state(project / "runs" / run)
                 if state != "done":
@@ -161,12 +201,54 @@ def students(out: Path, project: Path, data: dict, teachers: dict, base: str, pr
                         *extra, *resume, "--foreground", log=log)
                 report = json.loads(debian8.kiwb("evaluate", project, "--run", run, "--data",
                                                  data["test"], "--json", log=log)["stdout"])
-                key = f"{method} · {name}" + (f" · {STUDENT_LABELS} labels" if _uses else "")
+                key = f"{method} · {name}" + (f" · {STUDENT_LABELS} labels" if "labeled" in uses else "")
                 seeds_of = results.setdefault("students", {}).setdefault(key, [])
                 seeds_of[:] = [entry for entry in seeds_of if entry["run"] != run] + [
                     {"accuracy": report["accuracy"], "macro_f1": report["macro_f1"],
                      "per_class": report["per_class_accuracy"], "run": run}]
                 results_path.write_text(json.dumps(results, indent=2))
+    configure((), 0)
+
+
+def representation_tables(out: Path, project: Path, test_view: Path, data: dict, teachers: dict,
+                          base: str, preset: dict, seen: dict, results: dict, save) -> None:
+    """Routing from the teachers' representations: kiwb's settings, the grid they were chosen
+    from on dev, seen texts, the mean of the last hidden states, and combinations with the
+    confidence routings; `mail`'s routed recall."""
+    log = out / "commands.log"
+    pool = scores_of(project, "unlabeled")
+    splits = {"dev": scores_of(project, "eval"), "test": scores_of(test_view, "unlabeled")}
+    found = results.setdefault("representation", {})
+    found["grid"] = representations.sweep(pool, splits)
+    found["chosen_on_dev"] = {routing: representations.best_on_dev(found["grid"], routing)
+                              for routing in ("mahalanobis", "knn")}
+    found["combinations"] = representations.combinations(pool, splits)
+    save()
+
+    def rewrite(**options) -> None:
+        for folder, unlabeled, evaluation in ((project, data["train"], data["dev"]),
+                                              (test_view, data["test"], None)):
+            debian8.write_config(folder, teachers, unlabeled, evaluation, base, preset,
+                                 label_unlabeled=True, **options)
+
+    rewrite(seen=seen)  # the teachers' own training texts: one forward each
+    found["seen_stage"] = {k: v for k, v in debian8.kiwb("score", project, "--foreground",
+                                                         log=log).items() if k != "stdout"}
+    seen_references = representations.seen_of(project)
+    found["defaults"] = representations.default_rows(pool, splits, seen_references)
+    found["seen_grid"] = representations.sweep(pool, splits, seen_references)
+    save()
+    rewrite(representation="mean")  # the mean of the last hidden states instead of the head's input
+    for folder in (project, test_view):
+        found[f"mean_stage_{folder.name}"] = {k: v for k, v in debian8.kiwb(
+            "score", folder, "--foreground", log=log).items() if k != "stdout"}
+    mean_pool = scores_of(project, "unlabeled")
+    mean_splits = {"dev": scores_of(project, "eval"), "test": scores_of(test_view, "unlabeled")}
+    found["mean"] = {name: representations.measured(
+        representations.fitted_scores(name, mean_pool, mean_splits), mean_splits)
+        for name in ("mahalanobis", "knn")}
+    rewrite()
+    save()
 
 
 def render(results: dict) -> str:
@@ -190,6 +272,7 @@ def render(results: dict) -> str:
     for name, by_count in tables["few_label"].items():
         cells = [f"{100 * by_count[c]['dev']:.1f} / {100 * by_count[c]['test']:.1f}" for c in counts]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    lines += render_representation(results.get("representation") or {})
     if results.get("students"):
         lines += ["", "### Students (8-way test accuracy)", "",
                   "| student · routing | test accuracy (%) | macro-F1 (%) | seeds |", "|---|---|---|---|"]
@@ -200,11 +283,49 @@ def render(results: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_representation(found: dict) -> list[str]:
+    """The representation routings' tables (empty until measured)."""
+    if not found.get("defaults"):
+        return []
+    percent = representations.percent
+    lines = ["", "### From the teachers' representations (issue 42)", "",
+             "At kiwb's settings (chosen on this dev set from the grid below); `mail` routed: the "
+             "share of test `mail` texts routed to teacher A, which has the label.", "",
+             "| routing | dev (%) | test (%) | mail routed, test (%) |", "|---|---|---|---|"]
+    for name, row in found["defaults"].items():
+        lines.append(f"| {name} | {percent(row['dev'])} | {percent(row['test'])} | "
+                     f"{percent(row['per_class_test'].get('mail'))} |")
+    for title, key in (("label-free", "grid"), ("on the seen texts", "seen_grid")):
+        grid = found.get(key) or {}
+        if not grid:
+            continue
+        lines += ["", f"Best settings on dev, {title} (of {len(grid)} tried; test beside):", "",
+                  "| routing · settings | dev (%) | test (%) |", "|---|---|---|"]
+        for routing in ("mahalanobis", "knn"):
+            best = representations.best_on_dev(grid, routing)
+            worst = min((n for n, r in grid.items() if r["routing"] == routing),
+                        key=lambda n: grid[n]["dev"])
+            for name in (best, worst):
+                lines.append(f"| {name}{' (worst on dev)' if name == worst else ''} | "
+                             f"{percent(grid[name]['dev'])} | {percent(grid[name]['test'])} |")
+    if found.get("mean"):
+        lines += ["", "The mean of the last hidden states instead of the head's input "
+                  "(`[scoring] representation = \"mean\"`, kiwb's other settings):", ""]
+        lines += representations.render_rows(found["mean"], "routing · mean")
+    if found.get("combinations"):
+        lines += ["", "Combined with the confidence routings (the mean of the two per-teacher "
+                  "quantile scores):", ""]
+        lines += representations.render_rows(found["combinations"], "routing")
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--preset", choices=debian8.PRESETS, default="cpu")
     parser.add_argument("--seeds", type=int, default=1, help="student seeds")
     parser.add_argument("--no-students", action="store_true", help="routing tables only")
+    parser.add_argument("--no-few-label-students", action="store_true",
+                        help="leave out the students of the best 64-label routing")
     parser.add_argument("--methods", default="muki-hard,muki-soft",
                         help="student methods, comma-separated, in the order to train them")
     args = parser.parse_args()
@@ -217,22 +338,34 @@ def main() -> None:
     teachers = debian8.make_teachers(out, data, base, preset, {})
     project, test_view, labeled_view = out / "project", out / "test-view", out / "labeled-view"
     labeled = draw_labeled(out, data, max(LABEL_COUNTS), LABEL_SEED)
+    seen = write_seen(out, data)
     debian8.write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
     debian8.write_config(test_view, teachers, data["test"], None, base, preset, label_unlabeled=True)
     debian8.write_config(labeled_view, teachers, labeled, None, base, preset, label_unlabeled=True)
-    for folder in (project, test_view, labeled_view):
-        debian8.kiwb("score", folder, "--foreground", log=log)  # cached where done
     results_path = out / "routing.json"
     previous = json.loads(results_path.read_text()) if results_path.exists() else {}
+    stages = previous.get("stages", {})
+    for folder in (project, test_view, labeled_view):  # cached where done
+        before = representation_rows(folder)
+        measured = debian8.kiwb("score", folder, "--foreground", log=log)
+        if representation_rows(folder) > before:  # representations added to cached scores
+            stages[f"represent_{folder.name}"] = {k: v for k, v in measured.items() if k != "stdout"}
     # students evaluated by an earlier run (other methods or seeds) stay in the table
     results = {"preset": args.preset, "labeled_seed": LABEL_SEED,
                "tables": routing_tables(project, test_view, labeled_view),
-               "students": previous.get("students", {}), "stages": previous.get("stages", {})}
-    results_path.write_text(json.dumps(results, indent=2))
+               "students": previous.get("students", {}), "stages": stages,
+               "representation": previous.get("representation", {})}
+
+    def save() -> None:
+        results_path.write_text(json.dumps(results, indent=2))
+
+    save()
+    representation_tables(out, project, test_view, data, teachers, base, preset, seen, results, save)
     print(render(results))
     if not args.no_students:
         students(out, project, data, teachers, base, preset, labeled, results["tables"], args.seeds,
-                 args.methods.split(","), results, results_path)
+                 args.methods.split(","), results, results_path,
+                 few_label=not args.no_few_label_students, seen=seen)
     from report import write_section
 
     write_section(f"routing {args.preset}", "benchmarks/routing.py", render(results))

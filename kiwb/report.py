@@ -40,11 +40,16 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
                        + ("" if settings.reweight else " · no re-weighting"))
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
     kind = kind_named(summary.task_kind)
-    for figure in (f"{kind.units} won", "share", "est. in its labels", "routed above confidence"):
+    scored = (routing.score if routing is not None else None) or "confidence"
+    for figure in (f"{kind.units} won", "share", "est. in its labels", f"routed above {scored}"):
         head.add_column(figure, justify="right", no_wrap=False)
     labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
         head.add_column(f"calibration error ({labeled} labels)", justify="right", no_wrap=False)
+    # a representation routing: where each teacher's class means (or neighbours) came from
+    references = routing is not None and any(t.reference for t in routing.teachers.values())
+    if references:
+        head.add_column("reference", no_wrap=False)
     total = max(summary.num_texts, 1)
     for teacher, wins in summary.wins.items():
         facts = routing.teachers.get(teacher) if routing is not None else None
@@ -54,6 +59,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
                "–" if split is None else f"{split:.3f}"]
         if labeled:
             row.append(_calibration(facts))
+        if references:
+            row.append((facts.reference if facts is not None else None) or "–")
         head.add_row(*row)
 
     margins = FittedTable(title="Routing margin (top score − second)")

@@ -16,6 +16,7 @@ import pytest
 from cli_helpers import kiwb_env, run_kiwb, wait_until
 
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.shards import SCORES_ONLY
 from kiwb.project.store import Store
 
 pytestmark = pytest.mark.slow
@@ -38,7 +39,8 @@ def final_arrays(project: Path) -> dict:
     with Store(ProjectPaths(project).store) as store:
         rows = store.connection.execute(
             "SELECT s.dataset, s.teacher, h.shard, h.score_key FROM score_shards h JOIN "
-            "score_sets s ON s.key = h.score_key WHERE h.status = 'done'").fetchall()
+            f"score_sets s ON s.key = h.score_key WHERE h.status = 'done' AND s.{SCORES_ONLY}"
+        ).fetchall()
     for dataset, teacher, shard, key in rows:
         with np.load(ProjectPaths(project).shard_file(key, shard)) as data:
             found[(dataset, teacher, shard)] = {name: data[name] for name in data.files}

@@ -22,6 +22,7 @@ from kiwb.project.job_specs import ScoreSpec, TrainSpec
 from kiwb.project.jobs import JobState
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive
+from kiwb.project.shards import SCORES_ONLY
 from kiwb.project.store import Store
 from kiwb.workers.checkpoints import list_checkpoints, step_name
 from kiwb.workers.job import Outcome
@@ -87,15 +88,18 @@ def wait_for(condition, what: str, timeout: float = 90.0):
 
 
 def done_shards(root: Path) -> int:
+    """Finished shards of the MC score sets."""
     with Store(ProjectPaths(root).store) as store:
         return store.connection.execute(
-            "SELECT COUNT(*) FROM score_shards WHERE status='done'").fetchone()[0]
+            "SELECT COUNT(*) FROM score_shards JOIN score_sets ON key = score_key "
+            f"WHERE status='done' AND {SCORES_ONLY}").fetchone()[0]
 
 
 def assert_one_score_per_text(root: Path) -> None:
     paths = ProjectPaths(root)
     with Store(paths.store) as store:
-        sets = store.connection.execute("SELECT key, num_texts, num_shards FROM score_sets").fetchall()
+        sets = store.connection.execute(
+            f"SELECT key, num_texts, num_shards FROM score_sets WHERE {SCORES_ONLY}").fetchall()
         events = store.events_after(0, kind="score.shard")
     assert len(sets) == 2
     for key, num_texts, num_shards in sets:

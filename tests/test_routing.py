@@ -531,9 +531,11 @@ def test_few_label_routing_needs_labeled_texts(name):
 
 def test_unknown_routing_lists_the_names():
     assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mixture", "quantile-mixture",
-                              "joint-mixture", "stacked", "trust", "temperature"]
+                              "joint-mixture", "mahalanobis", "knn", "energy", "stacked", "trust",
+                              "temperature"]
     with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mixture, "
-                                         r"quantile-mixture, joint-mixture, stacked, trust, temperature"):
+                                         r"quantile-mixture, joint-mixture, mahalanobis, knn, energy, stacked, "
+                                         r"trust, temperature"):
         fit_routing("oracle", [from_confidences([0.5, 0.6])])
 
 

@@ -14,12 +14,16 @@ from tiny import make_texts, write_jsonl
 from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.shards import SCORES_ONLY
 from kiwb.project.store import Store
 
 
-def _score_sets(root):
+def _score_sets(root, holding: str = "scores"):
+    """The MC score sets (`holding` "representations": the teachers' representation sets)."""
+    where = SCORES_ONLY if holding == "scores" else f"NOT ({SCORES_ONLY})"
     with Store(ProjectPaths(root).store) as store:
-        rows = store._db.execute("SELECT key, teacher, dataset, num_texts, num_shards FROM score_sets")
+        rows = store._db.execute("SELECT key, teacher, dataset, num_texts, num_shards FROM "
+                                 f"score_sets WHERE {where}")
         return [dict(row) for row in rows]
 
 
@@ -49,6 +53,14 @@ def test_init_score_integrate(project):
     sets = _score_sets(project)
     assert sorted((s["teacher"], s["dataset"]) for s in sets) == [
         ("a", "eval"), ("a", "unlabeled"), ("b", "eval"), ("b", "unlabeled")]
+    # beside them, each teacher's representation of the same texts, kept from the same pass
+    kept = _score_sets(project, "representations")
+    assert sorted((s["teacher"], s["dataset"], s["num_texts"]) for s in kept) == [
+        ("a", "eval (representation)", 32), ("a", "unlabeled (representation)", 48),
+        ("b", "eval (representation)", 32), ("b", "unlabeled (representation)", 48)]
+    for record in kept:
+        arrays = _arrays(project, record["key"], record["num_shards"])
+        assert list(arrays) == ["representation"] and len(arrays["representation"]) == record["num_texts"]
     for record in sets:
         arrays = _arrays(project, record["key"], record["num_shards"])
         assert arrays["rows"].tolist() == list(range(record["num_texts"]))  # one score per text
@@ -184,8 +196,16 @@ def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_di
         # Per-shard seeding: a resumed run reproduces an uninterrupted one exactly.
         for name in ("mc_probs", "mc_confidence", "det_probs"):
             np.testing.assert_allclose(arrays[name], expected[name], rtol=0, atol=1e-6)
+    # the representations kept beside them: every text once, as an uninterrupted run keeps them
+    for record in _score_sets(killed, "representations"):
+        arrays = _arrays(killed, record["key"], record["num_shards"])
+        expected = _arrays(reference, record["key"], record["num_shards"])
+        np.testing.assert_array_equal(arrays["representation"], expected["representation"])
 
 
 def _done_shards(root) -> int:
+    """Finished shards of the MC score sets."""
     with Store(ProjectPaths(root).store) as store:
-        return store._db.execute("SELECT COUNT(*) FROM score_shards WHERE status='done'").fetchone()[0]
+        return store._db.execute(
+            "SELECT COUNT(*) FROM score_shards JOIN score_sets ON key = score_key WHERE "
+            f"status='done' AND {SCORES_ONLY}").fetchone()[0]

@@ -41,11 +41,15 @@ def test_two_processes_claim_different_shards_and_score_each_text_once(tmp_path,
         shards = store.connection.execute(
             "SELECT score_key, shard, status, pid FROM score_shards").fetchall()
         sets = store.connection.execute("SELECT key, num_shards FROM score_sets").fetchall()
-    assert len(shards) == sum(row["num_shards"] for row in sets) == 48
+    # 24 shards of MC scores per teacher, and as many of its representation, kept beside them
+    assert len(shards) == sum(row["num_shards"] for row in sets) == 2 * 48
     assert {row["status"] for row in shards} == {"done"}
     pids = {row["pid"] for row in shards}
     assert pids == {w.pid for w in workers}, "both processes must have scored some shards"
     for record in sets:
         files = [ProjectPaths(project).shard_file(record["key"], s) for s in range(record["num_shards"])]
+        if "rows" not in np.load(files[0]).files:  # a representation set: every text once too
+            assert sum(len(np.load(f)["representation"]) for f in files) == 480
+            continue
         rows = np.concatenate([np.load(f)["rows"] for f in files])
         assert rows.tolist() == list(range(480))

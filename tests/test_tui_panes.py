@@ -104,6 +104,24 @@ async def test_teachers_pane_shows_labels_architecture_size_and_union(project):
 
 
 @run_async
+async def test_teachers_pane_shows_a_teachers_seen_texts(project):
+    config = project / "kiwb.toml"
+    config.write_text(config.read_text().replace(
+        'path = "teachers/a"', 'path = "teachers/a"\nseen = "data/eval.jsonl"'))
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        teachers = table(app, "#teachers-table")
+        await wait_for(pilot, lambda: teachers.row_count == 2, what="two teachers")
+        detail = text_of(app.screen.query_one("#teacher-detail"), width=140)
+        assert "seen texts (its training texts, for the mahalanobis and knn routings): " \
+               "data/eval.jsonl" in " ".join(detail.split())
+        teachers.move_cursor(row=1)
+        await wait_for(pilot, lambda: "Roberta" in text_of(app.screen.query_one("#teacher-detail")),
+                       what="teacher b's detail")
+        assert "seen texts" not in text_of(app.screen.query_one("#teacher-detail"), width=140)
+
+
+@run_async
 async def test_adding_a_teacher_validates_in_place_then_writes_kiwb_toml(project):
     write_teacher(project / "teachers" / "c", ("sports", "travel"))
     app = workbench(project)
@@ -478,6 +496,27 @@ async def test_uncertainty_pane_shows_each_teachers_calibration_under_temperatur
         assert ("a: won 5 (50%) · est. in its labels 50% · split 0.62 · calibration error 0.08 → "
                 "0.02 (T 0.70)") in lines
         assert "b: won 5 (50%) · split 0.41 · calibration error 0.21 → 0.05 (T 1.90)" in lines
+
+
+@run_async
+async def test_uncertainty_pane_shows_a_representation_routings_own_score(tmp_path):
+    project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
+    block = routing_block("mahalanobis", a={"share": None, "reference": "seen: 60 of its training texts"},
+                          b={"share": None, "reference": "seeded, then refitted on the 5 pool texts "
+                                                        "routed to it"})
+    summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6),
+                                  routing=dataclasses.replace(block, score="Mahalanobis quantile"))
+    with Store(ProjectPaths(project).store) as store:
+        record_integration(store, "mahalanobis", summary)
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        split = app.screen.query_one("#routing-split", Plot)
+        await wait_for(pilot, lambda: "Routing · mahalanobis" in text_of(split), what="the routing")
+        shown = text_of(split, width=120)
+        assert "each teacher's Mahalanobis quantile, routed to it vs elsewhere" in shown
+        assert "a: won 5 (50%) · split 0.62 · seen: 60 of its training texts" in shown
+        assert "b: won 5 (50%) · split 0.41 · seeded, then refitted on the 5 pool texts" in shown
 
 
 @run_async

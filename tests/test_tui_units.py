@@ -95,6 +95,9 @@ def test_mirrored_histogram_marks_a_split_above_and_below_the_axis():
       "calibration_error_scaled": 0.02, "temperature": 0.7},
      "A: won 270 (16%) · est. in its labels 41% · split 0.62 · calibration error 0.08 → 0.02 "
      "(T 0.70)"),
+    ({"won": 812, "share": None, "split": 0.55,
+      "reference": "seeded, then refitted on the 812 pool texts routed to it"},
+     "A: won 812 (48%) · split 0.55 · seeded, then refitted on the 812 pool texts routed to it"),
 ])
 def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
     entry = TeacherRouting.from_dict({"histogram_here": [], "histogram_elsewhere": [], **entry})

@@ -14,6 +14,13 @@ ROUTINGS = {
     "quantile-mixture": "the mixture, fitted on the features' per-teacher quantiles",
     "joint-mixture": "one mixture over all teachers (each text belongs to one teacher's labels) "
     "fitted by EM on every teacher's quantile features at once; route by the posterior",
+    "mahalanobis": "each teacher's representation (its classifier head's input): minus the "
+    "distance to its nearest class mean under one shared covariance, read as its quantile over "
+    "the pool; no dropout needed",
+    "knn": "each teacher's representation: mean cosine similarity to its 10 nearest reference "
+    "texts, read as its quantile over the pool",
+    "energy": "each teacher's logsumexp of its logits (minus the energy), read as its quantile "
+    "over the pool",
     "stacked": "few labels: one model of which teacher's labels hold a text, over rank "
     "routing plus every teacher's probabilities and margin, kept near rank with few labels",
     "trust": "few labels: a logistic trust model per teacher fitted on the labeled texts",
@@ -21,6 +28,12 @@ ROUTINGS = {
     "confidence",
 }
 FEW_LABEL_ROUTINGS = ("stacked", "trust", "temperature")
+# Label-free routings read from what a teacher computes rather than its confidence: its
+# representation (mahalanobis, knn; scoring keeps it), or its logits (energy).
+FROM_REPRESENTATIONS = ("mahalanobis", "knn", "energy")
+READS_REPRESENTATION = ("mahalanobis", "knn")
+# What scoring keeps of a teacher's dropout-off pass for them (kiwb.workers.representation).
+REPRESENTATIONS = ("head", "mean", "none")
 # The routing fitted when labels given to texts are used (the workbench's re-integration):
 # it held on labels taken from the conflicts list, where trust collapsed (BENCHMARKS.md).
 LABELS_ROUTING = "stacked"

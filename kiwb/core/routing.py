@@ -24,9 +24,18 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, FROM_REPRESENTATIONS, ROUTINGS
 from kiwb.core.gaussians import Gaussians
 from kiwb.core.owner_mixture import OwnerMixture, fit_owner_mixture
+from kiwb.core.quantiles import empirical_cdf
+from kiwb.core.representation_routing import (
+    EnergyRouter,
+    KnnRouter,
+    MahalanobisRouter,
+    Reference,
+    RepresentationSettings,
+    fit_representation_routers,
+)
 from kiwb.core.stacked_routing import StackedOwner, fit_stacked_owner
 from kiwb.core.uncertainty import confidence
 
@@ -49,6 +58,8 @@ class TeacherFeatures:
     mutual_information: Tensor  # (n,)
     det_logits: Tensor          # (n, C_i)
     mc_probs: Tensor | None = None  # (n, C_i) mean MC-dropout probabilities
+    # (n, d) the input of its classifier head on a dropout-off pass, where scoring kept it
+    representation: Tensor | None = None
 
     def confidence(self, use_mc: bool) -> Tensor:
         """The confidence MUKI compares: MC dropout's, or one dropout-off pass's."""
@@ -157,14 +168,6 @@ def fit_class_rank(pool: TeacherFeatures, use_mc: bool,
         own = values[said == label].sort().values
         references.append(own if len(own) >= min_reference else every)
     return ClassRankRouter(use_mc, tuple(references))
-
-
-def empirical_cdf(sorted_reference: Tensor, values: Tensor) -> Tensor:
-    """Share of the reference at or below each value, ties counted half (mid-rank), in [0, 1]."""
-    values = values.contiguous()
-    below = torch.searchsorted(sorted_reference, values, right=False)
-    at_or_below = torch.searchsorted(sorted_reference, values, right=True)
-    return (below + at_or_below).double() / (2 * len(sorted_reference))
 
 
 @dataclass(frozen=True)
@@ -343,7 +346,8 @@ def fit_temperature(logits: Tensor, classes: Tensor) -> float:
 
 # ---- all teachers -------------------------------------------------------------------------
 
-Router = ConfidenceRouter | RankRouter | ClassRankRouter | MixtureRouter | TrustRouter | TemperatureRouter | OwnerRouter
+Router = (ConfidenceRouter | RankRouter | ClassRankRouter | MixtureRouter | TrustRouter
+          | TemperatureRouter | OwnerRouter | MahalanobisRouter | KnnRouter | EnergyRouter)
 
 
 @dataclass(frozen=True)
@@ -384,10 +388,16 @@ class LabeledFeatures:
 def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = True,
                 feature_set: str = DEFAULT_FEATURE_SET,
                 labeled: LabeledFeatures | None = None,
-                teacher_names: Sequence[str] | None = None) -> FittedRouting:
-    """Fit routing `name` per teacher: label-free ones on the pool, few-label ones on `labeled`."""
+                teacher_names: Sequence[str] | None = None,
+                seen: Sequence[Reference | None] | None = None,
+                representation: RepresentationSettings | None = None) -> FittedRouting:
+    """Fit routing `name` per teacher: label-free ones on the pool, few-label ones on `labeled`;
+    the representation routings on `seen` texts where a teacher has them."""
     if name not in ROUTINGS:
         raise ValueError(f"unknown routing {name!r}; choose one of {', '.join(ROUTINGS)}")
+    if name in FROM_REPRESENTATIONS:
+        return FittedRouting(name, fit_representation_routers(
+            name, pool, seen, representation or RepresentationSettings()))
     names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
     if name in FEW_LABEL_ROUTINGS:
         if labeled is None:

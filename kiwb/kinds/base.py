@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS
+from kiwb.core.choices import DEFAULT_ROUTING, FROM_REPRESENTATIONS, INTEGRATION_METHODS
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,9 @@ class TeacherKind(ABC):
     histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
     histogram_names: tuple[str, str] = ("MC dropout", "plain entropy")
     routes: bool = True  # teachers are compared per text (routing): the routing plots apply
+    # Scoring keeps each teacher's representation of each text (kiwb.workers.representation),
+    # which the representation routings (mahalanobis, knn) read; [[teachers]] seen applies.
+    keeps_representation: bool = False
     # Weight-name prefixes a teacher may lack, its kind never reading them (an encoder's
     # pooler, where sentences are pooled from the last hidden states)
     unused_weights: tuple[str, ...] = ()
@@ -173,6 +176,15 @@ class TeacherKind(ABC):
         if transfer and not self.takes_transfer:
             raise ValueError(f"transfer revises multi-label teachers' labels; {self.title} "
                              "teachers have none to revise: set [integration] transfer = false")
+
+    def check_routing(self, routing: str | None) -> None:
+        """ValueError in one line when `routing` reads what this kind's scoring does not keep
+        (a representation routing for a kind without representations)."""
+        if routing in FROM_REPRESENTATIONS and not self.keeps_representation:
+            raise ValueError(f"routing {routing!r} reads each teacher's representation or "
+                             f"logits per text, which kiwb keeps for single-label teachers; "
+                             f"{self.title} teachers route with {self.default_routing} (or "
+                             "another routing listed in kiwb.toml's help)")
 
     def check_method(self, method: str) -> None:
         """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
 from kiwb.project.config_schema import ProjectConfig, rules_of
@@ -322,6 +322,11 @@ def _check_eval_labels(config: ProjectConfig) -> None:
 def check_routing(config: ProjectConfig, routing: str, *, labels: bool | None = None) -> None:
     """Refuse a few-label routing with no labeled texts: neither [data.labeled] nor the given
     labels (`labels`; None: as [integration] labels says)."""
+    if routing in READS_REPRESENTATION and config.scoring.representation == "none":
+        raise ConfigError(
+            f'{config.file}: routing "{routing}" reads each teacher\'s representation, which '
+            '[scoring] representation = "none" does not keep: set it to "head" (kiwb score then '
+            "adds it in one dropout-off forward per text), or choose another routing")
     labels = config.integration.labels if labels is None else labels
     if routing in FEW_LABEL_ROUTINGS and config.data.labeled is None and not labels:
         label_free = ", ".join(name for name in ROUTINGS if name not in FEW_LABEL_ROUTINGS)

@@ -10,7 +10,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from kiwb.core.choices import AUTO_ROUTING, KNOWN_METHODS, PAIR_WEIGHTINGS, POOLINGS, ROUTINGS
+from kiwb.core.choices import (
+    AUTO_ROUTING,
+    KNOWN_METHODS,
+    PAIR_WEIGHTINGS,
+    POOLINGS,
+    REPRESENTATIONS,
+    ROUTINGS,
+)
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
@@ -110,6 +117,22 @@ class TeacherConfig:
     )
     trust_remote_code: bool = _setting(
         "Run modeling code shipped with the checkpoint (only for checkpoints you trust).", False
+    )
+    seen: str | None = _setting(
+        "A data file of texts this teacher was trained on (csv, jsonl, json, parquet or a "
+        "save_to_disk folder): the representation routings (mahalanobis, knn) fit its class "
+        "means on them instead of on the pool texts it is surest of.",
+        None,
+        path="data",
+        example="data/teacher-a-train.jsonl",
+    )
+    seen_text_column: str | None = _setting(
+        'Column of the seen file holding the text; unset: "text".', None, example="sentence")
+    seen_label_column: str | None = _setting(
+        "Column of the seen file holding each text's label (one of this teacher's); unset: "
+        'the column "label" where the file has one, else the teacher\'s own predictions.',
+        None,
+        example="label",
     )
     tasks: tuple[str, ...] | None = _setting(
         "Multi-task projects: the [[tasks]] this teacher answers, by name (one for a classifier "
@@ -236,6 +259,13 @@ class ScoringConfig:
         choices=("auto", "loop", "replicate"),
     )
     shard_size: int = _setting("Texts per resumable shard of scores.", 2048, min=1)
+    representation: str = _setting(
+        "What is kept of each teacher's dropout-off pass for the representation routings: head "
+        "(the input of its classifier head: the pooled [CLS], a decoder's last token), mean (the "
+        "mean of its last hidden states) or none.",
+        "head",
+        choices=REPRESENTATIONS,
+    )
     seed: int = _setting("Random seed of the dropout masks.", 0, min=0)
 
 

@@ -21,6 +21,7 @@ from kiwb.project.jobs import JobState
 from kiwb.project.labels import label_count
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
+from kiwb.project.shards import SCORES_ONLY
 from kiwb.project.store import Store
 
 # Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
@@ -184,7 +185,7 @@ def _scored_label_sets(store: Store, teachers: list[str]) -> dict[str, list[str]
     before kiwb recorded them (a project that was integrated, then upgraded)."""
     found: dict[str, list[str]] = {}
     rows = store.connection.execute(
-        "SELECT teacher, meta_json FROM score_sets ORDER BY created_at DESC")
+        f"SELECT teacher, meta_json FROM score_sets WHERE {SCORES_ONLY} ORDER BY created_at DESC")
     for row in rows:
         if row["teacher"] in teachers and row["teacher"] not in found:
             found[row["teacher"]] = json.loads(row["meta_json"]).get("labels", [])

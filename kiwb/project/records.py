@@ -197,6 +197,9 @@ class TeacherRouting(Record):
     labeled_own: int | None = since()
     calibration_error_scaled: float | None = since()  # temperature routing only
     temperature: float | None = since()
+    # representation routings: where its class means (or neighbours) came from, in words
+    # ("seeded on 612 pool texts, refitted", "seen: 3,024 of its training texts")
+    reference: str | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -209,6 +212,9 @@ class RoutingDetails(Record):
     use_mc: bool
     labeled_texts: int
     teachers: dict[str, TeacherRouting] = nested(each=TeacherRouting)
+    # what the per-teacher histograms count: the confidence (None, as before), or the
+    # routing's own score where it reads something else (a representation routing's quantile)
+    score: str | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)

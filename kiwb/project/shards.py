@@ -17,6 +17,13 @@ from typing import Any
 from kiwb.project.database import Database
 from kiwb.project.processes import process_running, process_start
 
+# A representation set (kiwb.workers.representation_sets: a teacher's representation of each
+# text, for the representation routings) lives in the same tables as the score sets; its data
+# set's name ends with this, and its meta says "holds": "representation".
+REPRESENTATION_SUFFIX = " (representation)"
+# SQL: the rows of score_sets that hold MC scores (not representations)
+SCORES_ONLY = f"dataset NOT LIKE '%{REPRESENTATION_SUFFIX}'"
+
 # A claim held by a process on another host cannot be checked for liveness; after this
 # long without the shard finishing we assume that process is gone.
 FOREIGN_CLAIM_TIMEOUT_S = 2 * 3600

@@ -49,12 +49,13 @@ def default_routing(config: ProjectConfig, kind: str | None = None) -> str:
 
 
 def check_method(config: ProjectConfig, kind: str, method: str,
-                 transfer: bool | None = None) -> None:
-    """The method (and transfer) is one the teachers' kind takes; else one line naming the
-    kind's."""
+                 transfer: bool | None = None, routing: str | None = None) -> None:
+    """The method (and transfer, and routing) is one the teachers' kind takes; else one line
+    naming the kind's."""
     try:
         kind_named(kind).check_method(method)
         kind_named(kind).check_transfer(transfer)
+        kind_named(kind).check_routing(routing)
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None
 
@@ -78,7 +79,9 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         kind = project_kind(config)
     except ConfigError:
         return
-    check_method(config, kind, spec.method or kind_named(kind).configured_method(config))
+    routing = getattr(spec, "routing", None) or config.integration.routing
+    check_method(config, kind, spec.method or kind_named(kind).configured_method(config),
+                 routing=routing)
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
 

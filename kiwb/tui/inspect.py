@@ -44,6 +44,7 @@ class TeacherSummary:
     problem: str | None = None
     tasks: tuple[str, ...] = ()  # a multi-task project's: the tasks it answers (kiwb.toml)
     head: HeadShape | None = None  # its classifier head's shape and labels (a merging warning)
+    seen: str | None = None  # kiwb.toml's file of its training texts (representation routings)
 
 
 def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, int]]:
@@ -57,7 +58,8 @@ def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, in
 
 def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSummary:
     """Read a teacher's config.json, tokenizer_config.json and file sizes."""
-    base = TeacherSummary(teacher.name, teacher.path, tasks=tuple(teacher.tasks or ()))
+    base = TeacherSummary(teacher.name, teacher.path, tasks=tuple(teacher.tasks or ()),
+                          seen=teacher.seen)
     folder = checkpoint_folder(config, teacher.path)
     if folder is None:
         return replace(base, problem=f"{teacher.path} is a hub id not downloaded on this machine; "

@@ -77,6 +77,9 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
                        else evaluation_of(project_root, run, progress)),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
+        # a representation routing: what it read, and where each teacher's reference came from
+        **({"representations": manifest["representations"]}
+           if manifest.get("representations") else {}),
         **({"merge": manifest["merge"]} if manifest.get("merge") else {}),
         **({"init_from_merge": manifest["init_from_merge"]}
            if manifest.get("init_from_merge") else {}),
@@ -208,6 +211,10 @@ def _method_lines(manifest: dict, method: dict) -> list[str]:
     for key, value in (manifest.get("training") or {}).items():
         chosen = manifest.get("learning_rate") if key == "learning_rate" and value == "auto" else None
         lines.append(f"- {key}: `{value}`" + (f" ({chosen:.2e})" if chosen is not None else ""))
+    references = (manifest.get("representations") or {}).get("references") or {}
+    if references:  # a representation routing's class means (or neighbours), per teacher
+        lines.append("- routing reference (from each teacher's representation): "
+                     + "; ".join(f"{teacher}: {text}" for teacher, text in references.items()))
     routing = RoutingCheck.from_dict(manifest.get("routing_check"))
     if routing is not None:  # a student trained on a collapsed routing lost a teacher's labels
         lines.append(f"- kiwb's routing check: {routing.status}"

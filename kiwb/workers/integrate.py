@@ -10,6 +10,7 @@ import torch
 from kiwb.core import integration as integ
 from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
+from kiwb.core.choices import FROM_REPRESENTATIONS, READS_REPRESENTATION
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
@@ -38,6 +39,7 @@ from kiwb.workers.rare_classes import (
     labeled_class_funnel,
     pool_class_funnel,
 )
+from kiwb.workers.representation_sets import load_representation, seen_references
 from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -61,12 +63,15 @@ class TeacherScores:
     mc_probs: list[torch.Tensor]
     true_labels: list[str] | None = None
     score_keys: list[str] = field(default_factory=list)
+    # (n, d_i) per teacher: its representation, loaded where the routing reads it
+    representations: list[torch.Tensor] | None = None
 
     def features(self) -> list[routes.TeacherFeatures]:
-        """Each teacher's uncertainty features, as routing reads them."""
+        """Each teacher's uncertainty features (and representation), as routing reads them."""
         return [routes.TeacherFeatures(self.mc_confidence[:, i], self.det_confidence[:, i],
                                        self.mutual_information[:, i], self.det_logits[i],
-                                       self.mc_probs[i])
+                                       self.mc_probs[i],
+                                       self.representations[i] if self.representations else None)
                 for i in range(len(self.teachers))]
 
     def labeled_features(self) -> routes.LabeledFeatures:
@@ -106,7 +111,9 @@ class TeacherScores:
             mutual_information=self.mutual_information[index],
             det_probs=[p[index] for p in self.det_probs],
             det_logits=[p[index] for p in self.det_logits],
-            mc_probs=[p[index] for p in self.mc_probs], true_labels=true_labels)
+            mc_probs=[p[index] for p in self.mc_probs], true_labels=true_labels,
+            representations=([p[index] for p in self.representations]
+                             if self.representations else None))
 
     def joined(self, other: TeacherScores) -> TeacherScores:
         """These texts, then `other`'s (same teachers): two labeled sets as one."""
@@ -117,7 +124,10 @@ class TeacherScores:
             det_probs=[torch.cat(pair) for pair in zip(self.det_probs, other.det_probs, strict=True)],
             det_logits=[torch.cat(pair) for pair in zip(self.det_logits, other.det_logits, strict=True)],
             mc_probs=[torch.cat(pair) for pair in zip(self.mc_probs, other.mc_probs, strict=True)],
-            true_labels=list(self.true_labels or []) + list(other.true_labels or []))
+            true_labels=list(self.true_labels or []) + list(other.true_labels or []),
+            representations=([torch.cat(pair) for pair in zip(self.representations,
+                                                               other.representations, strict=True)]
+                             if self.representations and other.representations else None))
 
     def integrate(self, settings: IntegrationSettings,
                   fitted: routes.FittedRouting) -> integ.Integration:
@@ -207,7 +217,8 @@ class PoolTargets:
 
 
 def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherScores,
-                   texts: list[str], labeled_file: TeacherScores | None) -> PoolTargets:
+                   texts: list[str], labeled_file: TeacherScores | None,
+                   seen: list | None = None) -> PoolTargets:
     """Fit the routing and integrate the pool's scores; with `settings.labels`, the given
     labels join [data.labeled] in fitting the routing, labeled texts get one-hot targets at
     full weight and texts marked none get weight 0."""
@@ -216,7 +227,7 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
     if gold is not None and len(gold.rows):
         given = scores.rows(gold.rows, [scores.labels[i] for i in gold.label_ids.tolist()])
         routing_labels = given if routing_labels is None else routing_labels.joined(given)
-    fitted = fit_routing(settings, scores, routing_labels)
+    fitted = fit_routing(settings, scores, routing_labels, seen)
     result, balance = balance_classes(settings, scores, fitted, scores.integrate(settings, fitted))
     if gold is not None:
         targets, weights = result.targets.clone(), result.weights.clone()
@@ -229,8 +240,9 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
 
 
 def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
-                labeled: TeacherScores | None) -> routes.FittedRouting:
-    """The settings' routing fitted on the pool (label-free) or on the labeled texts."""
+                labeled: TeacherScores | None, seen: list | None = None) -> routes.FittedRouting:
+    """The settings' routing fitted on the pool (label-free) or on the labeled texts; a
+    representation routing on each teacher's `seen` texts where it has them."""
     if settings.uses_labels and labeled is None:
         if settings.labels:  # labels were asked for, but none names a class of a pool text
             raise ConfigError(
@@ -245,16 +257,24 @@ def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
         return routes.fit_routing(
             settings.routing, pool.features(), use_mc=settings.use_mc,
             labeled=labeled.labeled_features() if settings.uses_labels else None,
-            teacher_names=pool.teachers)
+            teacher_names=pool.teachers, seen=seen)
     except ValueError as error:  # a labeled set that cannot calibrate some teacher
         raise DataError(f"routing {settings.routing!r}: {error}") from None
 
 
-def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> TeacherScores:
-    return scores_from_arrays([task.teacher.name for task in tasks],
-                              [task.teacher.labels for task in tasks],
-                              [load_scores(config, store, task) for task in tasks],
-                              tasks[0].table.labels, [task.key for task in tasks])
+def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask],
+                      representation: bool = False) -> TeacherScores:
+    """The teachers' stored scores of one data set (with `representation`, their
+    representations too: the representation routings read them)."""
+    scores = scores_from_arrays([task.teacher.name for task in tasks],
+                                [task.teacher.labels for task in tasks],
+                                [load_scores(config, store, task) for task in tasks],
+                                tasks[0].table.labels, [task.key for task in tasks])
+    if representation:
+        scores = replace(scores, representations=[
+            torch.from_numpy(load_representation(config, store, task.representation)[
+                "representation"]).float() for task in tasks])
+    return scores
 
 
 def scores_from_arrays(teachers: list[str], label_sets: list, arrays: list[dict],
@@ -378,8 +398,11 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
     and, with a labeled set, its calibration error on its own labels."""
     teachers = {}
     calibration = calibration_errors(labeled, fitted) if labeled is not None else {}
+    # a representation routing's own score: the confidence is not what it compared
+    own_scores = scores.routing_scores(fitted) if fitted.name in FROM_REPRESENTATIONS else None
     for number, (name, router) in enumerate(zip(scores.teachers, fitted.routers, strict=True)):
-        values = (scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]
+        values = (own_scores if own_scores is not None else
+                  scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]
         here = result.routed == number
         teachers[name] = TeacherRouting(
             won=int(here.sum()),
@@ -390,10 +413,30 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
             **calibration.get(name, {}),
             temperature=(router.temperature if isinstance(router, routes.TemperatureRouter)
                          else None),
+            reference=reference_text(router),
         )
     return RoutingDetails(name=settings.routing, use_mc=settings.use_mc,
                           labeled_texts=len(labeled.true_labels) if labeled is not None else 0,
-                          teachers=teachers)
+                          teachers=teachers,
+                          score=SCORE_NAMES.get(fitted.name) if own_scores is not None else None)
+
+
+# What a representation routing's per-teacher histograms count
+SCORE_NAMES = {"mahalanobis": "Mahalanobis quantile", "knn": "kNN similarity quantile",
+               "energy": "energy quantile"}
+
+
+def reference_text(router) -> str | None:
+    """Where a representation router's class means (or neighbours) came from, in words."""
+    source = getattr(router, "source", None)
+    if source is None:
+        return None
+    first, refitted = source.split(",")[0], source.endswith("refitted")
+    if refitted:
+        return f"{first}, then refitted on the {router.texts:,} pool texts routed to it"
+    if first == "seen":
+        return f"seen: {router.texts:,} of its training texts"
+    return f"seeded: the {router.texts:,} pool texts it is surest of per class"
 
 
 def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> dict[str, dict]:
@@ -520,7 +563,8 @@ def run_integration(config: ProjectConfig, store: Store,
     """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
     returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    check_method(config, tasks[0].teacher.kind, settings.method, settings.transfer)
+    check_method(config, tasks[0].teacher.kind, settings.method, settings.transfer,
+                 settings.routing)
     return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)
 
 
@@ -528,16 +572,19 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
                     tasks: list[ScoreTask]) -> IntegrationRecord:
     """The sequence kind's integration seam: texts routed, targets, conflicts, figures."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
-    scores = scores_from_tasks(config, store, by_role["unlabeled"])
+    reads = settings.routing in READS_REPRESENTATION
+    scores = scores_from_tasks(config, store, by_role["unlabeled"], reads)
     texts = by_role["unlabeled"][0].table.texts
     labeled = labeled_file_scores(config, store, settings, by_role["labeled"])
-    pool = integrate_pool(settings, store, scores, texts, labeled)
+    seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_role["unlabeled"]])
+                       if reads else (None, {}))
+    pool = integrate_pool(settings, store, scores, texts, labeled, seen)
     summary = summarize(scores, pool, settings)
     eval_left_out = 0
     if by_role["eval"]:
         eval_scores, eval_left_out = without_given_labels(
-            scores_from_tasks(config, store, by_role["eval"]), by_role["eval"][0].table.texts,
-            pool.gold)
+            scores_from_tasks(config, store, by_role["eval"], reads),
+            by_role["eval"][0].table.texts, pool.gold)
         summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
     else:
         eval_scores = None
@@ -551,6 +598,9 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
             del used[name]
     if labeled is not None:  # the labels decide the routing as much as the settings do
         used["labeled_scores"] = labeled.score_keys
+    if reads:  # and so do the representations it read
+        used["representations"] = [t.representation.key for t in by_role["unlabeled"]]
+        used["seen"] = seen_keys
     if pool.gold is not None:
         gold = pool.gold
         used["gold_labels"] = gold.fingerprint

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
-import os
-import socket
 import time
-import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -20,16 +17,22 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.store import Store
-from kiwb.workers.data import TextTable
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
+from kiwb.workers.representation_sets import (
+    linked_to_scores,
+    record_representation,
+    register_representations,
+    representation_mode,
+)
 from kiwb.workers.runtime import FittedBatch, resolve_device, scoring_precision
+from kiwb.workers.score_tasks import ScoreTask, claim_owner, resolved_strategy, scoring_settings
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
     ScoringSettings,
     prepare_tokenizer,
 )
-from kiwb.workers.teachers import TeacherInfo, load_teacher, teacher_content_hash
+from kiwb.workers.teachers import load_teacher, teacher_content_hash
 
 # Bump when the stored arrays, their meaning or the way they are drawn change, so old caches
 # are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout. 3: its bits come
@@ -40,25 +43,6 @@ HISTOGRAM_BINS = 20
 # text its number of words (the other arrays hold one row per word), and per shard how many
 # of its texts were read in windows.
 WORD_FIELDS = ("in_span", "num_words", "windowed_texts")
-
-
-@dataclass(frozen=True)
-class ScoreTask:
-    """One score set: one teacher over one data set."""
-
-    teacher: TeacherInfo
-    dataset: str
-    table: TextTable
-    key: str
-    num_shards: int
-    shard_size: int
-    # How its numbers are drawn (`drawing_key`), recorded with the score set so that readers
-    # elsewhere find sets drawn on GPUs they cannot name; None where the plan came from rank 0.
-    drawing: dict | None = None
-
-    def shard_rows(self, shard: int) -> range:
-        start = shard * self.shard_size
-        return range(start, min(start + self.shard_size, len(self.table)))
 
 
 ProgressCallback = Callable[[str, int], None]  # (description, texts just finished)
@@ -118,7 +102,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                                  if len(store.done_shards(k)) >= num_shards), keyed[0])
             tasks.append(ScoreTask(teacher, dataset, table, key, num_shards, scoring.shard_size,
                                    drawing))
-    return tasks
+    return linked_to_scores(config, store, tasks)
 
 
 def passes_setting(scoring) -> int | dict:
@@ -195,17 +179,6 @@ def _unnamed_cuda_drawing(precision: str) -> dict:
     return {"dtype": precision, "device_type": "cuda"}
 
 
-def resolved_strategy(strategy: str, device=None) -> str:
-    """`auto` replicates the K passes on CUDA, where one forward of a batch leaves the chip
-    idle (an H200 scored a MiniLM-sized teacher 1.48x faster so, BENCHMARKS.md "GPU check"),
-    and loops elsewhere. `device`: a torch.device or its type ("cpu" when None). Replicating
-    gives other random draws, so the strategy is part of a score set's key."""
-    if strategy != "auto":
-        return strategy
-    device_type = device if isinstance(device, str) or device is None else device.type
-    return "replicate" if device_type == "cuda" else "loop"
-
-
 def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
     for task in tasks:
         store.register_score_set(
@@ -238,6 +211,8 @@ def run_scoring(
     paths = ProjectPaths(config.root)
     owner = claim_owner()
     settings = scoring_settings(config, device)
+    # the representation sets its shards may keep (idempotent: a score job registered them)
+    register_representations(store, [t.representation for t in tasks if t.representation])
     for teacher_name in dict.fromkeys(task.teacher.name for task in tasks):
         teacher_tasks = [task for task in tasks if task.teacher.name == teacher_name]
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
@@ -246,24 +221,9 @@ def run_scoring(
         prepare_tokenizer(tokenizer, model)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
         for task in teacher_tasks:
-            _score_task(task, model, tokenizer, settings, device, store, paths, owner,
+            _score_task(config, task, model, tokenizer, settings, device, store, paths, owner,
                         progress, should_stop, job_id, batch)
         del model
-
-
-def claim_owner() -> str:
-    """The owner name of this process's shard claims."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-
-
-def scoring_settings(config: ProjectConfig, device) -> ScoringSettings:
-    scoring = config.scoring
-    return ScoringSettings(
-        passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
-        strategy=resolved_strategy(scoring.strategy, device),
-        dtype=scoring_precision(scoring.dtype, device),
-        seed=scoring.seed,
-    )
 
 
 def shard_seed(settings: ScoringSettings, shard: int) -> int:
@@ -271,7 +231,7 @@ def shard_seed(settings: ScoringSettings, shard: int) -> int:
     return settings.seed * 1_000_003 + shard
 
 
-def _score_task(task, model, tokenizer, settings, device, store, paths, owner, progress,
+def _score_task(config, task, model, tokenizer, settings, device, store, paths, owner, progress,
                 should_stop, job_id, batch) -> None:
     description = f"{task.teacher.name} · {task.dataset}"
     for shard in range(task.num_shards):
@@ -279,9 +239,15 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
             continue
         rows = task.shard_rows(shard)
         started = time.perf_counter()
+        representation = task.representation
+        if representation is not None and shard not in store.done_shards(representation.key):
+            # kept from the dropout-off forward scoring runs anyway
+            shard_settings = dataclasses.replace(settings, representation=representation_mode(config))
+        else:
+            shard_settings = settings
         try:
             arrays = score_shard(
-                task, model, tokenizer, rows, settings, device,
+                task, model, tokenizer, rows, shard_settings, device,
                 shard_seed=shard_seed(settings, shard),
                 on_batch=(lambda n: progress(description, n)) if progress else None,
                 should_stop=should_stop, batch=batch,
@@ -292,7 +258,12 @@ def _score_task(task, model, tokenizer, settings, device, store, paths, owner, p
         except BaseException:
             store.release_shard(task.key, shard, owner)
             raise
-        record_shard(store, paths, task, shard, arrays, time.perf_counter() - started, job_id)
+        seconds = time.perf_counter() - started
+        kept = arrays.pop("representation", None)
+        record_shard(store, paths, task, shard, arrays, seconds, job_id)
+        if kept is not None and store.claim_shard(representation.key, shard, owner):
+            record_representation(store, config, representation, shard,
+                                  {"representation": kept}, seconds)
 
 
 def score_shard(task: ScoreTask, model, tokenizer, rows: range, settings: ScoringSettings,

@@ -11,6 +11,11 @@ from kiwb.console import console
 from kiwb.core.adaptive_passes import FIRST_PASSES
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.job import JobSession, Outcome
+from kiwb.workers.representation_sets import (
+    register_representations,
+    run_representations,
+    seen_tasks,
+)
 from kiwb.workers.runtime import scoring_precision_for
 from kiwb.workers.score import (
     ScoreTask,
@@ -34,11 +39,17 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
     if note is not None:  # once, before planning: the precision is part of the score sets' keys
         console.print(note, highlight=False, markup=False, soft_wrap=True)
     tasks = plan_scoring(config, store, device)
+    representations = representation_tasks(config, store, tasks)
     register_tasks(store, tasks)
+    register_representations(store, representations)
     todo = pending_texts(store, tasks)
     if todo == 0:
         score_all(tasks, None)  # ranks still wait to be told there is nothing to do
-        console.print("All scores are up to date (cached); nothing to do.")
+        if not pending_texts(store, representations):
+            console.print("All scores are up to date (cached); nothing to do.")
+            return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
+        add_representations(session, config, device, representations, extra)
+        console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
         return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
     scoring = config.scoring
     if scoring.mc_passes == "auto":  # progress in passes: drawn, or found not needed
@@ -48,11 +59,14 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
                       highlight=False)
         total, unit = todo * scoring.max_mc_passes, "passes"
     else:
+        keeping = ("; each teacher's representation is kept too"
+                   if any(t.representation is not None for t in tasks) else "")
         console.print(f"Scoring {todo:,} text×teacher pairs on {where} "
-                      f"(K = {scoring.mc_passes} MC-dropout passes each)", highlight=False)
+                      f"(K = {scoring.mc_passes} MC-dropout passes each{keeping})", highlight=False)
         total, unit = todo, "texts"
     with session.progress("scoring", total=total, unit=unit, extra=extra) as advance:
         passes = score_all(tasks, advance)
+    add_representations(session, config, device, representations, extra)
     left = pending_texts(store, tasks)
     if left:
         console.print(f"{left:,} pairs are being scored by another process; run again to finish.")
@@ -66,3 +80,27 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
                       f"{at_max:,} that K = {scoring.max_mc_passes} would take", highlight=False)
     console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
     return Outcome(data=summary.to_dict())
+
+
+def representation_tasks(config: ProjectConfig, store, tasks: list[ScoreTask]) -> list[ScoreTask]:
+    """Every representation set the project keeps: those of the scored data sets, and the
+    teachers' seen texts."""
+    linked = [task.representation for task in tasks if task.representation is not None]
+    teachers = list(dict.fromkeys(task.teacher for task in tasks))
+    return linked + [task for task, _seen in seen_tasks(config, store, teachers).values()]
+
+
+def add_representations(session: JobSession, config: ProjectConfig, device,
+                        representations: list[ScoreTask],
+                        extra: Callable[[], dict[str, Any]] | None = None) -> None:
+    """Draw what the scoring left of the representation sets (a project scored before kiwb
+    kept them, adaptive or several-process scoring, seen texts): one dropout-off forward per
+    text, the MC scores untouched."""
+    left = pending_texts(session.store, representations)
+    if not left:
+        return
+    console.print(f"Keeping the teachers' representations of {left:,} text×teacher pairs (one "
+                  "dropout-off forward each; the MC scores are kept)", highlight=False)
+    with session.progress("representing", total=left, extra=extra) as advance:
+        run_representations(config, session.store, representations, device=device,
+                            progress=advance, should_stop=session.should_stop)

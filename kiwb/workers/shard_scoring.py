@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -11,6 +12,7 @@ import torch
 
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.core.uncertainty import confidence, entropy, summarize_passes
+from kiwb.workers.representation import RepresentationCapture, stored
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
 from kiwb.workers.sampled_dropout import sampled_dropout
 
@@ -36,6 +38,9 @@ class ScoringSettings:
     dtype: str
     seed: int
     keep_passes: bool = False  # also store each pass's probabilities (adaptive MC passes)
+    # also keep each text's representation ("head" or "mean", kiwb.workers.representation)
+    # from the dropout-off forward, as the array "representation"; None: do not
+    representation: str | None = None
 
 
 def prepare_tokenizer(tokenizer, model) -> None:
@@ -90,10 +95,10 @@ def score_texts(
         # Seeded per shard, so a shard's MC draws do not depend on which process scores
         # it or what it scored before: a resumed run reproduces an uninterrupted one, and
         # a retry after OOM draws as a run started at the smaller batch would.
-        with sampled_dropout(model, device, shard_seed):
+        with sampled_dropout(model, device, shard_seed), capturing(model, settings) as capture:
             return _score_features(
                 model, tokenizer, features, lengths, settings, batch_size, device,
-                progress, should_stop, batch_scores or _batch_scores,
+                progress, should_stop, batch_scores or _batch_scores, capture,
             )
 
     batch = batch or FittedBatch(settings.batch_size)
@@ -120,10 +125,17 @@ class ProgressOnce:
             self.reported = self.done
 
 
+def capturing(model, settings: ScoringSettings):
+    """The representation capture the settings ask for, or a context that keeps nothing."""
+    if settings.representation is None:
+        return contextlib.nullcontext()
+    return RepresentationCapture(model, settings.representation)
+
+
 @torch.inference_mode()
 def _score_features(
     model, tokenizer, features, lengths, settings, batch_size, device, on_batch, should_stop,
-    batch_scores,
+    batch_scores, capture: RepresentationCapture | None = None,
 ) -> dict[str, np.ndarray]:
     columns: dict[str, np.ndarray] = {}
     for batch_rows in length_sorted_batches(lengths, batch_size):
@@ -133,14 +145,20 @@ def _score_features(
         inputs = to_device(batch, device)
         with autocast_context(device, settings.dtype):
             det = deterministic_logits(model, inputs)
+            representation = capture.take() if capture is not None else None
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)
         # NaN survives clamping, histograms drop it and argmax takes it as the largest value:
         # one overflowing teacher would win every text. One check (one sync) per batch.
         if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
             raise NonFiniteLogits()
-        for name, values in batch_scores(det, passes, settings.keep_passes).items():
+        arrays = batch_scores(det, passes, settings.keep_passes)
+        if representation is not None:
+            arrays["representation"] = stored(representation)
+        for name, values in arrays.items():
             if name not in columns:
-                columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=np.float32)
+                # float32, but the representation's float16 stays half the size on disk
+                kept = np.float16 if values.dtype == np.float16 else np.float32
+                columns[name] = np.zeros((len(features), *values.shape[1:]), dtype=kept)
             columns[name][batch_rows] = values
         on_batch(len(batch_rows))
     return columns

@@ -12,6 +12,7 @@ import torch
 
 from kiwb import __version__
 from kiwb.console import console
+from kiwb.core.choices import READS_REPRESENTATION
 from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.core.learning_check import LearningCheck
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
@@ -43,10 +44,12 @@ from kiwb.workers.integrate import (
     integrate_pool,
     labeled_file_scores,
     labeled_targets,
+    reference_text,
     routing_accuracies,
     routing_check,
     scores_from_tasks,
 )
+from kiwb.workers.representation_sets import seen_references
 from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.teachers import teacher_content_hash
@@ -77,7 +80,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
     check_method(config, tasks[0].teacher.kind, request.settings.method,
-                 request.settings.transfer)
+                 request.settings.transfer, request.settings.routing)
     data = run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
     if request.init_from_merge:
         from kiwb.workers.merge_start import start_from_merge
@@ -93,7 +96,11 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
     settings = request.settings
     method = settings.method
     distilled = method != SUPERVISED
-    scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=distilled)
+    reads = distilled and settings.routing in READS_REPRESENTATION
+    scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=distilled,
+                             representation=reads)
+    seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_dataset["unlabeled"]])
+                       if reads else (None, {}))
     from kiwb.core.labels import coverage_mask, union_labels
 
     label_sets = [t.teacher.labels for t in by_dataset["unlabeled"]]
@@ -111,7 +118,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         if labeled is not None:
             labeled_texts = by_dataset["labeled"][0].table
             labeled_fingerprint = labeled_data_fingerprint(labeled_texts)
-        pool = integrate_pool(settings, store, scores, texts, labeled)
+        pool = integrate_pool(settings, store, scores, texts, labeled, seen)
         fitted, gold = pool.fitted, pool.gold
         targets, weights = pool.result.targets, pool.result.weights
         if gold is not None and len(gold.left_out):  # none of these labels: not trained on
@@ -129,7 +136,8 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
         # The gold labels decide the figures and the best checkpoint as much as the texts do.
         eval_fingerprint = labeled_data_fingerprint(eval_table)
-        eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False)
+        eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False,
+                                      representation=reads)
         if gold is not None:  # texts the student was taught the label of are not a test
             keep = gold.undecided(eval_texts)
             eval_texts, eval_ids = [eval_texts[i] for i in keep.tolist()], eval_ids[keep]
@@ -158,6 +166,11 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         "routing_check": check.to_dict() if check is not None else None,
         "class_funnel": funnel.to_dict() if funnel is not None else None,
     }
+    if reads:  # the representations (and seen texts) decide the routing as the scores do
+        manifest["representations"] = {
+            "sets": [t.representation.key for t in by_dataset["unlabeled"]], "seen": seen_keys,
+            "references": {name: reference_text(router) for name, router
+                           in zip(scores.teachers, fitted.routers, strict=True)}}
     offsets = None
     if distilled and settings.logit_adjustment:
         offsets = logit_offsets(target_prior(targets, weights), settings.logit_adjustment).float()
@@ -171,10 +184,11 @@ def labeled_data_fingerprint(table) -> dict:
     return {"texts": table.fingerprint, "labels": texts_fingerprint(table.labels)}
 
 
-def _scores_or_hint(config, store, tasks, need: bool) -> TeacherScores | None:
+def _scores_or_hint(config, store, tasks, need: bool,
+                    representation: bool = False) -> TeacherScores | None:
     incomplete = [t for t in tasks if len(store.done_shards(t.key)) < t.num_shards]
     if not incomplete:
-        return scores_from_tasks(config, store, tasks)
+        return scores_from_tasks(config, store, tasks, representation)
     if need:
         raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
                         f"kiwb score {config.root}")

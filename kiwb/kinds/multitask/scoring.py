@@ -8,43 +8,15 @@ The K passes run once for all of a teacher's heads: one teacher, one set of forw
 
 from __future__ import annotations
 
-from contextlib import contextmanager
-
 import numpy as np
 import torch
 
 from kiwb.kinds.multilabel.scoring import label_batch_scores
+from kiwb.workers.representation import RepresentationCapture
 from kiwb.workers.shard_scoring import ScoringSettings, _batch_scores, score_texts
 
 FEATURES = "features"  # (n, hidden) the teacher's pooled last hidden state
 BATCH_SCORES = {"single-label": _batch_scores, "multi-label": label_batch_scores}
-
-
-def mean_pooled(hidden: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
-    """(n, H) the mean of (n, T, H) hidden states over each text's real tokens."""
-    if attention_mask is None:
-        return hidden.float().mean(1)
-    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * mask).sum(1).float() / mask.sum(1).clamp(min=1).float()
-
-
-@contextmanager
-def deterministic_features(model):
-    """Keeps the pooled last hidden state of the model's dropout-off forwards (the encoder's
-    output under a hook): the MC passes, run in training mode, are not kept."""
-    held: dict[str, torch.Tensor] = {}
-
-    def keep(module, args, kwargs, output):
-        if module.training:
-            return
-        hidden = output[0] if isinstance(output, tuple) else output.last_hidden_state
-        held["features"] = mean_pooled(hidden, kwargs.get("attention_mask"))
-
-    handle = model.base_model.register_forward_hook(keep, with_kwargs=True)
-    try:
-        yield held
-    finally:
-        handle.remove()
 
 
 def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
@@ -52,9 +24,9 @@ def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettin
     """The multi-task kind's scoring seam: every head's score arrays and the pooled features."""
     heads = task.teacher.heads
 
-    with deterministic_features(model) as held:
+    with RepresentationCapture(model, "mean") as capture:
         def batch_scores(det_logits, pass_logits, keep_passes=False) -> dict[str, np.ndarray]:
-            arrays = {FEATURES: held.pop("features").cpu().numpy()}
+            arrays = {FEATURES: capture.take().cpu().numpy()}
             for head in heads:
                 found = BATCH_SCORES[head.kind](det_logits[..., head.start:head.stop],
                                                 pass_logits[..., head.start:head.stop])

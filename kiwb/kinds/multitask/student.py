@@ -31,8 +31,8 @@ from kiwb.kinds.multitask.losses import (
     split_features,
     task_losses,
 )
-from kiwb.kinds.multitask.scoring import mean_pooled
 from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
+from kiwb.workers.representation import mean_pooled
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
 from kiwb.workers.shard_scoring import length_sorted_batches
 from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize

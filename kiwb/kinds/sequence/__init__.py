@@ -47,6 +47,7 @@ class SequenceKind(TeacherKind):
         "unit": "text", "labels": "Labels",
         "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
         "call": 'print(classify("your text here"))'}
+    keeps_representation = True
     labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
     # A sigmoid head (problem_type multi_label_classification) answers each label alone:
     # its outputs are no distribution over labels, so it is not this kind's teacher.

@@ -346,10 +346,12 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
         if teachers is None or score_set.teacher in teachers:
             newest[(score_set.teacher, score_set.dataset)] = score_set
     text = Text()
+    # a representation set's name is longer ("a · unlabeled (representation)"): the bars align
+    width = max([24, *(len(f"{s.teacher} · {s.dataset}") + 1 for s in newest.values())])
     for number, score_set in enumerate(newest.values()):
         share = score_set.done_rows / score_set.num_texts if score_set.num_texts else 0.0
         text.append("\n" if number else "scores\n", "bold" if not number else "")
-        text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(24))
+        text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(width))
         text.append(hbar(share, 20), "green" if score_set.complete else "")
         text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")
     return text

@@ -221,6 +221,9 @@ def detail(summary: TeacherSummary) -> Text:
         text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
     if summary.tasks:
         text.append(f"\nanswers tasks: {', '.join(summary.tasks)}", "dim")
+    if summary.seen:
+        text.append(f"\nseen texts (its training texts, for the mahalanobis and knn routings): "
+                    f"{summary.seen}", "dim")
     if summary.problem:
         text.append(f"\n{summary.problem}", "red")
     return text

@@ -178,7 +178,9 @@ class UncertaintyPane(Pane):
         routing = summary.routing if summary is not None else None
         name = routing.name if routing is not None else None
         kind = "" if routing is None else "MC " if routing.use_mc else "plain "
-        title = (f"Routing{f' · {name}' if name else ''}: each teacher's {kind}confidence, routed "
+        # a representation routing compares its own score, not the confidence
+        score = routing.score if routing is not None and routing.score else f"{kind}confidence"
+        title = (f"Routing{f' · {name}' if name else ''}: each teacher's {score}, routed "
                  "to it vs elsewhere")
         teachers = routing.teachers if routing is not None else {}
         if not teachers:
@@ -338,6 +340,8 @@ def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
     if entry.share is not None:
         line += f" · est. in its labels {100 * entry.share:.0f}%"
     line += f" · split {entry.split:.2f}" if entry.split is not None else " · split –"
+    if entry.reference is not None:
+        line += f" · {entry.reference}"
     if entry.calibration_error is not None:
         line += f" · calibration error {entry.calibration_error:.2f}"
         if entry.calibration_error_scaled is not None:

@@ -1,0 +1,289 @@
+"""Representation sets: each teacher's representation of a data set's texts, in resumable
+shards beside its score sets (the same store tables, claims and shard files).
+
+A representation set is keyed by what decides it (the teacher, the texts, the max length, head
+or mean), not by the MC settings: changing K or the seed keeps it. A fresh score job keeps it
+from the dropout-off forward it runs anyway (kiwb.workers.shard_scoring); where a score set is
+already done without one (a project scored before kiwb kept them), or where the job scores on
+several processes or with adaptive passes, `run_representations` draws it afterwards: one
+dropout-off forward per text, the MC scores untouched. A teacher's `seen` texts (its own
+training texts, kiwb.toml [[teachers]] seen) have a representation set and no score set.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import time
+from collections.abc import Callable
+
+import numpy as np
+import torch
+
+from kiwb.errors import DataError, KiwbError
+from kiwb.kinds import KINDS
+from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
+from kiwb.project.config import ProjectConfig
+from kiwb.project.fingerprint import settings_key, texts_fingerprint
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.shards import REPRESENTATION_SUFFIX
+from kiwb.project.store import Store
+from kiwb.workers.data import TextTable, open_text_columns
+from kiwb.workers.representation import RepresentationCapture, stored
+from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
+from kiwb.workers.score_tasks import ScoreTask, claim_owner, scoring_settings
+from kiwb.workers.shard_scoring import (
+    ProgressOnce,
+    ScoringSettings,
+    capped_max_length,
+    length_sorted_batches,
+    prepare_tokenizer,
+)
+
+# Bump when what a representation set holds, or how it is drawn, changes.
+REPRESENTATION_FORMAT = 1
+SEEN = "seen"  # the dataset name of a teacher's seen texts
+# A teacher's seen texts beyond this many are read evenly spread: class means and a covariance
+# settle on a few thousand texts, and each costs a forward.
+SEEN_TEXTS = 4096
+SUFFIX = REPRESENTATION_SUFFIX  # after the data set's name in the store: its own score-set row
+
+
+@dataclasses.dataclass(frozen=True)
+class SeenTexts:
+    """A teacher's seen texts as read: the table, and each text's class index within the
+    teacher's labels where the file gives labels."""
+
+    table: TextTable
+    classes: np.ndarray | None
+    total: int  # rows in the file (the table holds at most SEEN_TEXTS of them)
+
+
+def representation_mode(config: ProjectConfig) -> str | None:
+    mode = config.scoring.representation
+    return None if mode == "none" else mode
+
+
+def linked_to_scores(config: ProjectConfig, store: Store, tasks: list) -> list:
+    """The score tasks, each linked (`representation`) to its teacher's representation set of
+    the same texts where the teacher's kind keeps one."""
+    mode = representation_mode(config)
+    if mode is None:
+        return tasks
+    linked = []
+    for task in tasks:
+        if KINDS[task.teacher.kind].keeps_representation:
+            task = dataclasses.replace(task, representation=_representation_task(
+                store, task.teacher, task.dataset, task.table, config, mode))
+        linked.append(task)
+    return linked
+
+
+def seen_tasks(config: ProjectConfig, store: Store, teachers: list) -> dict[str, tuple]:
+    """Per teacher with `seen` texts: (its representation task, its SeenTexts)."""
+    mode = representation_mode(config)
+    found = {}
+    for entry, teacher in zip(config.teachers, teachers, strict=True):
+        if entry.seen is None:
+            continue
+        if not KINDS[teacher.kind].keeps_representation:
+            raise DataError(f"{config.file}: teachers[{config.teachers.index(entry) + 1}].seen "
+                            f"applies to single-label classifiers, and teacher {entry.name!r} is a "
+                            f"{KINDS[teacher.kind].title} model: remove seen")
+        if mode is None:
+            raise DataError(f'{config.file}: teacher {entry.name!r} has seen texts, which only the '
+                            'representation routings read, and [scoring] representation = "none" '
+                            'turns representations off: set it to "head" or remove seen')
+        seen = read_seen(config, entry, teacher)
+        found[teacher.name] = (_representation_task(store, teacher, SEEN, seen.table, config, mode),
+                               seen)
+    return found
+
+
+def read_seen(config: ProjectConfig, entry, teacher) -> SeenTexts:
+    """A teacher's seen file: its texts (evenly spread down to SEEN_TEXTS) and, from the label
+    column where there is one, each text's class; one line for every fault."""
+    path = config.resolve(entry.seen, allow_hub_id=False)
+    number = [t.name for t in config.teachers].index(entry.name) + 1
+    where = f"teachers[{number}].seen ({path})"
+    text_column = entry.seen_text_column or "text"
+    try:
+        dataset = open_text_columns(path, ((text_column, "seen_text_column"),
+                                           (entry.seen_label_column, "seen_label_column")),
+                                    None, None, "unlabeled")
+    except DataError as error:  # the data reader names [data.ROLE]; here it is the teacher
+        raise DataError(str(error).replace("kiwb.toml [data.unlabeled]",
+                                           f"teachers[{number}] of kiwb.toml")) from None
+    label_column = entry.seen_label_column or ("label" if "label" in dataset.column_names else None)
+    total = len(dataset)
+    if total > SEEN_TEXTS:
+        dataset = dataset.select([int(i * total / SEEN_TEXTS) for i in range(SEEN_TEXTS)])
+    texts = list(dataset[text_column])
+    for row, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise DataError(f"{where}: row {row + 1} of column {text_column!r} is {text!r}, not a "
+                            "text; remove or fill that row")
+    classes = None
+    if label_column is not None:
+        classes = _seen_classes(dataset, label_column, teacher, where)
+    return SeenTexts(TextTable(path, texts, None, texts_fingerprint(texts)), classes, total)
+
+
+def _seen_classes(dataset, column: str, teacher, where: str) -> np.ndarray:
+    names = getattr(dataset.features[column], "names", None)  # a ClassLabel column holds ints
+    values = [names[v] if names is not None and v is not None else v for v in dataset[column]]
+    index = {label: i for i, label in enumerate(teacher.labels)}
+    unknown = sorted({str(v) for v in values if str(v) not in index})
+    if unknown:
+        raise DataError(f"{where}: labels {', '.join(map(repr, unknown[:5]))} of column {column!r} "
+                        f"are not among the labels of teacher {teacher.name!r} "
+                        f"({', '.join(teacher.labels)}); fix the column, or set seen_label_column "
+                        "to the right one")
+    return np.array([index[str(v)] for v in values], dtype=np.int64)
+
+
+def _representation_task(store: Store, teacher, dataset: str, table: TextTable,
+                         config: ProjectConfig, mode: str):
+    from kiwb.workers.teachers import teacher_content_hash
+
+    scoring = config.scoring
+    key = settings_key({"format": REPRESENTATION_FORMAT, "holds": "representation",
+                        "teacher": teacher_content_hash(teacher, store), "data": table.fingerprint,
+                        "max_length": scoring.max_length, "shard_size": scoring.shard_size,
+                        "mode": mode})
+    return ScoreTask(teacher, dataset + SUFFIX, table, key, -(-len(table) // scoring.shard_size),
+                     scoring.shard_size)
+
+
+def register_representations(store: Store, tasks: list) -> None:
+    for task in tasks:
+        store.register_score_set(task.key, teacher=task.teacher.name, dataset=task.dataset,
+                                 num_texts=len(task.table), num_shards=task.num_shards,
+                                 meta={"holds": "representation", "data": task.table.fingerprint,
+                                       "source": task.table.source, "shard_size": task.shard_size})
+
+
+# ---- drawing ------------------------------------------------------------------------------
+
+
+@torch.inference_mode()
+def represent_texts(model, tokenizer, texts: list[str], settings: ScoringSettings, device,
+                    mode: str, *, on_batch: Callable[[int], None] | None = None,
+                    should_stop: Callable[[], bool] | None = None,
+                    batch: FittedBatch | None = None) -> dict[str, np.ndarray]:
+    """One dropout-off forward per text: its representation (float16) and the class the
+    teacher predicts (int16), in input order."""
+    encodings = tokenizer(texts, truncation=True,
+                          max_length=capped_max_length(tokenizer, settings.max_length))
+    rows = [{name: encodings[name][row] for name in encodings.keys()} for row in range(len(texts))]
+    progress = ProgressOnce(on_batch)
+
+    def attempt(batch_size: int) -> dict[str, np.ndarray]:
+        progress.restart()
+        found: dict[str, np.ndarray] = {}
+        with RepresentationCapture(model, mode) as capture:
+            for batch_rows in length_sorted_batches([len(r["input_ids"]) for r in rows], batch_size):
+                if should_stop is not None and should_stop():
+                    raise InterruptedError("stopped at a batch boundary")
+                inputs = to_device(tokenizer.pad([rows[i] for i in batch_rows], return_tensors="pt"),
+                                   device)
+                with autocast_context(device, settings.dtype):
+                    logits = model(**inputs).logits
+                arrays = {"representation": stored(capture.take()),
+                          "predicted": logits.argmax(-1).to(torch.int16).cpu().numpy()}
+                for name, values in arrays.items():
+                    if name not in found:
+                        found[name] = np.zeros((len(rows), *values.shape[1:]), dtype=values.dtype)
+                    found[name][batch_rows] = values
+                progress(len(batch_rows))
+        return found
+
+    return (batch or FittedBatch(settings.batch_size)).run(attempt, device, "representing",
+                                                           items=len(texts))
+
+
+def run_representations(config: ProjectConfig, store: Store, tasks: list, *, device,
+                        progress: Callable[[str, int], None] | None = None,
+                        should_stop: Callable[[], bool] | None = None) -> None:
+    """Draw every unfinished shard of the representation `tasks` this process can claim."""
+    from kiwb.workers.teachers import load_teacher
+
+    settings = scoring_settings(config, device)
+    owner = claim_owner()
+    mode = representation_mode(config)
+    for name in dict.fromkeys(task.teacher.name for task in tasks):
+        mine = [task for task in tasks if task.teacher.name == name]
+        if all(len(store.done_shards(t.key)) == t.num_shards for t in mine):
+            continue
+        model, tokenizer = load_teacher(mine[0].teacher, str(device))
+        prepare_tokenizer(tokenizer, model)
+        batch = FittedBatch(settings.batch_size)
+        for task in mine:
+            for shard in range(task.num_shards):
+                if shard in store.done_shards(task.key) or not store.claim_shard(task.key, shard, owner):
+                    continue
+                rows = task.shard_rows(shard)
+                started = time.perf_counter()
+                try:
+                    arrays = represent_texts(
+                        model, tokenizer, task.table.texts[rows.start:rows.stop], settings, device,
+                        mode, should_stop=should_stop, batch=batch,
+                        on_batch=(lambda n, t=task: progress(f"{t.teacher.name} · {t.dataset}", n))
+                        if progress else None)
+                except BaseException:
+                    store.release_shard(task.key, shard, owner)
+                    raise
+                record_representation(store, config, task, shard, arrays,
+                                      time.perf_counter() - started)
+        del model
+
+
+def record_representation(store: Store, config: ProjectConfig, task, shard: int,
+                          arrays: dict[str, np.ndarray], seconds: float) -> None:
+    """Write a representation shard (atomically), then mark it done. Only seen texts keep the
+    teacher's predictions: a scored data set has its logits in its score set."""
+    kept = {"representation": arrays["representation"]}
+    if task.dataset == SEEN + SUFFIX:
+        kept["predicted"] = arrays["predicted"]
+    shard_file = ProjectPaths(config.root).shard_file(task.key, shard)
+    recover_interrupted_writes(shard_file.parent, target=shard_file.name)
+    atomic_write_with(shard_file, lambda handle: np.savez(handle, **kept))
+    store.finish_shard(task.key, shard, rows=len(task.shard_rows(shard)), seconds=seconds)
+
+
+def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, np.ndarray]:
+    """A finished representation set's arrays in row order ("representation"; seen texts also
+    "predicted")."""
+    done = store.done_shards(task.key)
+    if len(done) != task.num_shards:
+        raise KiwbError(
+            f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(SUFFIX)} "
+            f"data is incomplete ({len(done)}/{task.num_shards} shards); the representation "
+            f"routings read it: run kiwb score {config.root} (one dropout-off forward per text; "
+            "the MC scores are kept)")
+    paths = ProjectPaths(config.root)
+    parts = []
+    for shard in range(task.num_shards):
+        with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
+            parts.append({name: data[name] for name in data.files})
+    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def seen_references(config: ProjectConfig, store: Store, teachers: list) -> tuple[list, dict]:
+    """Per teacher (in order), its seen texts as a routing reference, or None: their
+    representations, and their labels (or, without any, the teacher's predictions) as classes;
+    and the representation-set keys read, by teacher."""
+    from kiwb.core.representation_routing import Reference
+
+    found = seen_tasks(config, store, teachers)
+    references = []
+    for teacher in teachers:
+        if teacher.name not in found:
+            references.append(None)
+            continue
+        task, seen = found[teacher.name]
+        arrays = load_representation(config, store, task)
+        classes = seen.classes if seen.classes is not None else arrays["predicted"]
+        references.append(Reference(torch.from_numpy(arrays["representation"]).float(),
+                                    torch.from_numpy(classes.astype(np.int64)), "seen"))
+    return references, {name: task.key for name, (task, _seen) in found.items()}
