@@ -232,8 +232,8 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
                                  label_unlabeled=True, **options)
 
     rewrite(seen=seen)  # the teachers' own training texts: one forward each
-    found["seen_stage"] = {k: v for k, v in debian8.kiwb("score", project, "--foreground",
-                                                         log=log).items() if k != "stdout"}
+    found["seen_stage"] = {k: v for k, v in debian8.kiwb(
+        "score", project, "--representations", "--foreground", log=log).items() if k != "stdout"}
     seen_references = representations.seen_of(project)
     found["defaults"] = representations.default_rows(pool, splits, seen_references)
     found["seen_grid"] = representations.sweep(pool, splits, seen_references)
@@ -241,7 +241,7 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
     rewrite(representation="mean")  # the mean of the last hidden states instead of the head's input
     for folder in (project, test_view):
         found[f"mean_stage_{folder.name}"] = {k: v for k, v in debian8.kiwb(
-            "score", folder, "--foreground", log=log).items() if k != "stdout"}
+            "score", folder, "--representations", "--foreground", log=log).items() if k != "stdout"}
     mean_pool = scores_of(project, "unlabeled")
     mean_splits = {"dev": scores_of(project, "eval"), "test": scores_of(test_view, "unlabeled")}
     found["mean"] = {name: representations.measured(
@@ -347,7 +347,7 @@ def main() -> None:
     stages = previous.get("stages", {})
     for folder in (project, test_view, labeled_view):  # cached where done
         before = representation_rows(folder)
-        measured = debian8.kiwb("score", folder, "--foreground", log=log)
+        measured = debian8.kiwb("score", folder, "--representations", "--foreground", log=log)
         if representation_rows(folder) > before:  # representations added to cached scores
             stages[f"represent_{folder.name}"] = {k: v for k, v in measured.items() if k != "stdout"}
     # students evaluated by an earlier run (other methods or seeds) stay in the table

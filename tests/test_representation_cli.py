@@ -151,9 +151,12 @@ def test_scores_made_without_representations_get_them_from_one_forward(unexposed
     config = project / "kiwb.toml"
     config.write_text(config.read_text().replace('representation = "none"', ""))
     refused = run_kiwb("integrate", project, "--routing", "mahalanobis", cwd=project, check=False)
-    assert refused.returncode != 0 and "run kiwb score" in refused.stderr
+    assert refused.returncode != 0 and f"run kiwb score {project} --representations" in refused.stderr
     assert "one dropout-off forward per text; the MC scores are kept" in refused.stderr
-    done = run_kiwb("score", project, cwd=project)
+    # a project whose routing does not read them is not made to draw them
+    untouched = run_kiwb("score", project, cwd=project)
+    assert "nothing to do." in untouched.stdout + untouched.stderr
+    done = run_kiwb("score", project, "--representations", cwd=project)
     said = done.stdout + done.stderr  # the worker's lines go to stderr
     assert "Keeping the teachers' representations of 400 text×teacher pairs" in said
     assert "MC-dropout passes each" not in said  # nothing was scored again
@@ -168,7 +171,7 @@ def test_scores_made_without_representations_get_them_from_one_forward(unexposed
     assert stored <= 2 * (160 + 40) * 2 * width + 8 * 400
     summary = integrated(project, "mahalanobis")
     assert summary["eval"]["routing_accuracy"]["chosen"] >= 0.95
-    again = run_kiwb("score", project, cwd=project)
+    again = run_kiwb("score", project, "--representations", cwd=project)
     assert "nothing to do." in again.stdout + again.stderr
 
 
@@ -236,3 +239,35 @@ def test_a_student_of_a_representation_routing_names_its_reference_in_the_model_
     for row in rows:
         scores = sorted(json.loads(row["confidences"]), reverse=True)
         assert row["margin"] == pytest.approx(scores[0] - scores[1], abs=1e-6)
+
+
+def test_seen_labels_from_a_class_label_column_and_a_row_without_one(unexposed, tmp_path):
+    import datasets
+
+    from kiwb.project.config import load_config
+    from kiwb.workers.project_inputs import inspect_teachers
+    from kiwb.workers.representation_sets import read_seen
+
+    features = datasets.Features({"text": datasets.Value("string"),
+                                  "label": datasets.ClassLabel(names=["politics", "sports"])})
+    folder = tmp_path / "seen-a"
+    datasets.Dataset.from_dict({"text": ["vote", "goal", "senate"], "label": [0, 1, 0]},
+                               features=features).save_to_disk(str(folder))
+    project = write_project(tmp_path / "proj", {"a": unexposed / "a", "b": unexposed / "b"},
+                            unexposed / "pool.jsonl")
+    config_file = project / "kiwb.toml"
+    config_file.write_text(config_file.read_text().replace(
+        f'path = "{unexposed / "a"}"', f'path = "{unexposed / "a"}"\nseen = "{folder}"'))
+    config = load_config(project)
+    teacher = inspect_teachers(config)[0]
+    seen = read_seen(config, config.teachers[0], teacher, 1)
+    # the ClassLabel ids name the classes; their order is the teacher's (sports, politics)
+    assert seen.table.texts == ["vote", "goal", "senate"]
+    assert [teacher.labels[c] for c in seen.classes] == ["politics", "sports", "politics"]
+    datasets.Dataset.from_dict({"text": ["vote", "goal"], "label": [0, -1]},
+                               features=features).save_to_disk(str(folder))
+    from kiwb.errors import DataError
+
+    with pytest.raises(DataError, match=r"teachers\[1\]\.seen .*: row 2 of column 'label' has no "
+                                        "label; give it one or remove the row"):
+        read_seen(config, config.teachers[0], teacher, 1)

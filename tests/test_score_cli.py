@@ -197,6 +197,8 @@ def test_killed_scoring_resumes_without_loss_or_duplicates(tmp_path, teachers_di
         for name in ("mc_probs", "mc_confidence", "det_probs"):
             np.testing.assert_allclose(arrays[name], expected[name], rtol=0, atol=1e-6)
     # the representations kept beside them: every text once, as an uninterrupted run keeps them
+    # (one the kill caught between a shard and its representation is added on request)
+    run_kiwb("score", killed, "--representations", cwd=tmp_path)
     for record in _score_sets(killed, "representations"):
         arrays = _arrays(killed, record["key"], record["num_shards"])
         expected = _arrays(reference, record["key"], record["num_shards"])

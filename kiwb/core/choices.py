@@ -28,9 +28,10 @@ ROUTINGS = {
     "confidence",
 }
 FEW_LABEL_ROUTINGS = ("stacked", "trust", "temperature")
-# Label-free routings read from what a teacher computes rather than its confidence: its
-# representation (mahalanobis, knn; scoring keeps it), or its logits (energy).
-FROM_REPRESENTATIONS = ("mahalanobis", "knn", "energy")
+# Label-free routings whose per-teacher score is their own, not a confidence: a distance in the
+# teacher's representation (mahalanobis, knn; scoring keeps it) or its logits' energy, each
+# read as the teacher's quantile over the pool (kiwb.core.representation_routing).
+OWN_SCORE_ROUTINGS = ("mahalanobis", "knn", "energy")
 READS_REPRESENTATION = ("mahalanobis", "knn")
 # What scoring keeps of a teacher's dropout-off pass for them (kiwb.workers.representation).
 REPRESENTATIONS = ("head", "mean", "none")

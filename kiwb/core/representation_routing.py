@@ -30,8 +30,8 @@ from torch import Tensor
 from kiwb.core.quantiles import empirical_cdf
 
 
-class TeacherFeatures(Protocol):
-    """What these routings read of a teacher's scores (kiwb.core.routing.TeacherFeatures)."""
+class RoutedTexts(Protocol):
+    """What these routings read of a teacher's scores (a kiwb.core.routing.TeacherFeatures)."""
 
     det_logits: Tensor             # (n, C) dropout-off logits
     representation: Tensor | None  # (n, d) the input of its classifier head
@@ -82,22 +82,22 @@ class ClassGaussians:
 def fit_class_gaussians(points: Tensor, classes: Tensor, shrinkage: float = SHRINKAGE) -> ClassGaussians:
     """Means per class present in `classes` and their pooled within-class covariance, shrunk
     toward its diagonal: (1 - s) * S + s * diag(S)."""
-    points = points.double()
     present = torch.unique(classes)
     if len(points) < 2:
         raise ValueError(f"class means need at least 2 reference texts, got {len(points)}")
-    means = torch.stack([points[classes == label].mean(0) for label in present])  # (C', d)
-    width = points.shape[1]
-    scatter = torch.zeros(width, width, dtype=torch.float64)
-    for label, mean in zip(present, means, strict=True):
-        centred = points[classes == label] - mean
+    width, device = points.shape[1], points.device
+    means, scatter = [], torch.zeros(width, width, dtype=torch.float64, device=device)
+    for label in present:  # one class at a time in float64: a float16 pool stays float16
+        mine = points[classes == label].double()
+        means.append(mine.mean(0))
+        centred = mine - means[-1]
         scatter += centred.T @ centred
     covariance = scatter / len(points)
     diagonal = torch.diagonal(covariance).clone()
     shrunk = (1 - shrinkage) * covariance + shrinkage * torch.diag(diagonal)
     ridge = _RIDGE * max(float(diagonal.mean()), 1e-12)
-    shrunk += ridge * torch.eye(width, dtype=torch.float64)
-    return ClassGaussians(means, torch.linalg.cholesky(shrunk))
+    shrunk += ridge * torch.eye(width, dtype=torch.float64, device=device)
+    return ClassGaussians(torch.stack(means), torch.linalg.cholesky(shrunk))  # means (C', d)
 
 
 def nearest_similarity(queries: Tensor, neighbours: Tensor, k: int = NEIGHBOURS) -> Tensor:
@@ -105,9 +105,12 @@ def nearest_similarity(queries: Tensor, neighbours: Tensor, k: int = NEIGHBOURS)
     (unit rows). A neighbour identical to the query (the query itself, where the reference is
     drawn from the same texts) is skipped, so a reference text is not its own evidence."""
     k = min(k, max(1, len(neighbours) - 1))
+    # rows per block: a block's similarities stay near 2**25 floats (128 MB) however many
+    # reference texts there are
+    rows = max(1, min(_CHUNK, 2 ** 25 // max(1, len(neighbours))))
     found = []
-    for start in range(0, len(queries), _CHUNK):
-        block = torch.nn.functional.normalize(queries[start:start + _CHUNK].float(), dim=1)
+    for start in range(0, len(queries), rows):
+        block = torch.nn.functional.normalize(queries[start:start + rows].float(), dim=1)
         similarity = block @ neighbours.T                                     # (b, m)
         top = similarity.topk(min(k + 1, neighbours.shape[0]), dim=1).values  # (b, k+1)
         itself = top[:, 0] > 1 - 1e-5
@@ -134,7 +137,7 @@ class MahalanobisRouter:
     share: float | None = None
 
     @staticmethod
-    def raw(gaussians: ClassGaussians, features: TeacherFeatures,
+    def raw(gaussians: ClassGaussians, features: RoutedTexts,
             background: ClassGaussians | None = None) -> Tensor:
         points = _representation(features)
         nearest = gaussians.squared_distances(points).min(dim=1).values
@@ -142,7 +145,7 @@ class MahalanobisRouter:
             nearest = nearest - background.squared_distances(points)[:, 0]
         return -nearest
 
-    def scores(self, features: TeacherFeatures) -> Tensor:
+    def scores(self, features: RoutedTexts) -> Tensor:
         return empirical_cdf(self.reference, self.raw(self.gaussians, features, self.background))
 
 
@@ -161,10 +164,10 @@ class KnnRouter:
         return len(self.neighbours)
 
     @staticmethod
-    def raw(neighbours: Tensor, k: int, features: TeacherFeatures) -> Tensor:
+    def raw(neighbours: Tensor, k: int, features: RoutedTexts) -> Tensor:
         return nearest_similarity(_representation(features), neighbours, k)
 
-    def scores(self, features: TeacherFeatures) -> Tensor:
+    def scores(self, features: RoutedTexts) -> Tensor:
         return empirical_cdf(self.reference, self.raw(self.neighbours, self.k, features))
 
 
@@ -176,14 +179,14 @@ class EnergyRouter:
     share: float | None = None
 
     @staticmethod
-    def raw(features: TeacherFeatures) -> Tensor:
+    def raw(features: RoutedTexts) -> Tensor:
         return torch.logsumexp(features.det_logits.double(), dim=1)
 
-    def scores(self, features: TeacherFeatures) -> Tensor:
+    def scores(self, features: RoutedTexts) -> Tensor:
         return empirical_cdf(self.reference, self.raw(features))
 
 
-def _representation(features: TeacherFeatures) -> Tensor:
+def _representation(features: RoutedTexts) -> Tensor:
     if features.representation is None:
         raise ValueError("this routing reads the teacher's representation, which its scores lack")
     return features.representation
@@ -206,7 +209,7 @@ class RepresentationSettings:
 DEFAULTS = RepresentationSettings()
 
 
-def seeded_reference(features: TeacherFeatures, share: float = SEED_SHARE) -> Reference:
+def seeded_reference(features: RoutedTexts, share: float = SEED_SHARE) -> Reference:
     """Per class the teacher predicts on the pool, the `share` of those texts it is surest of
     (by the margin of its two top dropout-off logits), at least one."""
     said = features.det_logits.argmax(dim=1)
@@ -223,13 +226,14 @@ def seeded_reference(features: TeacherFeatures, share: float = SEED_SHARE) -> Re
     return Reference(_representation(features)[rows], said[rows], "seeded")
 
 
-def fit_router(name: str, pool: TeacherFeatures, reference: Reference | None,
+def fit_router(name: str, pool: RoutedTexts, reference: Reference | None,
                settings: RepresentationSettings = DEFAULTS):
     """One teacher's router of routing `name`, its raw scores ranked over the pool."""
     if name == "energy":
         return EnergyRouter(EnergyRouter.raw(pool).sort().values)
     if reference is None or len(reference.classes) < 2:
-        raise ValueError(f"routing {name!r} needs at least 2 reference texts per teacher")
+        count = 0 if reference is None else len(reference.classes)
+        raise ValueError(f"{count} reference text(s) to fit on, and 2 or more are needed")
     if name == "mahalanobis":
         gaussians = fit_class_gaussians(reference.representation, reference.classes,
                                         settings.shrinkage)
@@ -248,20 +252,27 @@ def fit_router(name: str, pool: TeacherFeatures, reference: Reference | None,
     raise ValueError(f"unknown representation routing {name!r}")
 
 
-def fit_representation_routers(name: str, pool: Sequence[TeacherFeatures],
+def fit_representation_routers(name: str, pool: Sequence[RoutedTexts],
                                seen: Sequence[Reference | None] | None = None,
-                               settings: RepresentationSettings = DEFAULTS) -> tuple:
+                               settings: RepresentationSettings = DEFAULTS,
+                               teacher_names: Sequence[str] | None = None) -> tuple:
     """Every teacher's router: fitted on its seen texts where given, else seeded on the pool;
     then `settings.refits` times refitted on the pool texts the routing gave each teacher."""
     seen = list(seen) if seen is not None else [None] * len(pool)
+    names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
     if len(seen) != len(pool):
         raise ValueError(f"{len(seen)} seen references for {len(pool)} teachers")
     if name == "energy":
         return tuple(fit_router(name, features, None, settings) for features in pool)
     references = [given if given is not None else seeded_reference(features, settings.seed_share)
                   for features, given in zip(pool, seen, strict=True)]
-    routers = [fit_router(name, features, reference, settings)
-               for features, reference in zip(pool, references, strict=True)]
+    routers = []
+    for teacher, features, reference in zip(names, pool, references, strict=True):
+        try:
+            routers.append(fit_router(name, features, reference, settings))
+        except ValueError as error:
+            where = "its seen texts" if reference.source == "seen" else "the pool texts it is surest of"
+            raise ValueError(f"teacher {teacher!r}: {error} ({where}); give it more") from None
     for _ in range(settings.refits):
         routed = torch.stack([router.scores(features) for router, features
                               in zip(routers, pool, strict=True)], dim=1).argmax(dim=1)

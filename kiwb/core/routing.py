@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, FROM_REPRESENTATIONS, ROUTINGS
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, OWN_SCORE_ROUTINGS, ROUTINGS
 from kiwb.core.gaussians import Gaussians
 from kiwb.core.owner_mixture import OwnerMixture, fit_owner_mixture
 from kiwb.core.quantiles import empirical_cdf
@@ -395,9 +395,9 @@ def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = Tr
     the representation routings on `seen` texts where a teacher has them."""
     if name not in ROUTINGS:
         raise ValueError(f"unknown routing {name!r}; choose one of {', '.join(ROUTINGS)}")
-    if name in FROM_REPRESENTATIONS:
+    if name in OWN_SCORE_ROUTINGS:
         return FittedRouting(name, fit_representation_routers(
-            name, pool, seen, representation or RepresentationSettings()))
+            name, pool, seen, representation or RepresentationSettings(), teacher_names))
     names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
     if name in FEW_LABEL_ROUTINGS:
         if labeled is None:

@@ -27,7 +27,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from kiwb.core.choices import DEFAULT_ROUTING, FROM_REPRESENTATIONS, INTEGRATION_METHODS
+from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, OWN_SCORE_ROUTINGS
 
 
 @dataclass(frozen=True)
@@ -180,7 +180,7 @@ class TeacherKind(ABC):
     def check_routing(self, routing: str | None) -> None:
         """ValueError in one line when `routing` reads what this kind's scoring does not keep
         (a representation routing for a kind without representations)."""
-        if routing in FROM_REPRESENTATIONS and not self.keeps_representation:
+        if routing in OWN_SCORE_ROUTINGS and not self.keeps_representation:
             raise ValueError(f"routing {routing!r} reads each teacher's representation or "
                              f"logits per text, which kiwb keeps for single-label teachers; "
                              f"{self.title} teachers route with {self.default_routing} (or "

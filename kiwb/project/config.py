@@ -20,6 +20,7 @@ from kiwb.project.atomic import atomic_write_with
 from kiwb.project.config_checks import (
     _build,
     _check_eval_labels,
+    _check_seen_columns,
     _check_teacher_names,
     _Loc,
     check_routing,
@@ -92,6 +93,7 @@ def _parse(text: str, file: Path, *, check_environment: bool = True) -> ProjectC
         raise _syntax_error(exc, file) from None
     config = _build(ProjectConfig, table, _Loc(file), root=file.parent, file=file)
     _check_teacher_names(config)
+    _check_seen_columns(config)
     _check_eval_labels(config)
     return require_environment(config) if check_environment else config
 

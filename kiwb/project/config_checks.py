@@ -245,6 +245,16 @@ def _check_teacher_names(config: ProjectConfig) -> None:
         )
 
 
+def _check_seen_columns(config: ProjectConfig) -> None:
+    """A seen file's column names apply only to a teacher that has a seen file."""
+    for number, teacher in enumerate(config.teachers, start=1):
+        for key in ("seen_text_column", "seen_label_column"):
+            if teacher.seen is None and getattr(teacher, key) is not None:
+                raise _Loc(config.file).item("teachers", number).error(
+                    key, "names a column of the seen file, and this teacher has none: set seen "
+                    f"= PATH to a file of its training texts, or remove {key}")
+
+
 def _check_tasks(config: ProjectConfig) -> None:
     """A multi-task project's [[tasks]] and each teacher's tasks name one another: unique task
     names, every teacher mapped to known tasks, every task answered by some teacher."""

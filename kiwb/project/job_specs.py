@@ -159,6 +159,9 @@ class ScoreSpec(JobSpec):
     devices: str | None = flag("--devices", "score on several devices at once, one process "
                                "each: a comma list (cuda:0,cuda:1 or cpu,cpu) or all (every "
                                "GPU here); results are those of one process", metavar="LIST")
+    representations: bool | None = flag(
+        "--representations", "also add each teacher's representation to scores made without it "
+        "(one dropout-off forward per text; the mahalanobis and knn routings read it)", type=bool)
 
     def device_list(self) -> list[str] | None:
         return device_list(self.devices)

@@ -10,7 +10,7 @@ import torch
 from kiwb.core import integration as integ
 from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
-from kiwb.core.choices import FROM_REPRESENTATIONS, READS_REPRESENTATION
+from kiwb.core.choices import OWN_SCORE_ROUTINGS, READS_REPRESENTATION
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
@@ -399,7 +399,7 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
     teachers = {}
     calibration = calibration_errors(labeled, fitted) if labeled is not None else {}
     # a representation routing's own score: the confidence is not what it compared
-    own_scores = scores.routing_scores(fitted) if fitted.name in FROM_REPRESENTATIONS else None
+    own_scores = scores.routing_scores(fitted) if fitted.name in OWN_SCORE_ROUTINGS else None
     for number, (name, router) in enumerate(zip(scores.teachers, fitted.routers, strict=True)):
         values = (own_scores if own_scores is not None else
                   scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]

@@ -70,14 +70,28 @@ class RepresentationCapture:
 def output_layer(model: nn.Module) -> nn.Linear:
     """The linear layer that produces the logits: the last one with num_labels outputs (heads
     are built after their encoder in every transformers classifier)."""
+    problem = capture_problem(model, "head")
+    if problem:
+        raise ValueError(problem)
     count = int(model.config.num_labels)
-    layers = [module for module in model.modules()
-              if isinstance(module, nn.Linear) and module.out_features == count]
-    if not layers:
-        raise ValueError(f"no linear layer of {count} outputs (its classifier) was found in this "
-                         f"{type(model).__name__}; set [scoring] representation = \"mean\" to use "
-                         "the mean of its last hidden states instead")
-    return layers[-1]
+    return [module for module in model.modules()
+            if isinstance(module, nn.Linear) and module.out_features == count][-1]
+
+
+def capture_problem(model: nn.Module, mode: str) -> str | None:
+    """Why this model's representation cannot be kept in `mode`, with the fix; None if it can."""
+    if mode == "mean":
+        return None if isinstance(getattr(model, "base_model", None), nn.Module) and \
+            model.base_model is not model else (
+            f"this {type(model).__name__} has no encoder apart from its head to take the mean "
+            'of; set [scoring] representation = "none"')
+    count = int(model.config.num_labels)
+    if not any(isinstance(module, nn.Linear) and module.out_features == count
+               for module in model.modules()):
+        return (f"no linear layer of {count} outputs (its classifier) was found in this "
+                f'{type(model).__name__}; set [scoring] representation = "mean" (the mean of '
+                'its last hidden states) or "none"')
+    return None
 
 
 def last_token(hidden: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -94,8 +108,8 @@ def mean_pooled(hidden: torch.Tensor, attention_mask: torch.Tensor | None) -> to
     """(n, H) the mean of (n, T, H) hidden states over each text's real tokens."""
     if attention_mask is None:
         return hidden.float().mean(1)
-    mask = attention_mask.to(hidden.dtype).unsqueeze(-1)
-    return (hidden * mask).sum(1).float() / mask.sum(1).clamp(min=1).float()
+    mask = attention_mask.float().unsqueeze(-1)  # summed in float32: half precision overflows
+    return (hidden.float() * mask).sum(1) / mask.sum(1).clamp(min=1)
 
 
 def stored(representation: torch.Tensor) -> np.ndarray:

@@ -20,6 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
+from kiwb.core.choices import READS_REPRESENTATION
 from kiwb.errors import DataError, KiwbError
 from kiwb.kinds import KINDS
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
@@ -29,10 +30,11 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.shards import REPRESENTATION_SUFFIX
 from kiwb.project.store import Store
 from kiwb.workers.data import TextTable, open_text_columns
-from kiwb.workers.representation import RepresentationCapture, stored
+from kiwb.workers.representation import RepresentationCapture, capture_problem, stored
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
-from kiwb.workers.score_tasks import ScoreTask, claim_owner, scoring_settings
+from kiwb.workers.score_tasks import ScoreTask, claim_owner, non_finite_message, scoring_settings
 from kiwb.workers.shard_scoring import (
+    NonFiniteLogits,
     ProgressOnce,
     ScoringSettings,
     capped_max_length,
@@ -46,7 +48,6 @@ SEEN = "seen"  # the dataset name of a teacher's seen texts
 # A teacher's seen texts beyond this many are read evenly spread: class means and a covariance
 # settle on a few thousand texts, and each costs a forward.
 SEEN_TEXTS = 4096
-SUFFIX = REPRESENTATION_SUFFIX  # after the data set's name in the store: its own score-set row
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +63,14 @@ class SeenTexts:
 def representation_mode(config: ProjectConfig) -> str | None:
     mode = config.scoring.representation
     return None if mode == "none" else mode
+
+
+def representations_wanted(config: ProjectConfig) -> bool:
+    """Whether the project reads representations: a score job then draws those its score sets
+    lack (`kiwb score --representations` asks for them whatever the project reads)."""
+    return representation_mode(config) is not None and (
+        config.integration.routing in READS_REPRESENTATION
+        or any(teacher.seen is not None for teacher in config.teachers))
 
 
 def linked_to_scores(config: ProjectConfig, store: Store, tasks: list) -> list:
@@ -83,28 +92,28 @@ def seen_tasks(config: ProjectConfig, store: Store, teachers: list) -> dict[str,
     """Per teacher with `seen` texts: (its representation task, its SeenTexts)."""
     mode = representation_mode(config)
     found = {}
-    for entry, teacher in zip(config.teachers, teachers, strict=True):
+    for number, (entry, teacher) in enumerate(zip(config.teachers, teachers, strict=True), start=1):
         if entry.seen is None:
             continue
         if not KINDS[teacher.kind].keeps_representation:
-            raise DataError(f"{config.file}: teachers[{config.teachers.index(entry) + 1}].seen "
-                            f"applies to single-label classifiers, and teacher {entry.name!r} is a "
+            raise DataError(f"{config.file}: teachers[{number}].seen applies to single-label "
+                            f"classifiers, and teacher {entry.name!r} is a "
                             f"{KINDS[teacher.kind].title} model: remove seen")
         if mode is None:
             raise DataError(f'{config.file}: teacher {entry.name!r} has seen texts, which only the '
                             'representation routings read, and [scoring] representation = "none" '
                             'turns representations off: set it to "head" or remove seen')
-        seen = read_seen(config, entry, teacher)
+        seen = read_seen(config, entry, teacher, number)
         found[teacher.name] = (_representation_task(store, teacher, SEEN, seen.table, config, mode),
                                seen)
     return found
 
 
-def read_seen(config: ProjectConfig, entry, teacher) -> SeenTexts:
-    """A teacher's seen file: its texts (evenly spread down to SEEN_TEXTS) and, from the label
-    column where there is one, each text's class; one line for every fault."""
+def read_seen(config: ProjectConfig, entry, teacher, number: int) -> SeenTexts:
+    """A teacher's seen file (`entry`, kiwb.toml's teachers[`number`]): its texts (evenly spread
+    down to SEEN_TEXTS) and, from the label column where there is one, each text's class; one
+    line for every fault."""
     path = config.resolve(entry.seen, allow_hub_id=False)
-    number = [t.name for t in config.teachers].index(entry.name) + 1
     where = f"teachers[{number}].seen ({path})"
     text_column = entry.seen_text_column or "text"
     try:
@@ -112,34 +121,47 @@ def read_seen(config: ProjectConfig, entry, teacher) -> SeenTexts:
                                            (entry.seen_label_column, "seen_label_column")),
                                     None, None, "unlabeled")
     except DataError as error:  # the data reader names [data.ROLE]; here it is the teacher
-        raise DataError(str(error).replace("kiwb.toml [data.unlabeled]",
-                                           f"teachers[{number}] of kiwb.toml")) from None
+        raise DataError(str(error).replace(
+            "set split in kiwb.toml [data.unlabeled]", "point seen at one split's folder or file"
+        ).replace("kiwb.toml [data.unlabeled]", f"teachers[{number}] of kiwb.toml")) from None
     label_column = entry.seen_label_column or ("label" if "label" in dataset.column_names else None)
     total = len(dataset)
+    file_rows = list(range(total))
     if total > SEEN_TEXTS:
-        dataset = dataset.select([int(i * total / SEEN_TEXTS) for i in range(SEEN_TEXTS)])
+        file_rows = [int(i * total / SEEN_TEXTS) for i in range(SEEN_TEXTS)]
+        dataset = dataset.select(file_rows)
+    file_rows = [row + 1 for row in file_rows]  # as an editor numbers a file's rows
     texts = list(dataset[text_column])
     for row, text in enumerate(texts):
         if not isinstance(text, str):
-            raise DataError(f"{where}: row {row + 1} of column {text_column!r} is {text!r}, not a "
-                            "text; remove or fill that row")
+            raise DataError(f"{where}: row {file_rows[row]} of column {text_column!r} is {text!r}, "
+                            "not a text; remove or fill that row")
     classes = None
     if label_column is not None:
-        classes = _seen_classes(dataset, label_column, teacher, where)
+        classes = _seen_classes(dataset, label_column, teacher, where, file_rows)
     return SeenTexts(TextTable(path, texts, None, texts_fingerprint(texts)), classes, total)
 
 
-def _seen_classes(dataset, column: str, teacher, where: str) -> np.ndarray:
-    names = getattr(dataset.features[column], "names", None)  # a ClassLabel column holds ints
-    values = [names[v] if names is not None and v is not None else v for v in dataset[column]]
+def _seen_classes(dataset, column: str, teacher, where: str, file_rows: list[int]) -> np.ndarray:
+    """Each seen text's class index: a label name of the teacher's, or (a ClassLabel column)
+    the name its id stands for; one line for a missing or unknown label."""
+    names = getattr(dataset.features[column], "names", None)  # a ClassLabel column holds ids
     index = {label: i for i, label in enumerate(teacher.labels)}
-    unknown = sorted({str(v) for v in values if str(v) not in index})
-    if unknown:
-        raise DataError(f"{where}: labels {', '.join(map(repr, unknown[:5]))} of column {column!r} "
-                        f"are not among the labels of teacher {teacher.name!r} "
-                        f"({', '.join(teacher.labels)}); fix the column, or set seen_label_column "
-                        "to the right one")
-    return np.array([index[str(v)] for v in values], dtype=np.int64)
+    classes = []
+    for row, value in enumerate(dataset[column]):
+        if value is None or (names is not None and value < 0):  # -1: ClassLabel's "no label"
+            raise DataError(f"{where}: row {file_rows[row]} of column {column!r} has no label; "
+                            "give it one or remove the row")
+        label = names[value] if names is not None else str(value)
+        if label not in index:
+            unknown = sorted({str(names[v] if names is not None else v)
+                              for v in dataset[column] if v is not None} - set(index))
+            raise DataError(f"{where}: labels {', '.join(map(repr, unknown[:5]))} of column "
+                            f"{column!r} are not among the labels of teacher {teacher.name!r} "
+                            f"({', '.join(teacher.labels)}); fix the column, or set "
+                            "seen_label_column to the right one")
+        classes.append(index[label])
+    return np.array(classes, dtype=np.int64)
 
 
 def _representation_task(store: Store, teacher, dataset: str, table: TextTable,
@@ -151,7 +173,7 @@ def _representation_task(store: Store, teacher, dataset: str, table: TextTable,
                         "teacher": teacher_content_hash(teacher, store), "data": table.fingerprint,
                         "max_length": scoring.max_length, "shard_size": scoring.shard_size,
                         "mode": mode})
-    return ScoreTask(teacher, dataset + SUFFIX, table, key, -(-len(table) // scoring.shard_size),
+    return ScoreTask(teacher, dataset + REPRESENTATION_SUFFIX, table, key, -(-len(table) // scoring.shard_size),
                      scoring.shard_size)
 
 
@@ -189,7 +211,11 @@ def represent_texts(model, tokenizer, texts: list[str], settings: ScoringSetting
                                    device)
                 with autocast_context(device, settings.dtype):
                     logits = model(**inputs).logits
-                arrays = {"representation": stored(capture.take()),
+                representation = capture.take()
+                # a NaN distance would read as the top quantile: that teacher would win
+                if not bool(torch.isfinite(logits).all() & torch.isfinite(representation).all()):
+                    raise NonFiniteLogits()
+                arrays = {"representation": stored(representation),
                           "predicted": logits.argmax(-1).to(torch.int16).cpu().numpy()}
                 for name, values in arrays.items():
                     if name not in found:
@@ -211,12 +237,16 @@ def run_representations(config: ProjectConfig, store: Store, tasks: list, *, dev
     settings = scoring_settings(config, device)
     owner = claim_owner()
     mode = representation_mode(config)
+    paths = ProjectPaths(config.root)
     for name in dict.fromkeys(task.teacher.name for task in tasks):
         mine = [task for task in tasks if task.teacher.name == name]
         if all(len(store.done_shards(t.key)) == t.num_shards for t in mine):
             continue
         model, tokenizer = load_teacher(mine[0].teacher, str(device))
         prepare_tokenizer(tokenizer, model)
+        problem = capture_problem(model, mode)
+        if problem:
+            raise KiwbError(f"teacher {name!r}: cannot keep its representation: {problem}")
         batch = FittedBatch(settings.batch_size)
         for task in mine:
             for shard in range(task.num_shards):
@@ -230,22 +260,25 @@ def run_representations(config: ProjectConfig, store: Store, tasks: list, *, dev
                         mode, should_stop=should_stop, batch=batch,
                         on_batch=(lambda n, t=task: progress(f"{t.teacher.name} · {t.dataset}", n))
                         if progress else None)
+                except NonFiniteLogits:
+                    store.release_shard(task.key, shard, owner)
+                    raise KiwbError(non_finite_message(task, rows, settings.dtype)) from None
                 except BaseException:
                     store.release_shard(task.key, shard, owner)
                     raise
-                record_representation(store, config, task, shard, arrays,
+                record_representation(store, paths, task, shard, arrays,
                                       time.perf_counter() - started)
         del model
 
 
-def record_representation(store: Store, config: ProjectConfig, task, shard: int,
+def record_representation(store: Store, paths: ProjectPaths, task, shard: int,
                           arrays: dict[str, np.ndarray], seconds: float) -> None:
     """Write a representation shard (atomically), then mark it done. Only seen texts keep the
     teacher's predictions: a scored data set has its logits in its score set."""
     kept = {"representation": arrays["representation"]}
-    if task.dataset == SEEN + SUFFIX:
+    if task.dataset == SEEN + REPRESENTATION_SUFFIX:
         kept["predicted"] = arrays["predicted"]
-    shard_file = ProjectPaths(config.root).shard_file(task.key, shard)
+    shard_file = paths.shard_file(task.key, shard)
     recover_interrupted_writes(shard_file.parent, target=shard_file.name)
     atomic_write_with(shard_file, lambda handle: np.savez(handle, **kept))
     store.finish_shard(task.key, shard, rows=len(task.shard_rows(shard)), seconds=seconds)
@@ -257,10 +290,10 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
     done = store.done_shards(task.key)
     if len(done) != task.num_shards:
         raise KiwbError(
-            f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(SUFFIX)} "
+            f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(REPRESENTATION_SUFFIX)} "
             f"data is incomplete ({len(done)}/{task.num_shards} shards); the representation "
-            f"routings read it: run kiwb score {config.root} (one dropout-off forward per text; "
-            "the MC scores are kept)")
+            f"routings read it: run kiwb score {config.root} --representations (one dropout-off "
+            "forward per text; the MC scores are kept)")
     paths = ProjectPaths(config.root)
     parts = []
     for shard in range(task.num_shards):
@@ -286,4 +319,8 @@ def seen_references(config: ProjectConfig, store: Store, teachers: list) -> tupl
         classes = seen.classes if seen.classes is not None else arrays["predicted"]
         references.append(Reference(torch.from_numpy(arrays["representation"]).float(),
                                     torch.from_numpy(classes.astype(np.int64)), "seen"))
-    return references, {name: task.key for name, (task, _seen) in found.items()}
+    # what an integration read: the seen texts' set, and the labels they were given
+    keys = {name: {"texts": task.key, "labels": texts_fingerprint(
+        [str(c) for c in seen.classes]) if seen.classes is not None else None}
+        for name, (task, seen) in found.items()}
+    return references, keys

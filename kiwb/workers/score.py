@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from kiwb.console import console
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.kinds import DEFAULT_KIND, KINDS, run_seam
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
@@ -18,6 +19,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.store import Store
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
+from kiwb.workers.representation import capture_problem
 from kiwb.workers.representation_sets import (
     linked_to_scores,
     record_representation,
@@ -25,7 +27,13 @@ from kiwb.workers.representation_sets import (
     representation_mode,
 )
 from kiwb.workers.runtime import FittedBatch, resolve_device, scoring_precision
-from kiwb.workers.score_tasks import ScoreTask, claim_owner, resolved_strategy, scoring_settings
+from kiwb.workers.score_tasks import (
+    ScoreTask,
+    claim_owner,
+    non_finite_message,
+    resolved_strategy,
+    scoring_settings,
+)
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
@@ -220,8 +228,14 @@ def run_scoring(
         model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
         prepare_tokenizer(tokenizer, model)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
+        keeps = representation_mode(config)
+        problem = capture_problem(model, keeps) if keeps and teacher_tasks[0].representation else None
+        if problem:  # its scores do not wait for it: the representation routings will say so
+            console.print(f"teacher {teacher_name!r}: its representation is not kept: {problem}",
+                          highlight=False, soft_wrap=True)
+            keeps = None
         for task in teacher_tasks:
-            _score_task(config, task, model, tokenizer, settings, device, store, paths, owner,
+            _score_task(task, model, tokenizer, settings, keeps, device, store, paths, owner,
                         progress, should_stop, job_id, batch)
         del model
 
@@ -231,7 +245,7 @@ def shard_seed(settings: ScoringSettings, shard: int) -> int:
     return settings.seed * 1_000_003 + shard
 
 
-def _score_task(config, task, model, tokenizer, settings, device, store, paths, owner, progress,
+def _score_task(task, model, tokenizer, settings, keeps, device, store, paths, owner, progress,
                 should_stop, job_id, batch) -> None:
     description = f"{task.teacher.name} · {task.dataset}"
     for shard in range(task.num_shards):
@@ -239,10 +253,10 @@ def _score_task(config, task, model, tokenizer, settings, device, store, paths, 
             continue
         rows = task.shard_rows(shard)
         started = time.perf_counter()
-        representation = task.representation
+        representation = task.representation if keeps else None
         if representation is not None and shard not in store.done_shards(representation.key):
             # kept from the dropout-off forward scoring runs anyway
-            shard_settings = dataclasses.replace(settings, representation=representation_mode(config))
+            shard_settings = dataclasses.replace(settings, representation=keeps)
         else:
             shard_settings = settings
         try:
@@ -262,7 +276,7 @@ def _score_task(config, task, model, tokenizer, settings, device, store, paths, 
         kept = arrays.pop("representation", None)
         record_shard(store, paths, task, shard, arrays, seconds, job_id)
         if kept is not None and store.claim_shard(representation.key, shard, owner):
-            record_representation(store, config, representation, shard,
+            record_representation(store, paths, representation, shard,
                                   {"representation": kept}, seconds)
 
 
@@ -291,22 +305,6 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
             ("mc_confidence_hist", "det_confidence_hist"),
             KINDS[task.teacher.kind].histogram_fields, strict=True)})
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
-
-
-# What to try when a teacher's logits are not finite, by the dtype it was scored in.
-NON_FINITE_FIXES = {
-    "float16": 'float16 overflows in some models: set [scoring] dtype = "bfloat16" (or "float32")',
-    "bfloat16": 'set [scoring] dtype = "float32"; should that fail too, the checkpoint is broken '
-                "(try kiwb predict on it)",
-    "float32": "its weights hold NaN or overflow even in float32: check the checkpoint with "
-               "kiwb predict",
-}
-
-
-def non_finite_message(task: ScoreTask, rows: range, dtype: str) -> str:
-    return (f"teacher {task.teacher.name!r} gave NaN or infinite logits on {task.dataset} texts "
-            f"{rows.start + 1:,}-{rows.stop:,} under dtype {dtype}; nothing of that shard was "
-            f"stored. {NON_FINITE_FIXES[dtype]}")
 
 
 def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:

@@ -13,6 +13,7 @@ from kiwb.project.config import ProjectConfig
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.representation_sets import (
     register_representations,
+    representations_wanted,
     run_representations,
     seen_tasks,
 )
@@ -39,7 +40,11 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
     if note is not None:  # once, before planning: the precision is part of the score sets' keys
         console.print(note, highlight=False, markup=False, soft_wrap=True)
     tasks = plan_scoring(config, store, device)
-    representations = representation_tasks(config, store, tasks)
+    # Drawn on their own (one forward per text) only where they are asked for: a fresh shard
+    # keeps its representation from its own dropout-off forward either way.
+    asked = bool(getattr(session.job.spec, "representations", False))
+    representations = (representation_tasks(config, store, tasks)
+                       if asked or representations_wanted(config) else [])
     register_tasks(store, tasks)
     register_representations(store, representations)
     todo = pending_texts(store, tasks)

@@ -62,3 +62,19 @@ def scoring_settings(config: ProjectConfig, device) -> ScoringSettings:
         dtype=scoring_precision(scoring.dtype, device),
         seed=scoring.seed,
     )
+
+
+# What to try when a teacher's logits are not finite, by the dtype it was scored in.
+NON_FINITE_FIXES = {
+    "float16": 'float16 overflows in some models: set [scoring] dtype = "bfloat16" (or "float32")',
+    "bfloat16": 'set [scoring] dtype = "float32"; should that fail too, the checkpoint is broken '
+                "(try kiwb predict on it)",
+    "float32": "its weights hold NaN or overflow even in float32: check the checkpoint with "
+               "kiwb predict",
+}
+
+
+def non_finite_message(task: ScoreTask, rows: range, dtype: str) -> str:
+    return (f"teacher {task.teacher.name!r} gave NaN or infinite logits on {task.dataset} texts "
+            f"{rows.start + 1:,}-{rows.stop:,} under dtype {dtype}; nothing of that shard was "
+            f"stored. {NON_FINITE_FIXES[dtype]}")

@@ -149,7 +149,10 @@ def _score_features(
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)
         # NaN survives clamping, histograms drop it and argmax takes it as the largest value:
         # one overflowing teacher would win every text. One check (one sync) per batch.
-        if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
+        finite = torch.isfinite(det).all() & torch.isfinite(passes).all()
+        if representation is not None:  # a NaN distance would read as the top quantile too
+            finite &= torch.isfinite(representation).all()
+        if not bool(finite):
             raise NonFiniteLogits()
         arrays = batch_scores(det, passes, settings.keep_passes)
         if representation is not None:

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from kiwb.core import routing as routes
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, FROM_REPRESENTATIONS
+from kiwb.core.choices import FEW_LABEL_ROUTINGS, OWN_SCORE_ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.kinds.token.integration import (
     TextClusters,
@@ -92,7 +92,7 @@ def fit_cluster_routing(settings: IntegrationSettings, data: TokenData,
     """The settings' routing fitted on the pool's clusters (label-free routings only)."""
     if settings.routing in FEW_LABEL_ROUTINGS:
         label_free = ", ".join(name for name in routes.ROUTINGS
-                               if name not in (*FEW_LABEL_ROUTINGS, *FROM_REPRESENTATIONS))
+                               if name not in (*FEW_LABEL_ROUTINGS, *OWN_SCORE_ROUTINGS))
         raise ConfigError(f"routing {settings.routing!r} is fitted on labeled texts of a "
                           f"sequence project; token teachers route by a label-free routing "
                           f"({label_free}), and spans labeled in the Conflicts pane become "
