@@ -48,6 +48,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))  # debian8, routing and report live beside this script
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
+import representation_routing as representations  # noqa: E402
 import routing  # noqa: E402
 from report import percent, write_section  # noqa: E402
 
@@ -72,6 +73,9 @@ RUNS = [
     ("muki-hard-confidence", ["--method", "muki-hard", "--routing", "confidence"]),
     ("muki-soft", ["--method", "muki-soft"]),
     ("supervised", ["--method", "supervised"]),
+    # routing from the teachers' representations (issue 42), beside the default's two rows
+    ("muki-hard-mahalanobis", ["--method", "muki-hard", "--routing", "mahalanobis"]),
+    ("muki-soft-mahalanobis", ["--method", "muki-soft", "--routing", "mahalanobis"]),
 ]
 ROUTINGS = [entry for entry in routing.LABEL_FREE if entry[2] in (None, "margin")]
 
@@ -134,8 +138,43 @@ def score_all(out: Path, data: dict, teachers: dict, base: str, size: dict) -> t
     write_config(scored, teachers, data["train"], data["dev"], base, size)
     write_config(test_scored, teachers, data["test"], None, base, size)
     for folder in (scored, test_scored):
-        debian8.kiwb("score", folder, "--foreground", log=log)
+        debian8.kiwb("score", folder, "--representations", "--foreground", log=log)
     return scored, test_scored
+
+
+def seen_references(out: Path, data: dict, teachers: dict, base: str, size: dict) -> dict:
+    """Each teacher's own training texts (its labels' teacher-train rows) as a representation
+    routing's reference, by teacher: drawn in the scoring project, then left out of its config
+    (the projects of each N copy its store and fit label-free)."""
+    rows = [json.loads(line) for line in open(data["teacher_train"], encoding="utf-8")]
+    files = {}
+    for name in teachers:
+        labels = name.split("-")
+        files[name] = out / "seen" / f"{name}.jsonl"
+        files[name].parent.mkdir(exist_ok=True)
+        files[name].write_text("".join(json.dumps(row) + "\n" for row in rows
+                                       if row["label"] in labels), encoding="utf-8")
+    scored = out / "scores"
+    debian8.write_config(scored, teachers, data["train"], data["dev"], base,
+                         {"student_epochs": size["student_epochs"], "student_lr": size["student_lr"],
+                          "student_batch": size["student_batch"], "eval_every": size["eval_every"]},
+                         label_unlabeled=True, seen=files)
+    debian8.kiwb("score", scored, "--representations", "--foreground", log=out / "commands.log")
+    found = representations.seen_of(scored)
+    write_config(scored, teachers, data["train"], data["dev"], base, size)
+    return dict(zip(teachers, found, strict=True))
+
+
+def representation_rows(project: Path, test_view: Path, seen: dict | None) -> dict:
+    """The representation routings at kiwb's settings (with the teachers' seen texts too) and
+    the grid of settings, fitted on the pool, measured on dev and test."""
+    pool = routing.scores_of(project, "unlabeled")
+    splits = {"dev": routing.scores_of(project, "eval"),
+              "test": routing.scores_of(test_view, "unlabeled")}
+    references = [seen[name] for name in pool.teachers] if seen else None
+    return {"defaults": representations.default_rows(pool, splits, references),
+            "grid": representations.sweep(pool, splits),
+            "combinations": representations.combinations(pool, splits)}
 
 
 def project_for(out: Path, count: int, scored: Path, teachers: dict, unlabeled: Path,
@@ -250,7 +289,28 @@ def small_bert(out: Path, data: dict, stages: dict) -> Path:
     return folder
 
 
-def differ(out: Path, size_name: str, results: dict, save) -> None:
+def differ_seen(folder: Path, project: Path, teachers: dict, data: dict, base: str,
+                size: dict) -> dict:
+    """The pairing's teachers' own training texts (the teacher-train rows of their half), as
+    representation routing references by teacher (drawn in the project, then left out of it)."""
+    rows = [json.loads(line) for line in open(data["teacher_train"], encoding="utf-8")]
+    files = {}
+    for name in teachers:  # "small-A", "minilm-B": the half is the last letter
+        labels = debian8.TEACHER_A if name.endswith("A") else debian8.TEACHER_B
+        files[name] = folder / f"seen-{name}.jsonl"
+        files[name].write_text("".join(json.dumps(row) + "\n" for row in rows
+                                       if row["label"] in labels), encoding="utf-8")
+    debian8.write_config(project, teachers, data["train"], data["dev"], base,
+                         {"student_epochs": size["student_epochs"], "student_lr": size["student_lr"],
+                          "student_batch": size["student_batch"], "eval_every": size["eval_every"]},
+                         label_unlabeled=True, seen=files)
+    debian8.kiwb("score", project, "--representations", "--foreground", log=folder / "seen.log")
+    found = representations.seen_of(project)
+    write_config(project, teachers, data["train"], data["dev"], base, size)
+    return dict(zip(teachers, found, strict=True))
+
+
+def differ(out: Path, size_name: str, results: dict, save, args_runs: str | None = None) -> None:
     """Small-BERT and MiniLM teachers on debian-8's halves, both ways round."""
     size = SIZES[size_name]
     log, stages = out / "commands.log", results.setdefault("stages", {})
@@ -278,14 +338,18 @@ def differ(out: Path, size_name: str, results: dict, save) -> None:
         write_config(project, mine, data["train"], data["dev"], base, size)
         write_config(test_view, mine, data["test"], None, base, size)
         for view in (project, test_view):
-            debian8.kiwb("score", view, "--foreground", log=log)
+            debian8.kiwb("score", view, "--representations", "--foreground", log=log)
         pairing = entry.setdefault(name, {"teachers": list(mine)})
         pairing["test_integration"] = json.loads(
             debian8.kiwb("integrate", test_view, "--json", log=log)["stdout"])
         pairing["routings"] = routing_table(project, test_view)
         pairing["scoring"] = scoring_seconds(project)
+        pairing["representation"] = representation_rows(
+            project, test_view, differ_seen(folder, project, mine, data, base, size))
         save()
         runs = RUNS if name == next(iter(PAIRINGS)) else [r for r in RUNS if r[0] != "supervised"]
+        if args_runs:
+            runs = [run for run in runs if run[0] in args_runs.split(",")]
         students(project, runs, data["test"], stages, f"train_{name}",
                  pairing.setdefault("students", {}), save, log)
 
@@ -317,6 +381,12 @@ def render_differ(results: dict) -> str:
             (f"{percent(found['dev'])} / {percent(found['test'])}"
              if (found := entry.get("routings", {}).get(name)) else "")
             for entry in pairings.values()])
+    table = representations.render_columns(
+        {name: entry.get("representation") for name, entry in pairings.items()})
+    if table:
+        lines += ["", "From the teachers' representations (issue 42): kiwb's settings, with "
+                  "each teacher's own training texts (seen), and the best settings of the grid "
+                  "on dev:", "", *table]
     return "\n".join(lines)
 
 
@@ -363,6 +433,12 @@ def render(results: dict) -> str:
         row(name, [(f"{percent(found['dev'])} / {percent(found['test'])}"
                     if (found := entry.get("routings", {}).get(name)) else "")
                    for entry in counts.values()])
+    table = representations.render_columns(
+        {f"{count} teachers": entry.get("representation") for count, entry in counts.items()})
+    if table:
+        lines += ["", "From the teachers' representations (issue 42): kiwb's settings, with "
+                  "each teacher's own training texts (seen), and the best settings of the grid "
+                  "on dev:", "", *table]
     cost = results.get("scoring", {})
     lines += ["", "Scoring cost (K = 16): texts x teachers per N, and the score jobs' seconds:", "",
               "| | " + " | ".join(f"{n} teachers" for n in counts) + " |",
@@ -382,6 +458,8 @@ def main() -> None:
     parser.add_argument("--part", choices=("all", "many", "differ"), default="all")
     parser.add_argument("--render", action="store_true",
                         help="only rewrite the BENCHMARKS.md sections from results.json")
+    parser.add_argument("--runs", help="the student runs to train, comma-separated (default: "
+                        "all of " + ", ".join(run for run, _ in RUNS) + ")")
     args = parser.parse_args()
     size = SIZES[args.size]
     out = HERE / "out" / ("many_teachers" + ("" if args.size == "cpu" else f"-{args.size}"))
@@ -402,7 +480,7 @@ def main() -> None:
     if args.part in ("all", "many"):
         many(out, args, size, results, save)
     if args.part in ("all", "differ"):
-        differ(out, args.size, results, save)
+        differ(out, args.size, results, save, args.runs)
     publish(out, args.size, results, args.part)
     save()
 
@@ -446,13 +524,17 @@ def many(out: Path, args, size: dict, results: dict, save) -> None:
         mine["seconds"] = round(mine["seconds"] + figures["seconds"], 1)
     save()
     counts = [int(count) for count in args.counts.split(",")]
+    seen = seen_references(out, data, teachers, base, size)
     projects = {}
     for count in counts:  # every N's integration first: cheap once scored, the students are not
         entry = results.setdefault("counts", {}).setdefault(str(count), {})
         projects[count] = integrate_count(out, count, data, teachers, scored, base, size, entry)
+        entry["representation"] = representation_rows(
+            projects[count], projects[count].parent / "test-view", seen)
         save()
+    runs = [run for run in RUNS if run[0] in args.runs.split(",")] if args.runs else RUNS
     for count in counts:
-        students(projects[count], RUNS, data["test"], results["stages"], f"train_{count}",
+        students(projects[count], runs, data["test"], results["stages"], f"train_{count}",
                  results["counts"][str(count)].setdefault("students", {}), save,
                  out / "commands.log")
 

@@ -159,3 +159,30 @@ def render_rows(rows: dict, title: str) -> list[str]:
 
 def save(path: Path, results: dict) -> None:
     path.write_text(json.dumps(results, indent=2))
+
+
+def render_columns(columns: dict[str, dict], mail: bool = False) -> list[str]:
+    """One table of the representation routings with a column per setting (N teachers, a
+    pairing): kiwb's settings, then the best of the grid on dev; dev / test each."""
+    shown = {name: entry for name, entry in columns.items() if entry}
+    if not shown:
+        return []
+    lines = ["| routing (dev / test, %) | " + " | ".join(shown) + " |",
+             "|---|" + "---|" * len(shown)]
+    names = list(dict.fromkeys(name for entry in shown.values() for name in entry["defaults"]))
+    for name in names:
+        cells = [f"{percent(row['dev'])} / {percent(row['test'])}" if (row := entry["defaults"].get(name))
+                 else "" for entry in shown.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    for routing in ("mahalanobis", "knn"):
+        cells = []
+        for entry in shown.values():
+            best = best_on_dev(entry["grid"], routing)
+            cells.append(f"{percent(entry['grid'][best]['dev'])} / "
+                         f"{percent(entry['grid'][best]['test'])} ({best.split(' ', 1)[1]})")
+        lines.append(f"| {routing}, best settings on dev | " + " | ".join(cells) + " |")
+    for name in next(iter(shown.values())).get("combinations", {}):
+        cells = [f"{percent(entry['combinations'][name]['dev'])} / "
+                 f"{percent(entry['combinations'][name]['test'])}" for entry in shown.values()]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines

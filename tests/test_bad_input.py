@@ -288,7 +288,8 @@ def test_labels_override_makes_a_generic_teacher_usable(cli_runs):
     project, result = cli_runs[ACCEPTED]
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
-    assert len(score_files(project)) == 2 * 3  # two teachers, 48 texts in shards of 16
+    # two teachers, 48 texts in shards of 16: MC scores, and each teacher's representation
+    assert len(score_files(project)) == 2 * 2 * 3
 
 
 def test_init_refuses_a_missing_checkpoint_without_writing(tmp_path, teachers_dir, data_dir):

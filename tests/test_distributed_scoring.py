@@ -54,8 +54,8 @@ def cpu_scored(scored_project: Path, tmp_path: Path) -> Path:
 
 def assert_same_scores(project: Path, reference: Path) -> None:
     mine, theirs = stored_arrays(project), stored_arrays(reference)
-    # 2 teachers x (10 + 3) shards of MC scores, and as many of their representations (kept
-    # in the scoring pass by one process, drawn after it by rank 0 on several: the same values)
+    # 2 teachers x (10 + 3) shards of MC scores, and as many of their representations, kept
+    # from each shard's dropout-off forward by whichever rank scored it
     assert mine.keys() == theirs.keys() and len(mine) == 2 * 26
     for place, arrays in theirs.items():
         for name, values in arrays.items():

@@ -187,11 +187,11 @@ def test_seen_texts_fit_the_teachers_class_means(unexposed):
     assert "a · seen (representation)" in done.stdout + done.stderr
     summary = integrated(project, "mahalanobis")
     teachers = summary["routing"]["teachers"]
-    assert teachers["a"]["reference"].startswith("seen, then refitted on the")
+    assert teachers["a"]["reference"] == "seen: 60 of its training texts"
     assert teachers["b"]["reference"].startswith("seeded, then refitted on the")
     assert summary["eval"]["routing_accuracy"]["chosen"] >= 0.95
     shown = run_kiwb("integrate", project, "--routing", "mahalanobis", cwd=project).stdout
-    assert "reference" in shown and "seen, then" in shown
+    assert "reference" in shown and "seen: 60 of its" in " ".join(shown.split())
 
     # a column the file lacks, and labels that are not the teacher's: one line each
     write_jsonl(unexposed / "bad-seen.jsonl", [{"sentence": "x", "label": "sports"}])

@@ -104,9 +104,14 @@ def test_seen_texts_replace_the_seeds_and_refits_start_from_them():
                                          RepresentationSettings(refits=0))
     assert [r.source for r in routers] == ["seen", "seeded"]
     assert routers[0].texts == 3
+    # a teacher's own training texts stay its reference; the seeded one is refitted on the
+    # pool texts routed to it
     refitted = fit_representation_routers("mahalanobis", pool, seen, RepresentationSettings(refits=1))
-    assert [r.source for r in refitted] == ["seen, refitted", "seeded, refitted"]
-    assert [r.texts for r in refitted] == [40, 40]  # the texts routed to each
+    assert [r.source for r in refitted] == ["seen", "seeded, refitted"]
+    assert [r.texts for r in refitted] == [3, 40]
+    every = fit_representation_routers("mahalanobis", pool, [seen[0], seen[0]],
+                                       RepresentationSettings(refits=2))
+    assert [r.source for r in every] == ["seen", "seen"]
     scores = torch.stack([r.scores(f) for r, f in zip(refitted, pool, strict=True)], dim=1)
     assert (scores.argmax(1) == owner).all()
 

@@ -11,6 +11,7 @@ data and teachers at the same paths, but not its store.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 import time
@@ -24,6 +25,12 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.collectives import collective
 from kiwb.workers.ranks import RankLost, refuse_mixed_devices
+from kiwb.workers.representation import capture_problem
+from kiwb.workers.representation_sets import (
+    record_representation,
+    register_representations,
+    representation_mode,
+)
 from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.score import (
     ScoreTask,
@@ -56,7 +63,9 @@ class RankInfo:
 class Plan:
     """What rank 0 tells every rank before the first round."""
 
-    tasks: list[tuple[str, str, str, int, int, str]]  # teacher, dataset, key, shards, size, data
+    # teacher, dataset, key, shards, size, data, and the representation its shards keep
+    # (head or mean; None: none, the teacher's kind keeps none or the project keeps none)
+    tasks: list[tuple[str, str, str, int, int, str, str | None]]
     settings: ScoringSettings
 
 
@@ -90,14 +99,18 @@ class _Teachers:
 
 
 def _score_item(tasks: list[ScoreTask], item, settings: ScoringSettings, teachers: _Teachers,
-                device, on_batch=None, should_stop=None):
-    """One shard's arrays and seconds, or ("error", message) for rank 0 to report."""
+                device, keeps: list[str | None], on_batch=None, should_stop=None):
+    """One shard's arrays (with the teacher's representation where `keeps` says so) and
+    seconds, or ("error", message) for rank 0 to report."""
     task_index, shard = item
     task = tasks[task_index]
     rows = task.shard_rows(shard)
     started = time.perf_counter()
     try:
         model, tokenizer, batch = teachers.get(task, settings)
+        mode = keeps[task_index]
+        if mode is not None and capture_problem(model, mode) is None:  # else scored without
+            settings = dataclasses.replace(settings, representation=mode)
         arrays = score_shard(task, model, tokenizer, rows, settings, device,
                              shard_seed=shard_seed(settings, shard), on_batch=on_batch,
                              should_stop=should_stop, batch=batch)
@@ -120,8 +133,12 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
     import torch.distributed as dist
 
     settings = scoring_settings(config, device)
+    keeps = [representation_mode(config) if task.representation is not None else None
+             for task in tasks]
+    register_representations(store, [t.representation for t in tasks if t.representation])
     plan = Plan([(task.teacher.name, task.dataset, task.key, task.num_shards, task.shard_size,
-                  task.table.fingerprint) for task in tasks], settings)
+                  task.table.fingerprint, mode) for task, mode in zip(tasks, keeps, strict=True)],
+                settings)
     _send(dist.broadcast_object_list, [plan], "sending the plan")
     ranks = _gather_all(RankInfo(0, str(device), socket.gethostname(), os.getpid()))
     refuse_mixed_devices([info.device for info in ranks])
@@ -151,7 +168,7 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
                 task = tasks[round_items[0][0]]
                 label = f"{task.teacher.name} · {task.dataset}"
                 try:
-                    own = _score_item(tasks, round_items[0], settings, teachers, device,
+                    own = _score_item(tasks, round_items[0], settings, teachers, device, keeps,
                                       on_batch=(lambda n, label=label: progress(label, n))
                                       if progress else None,
                                       should_stop=should_stop)
@@ -172,7 +189,14 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
                         problem = f"rank {rank} ({ranks[rank].device} on {ranks[rank].host}): {result[1]}"
                     continue
                 arrays, seconds = result
+                kept = arrays.pop("representation", None)
                 record_shard(store, paths, task, item[1], arrays, seconds, job_id)
+                representation = task.representation
+                if (kept is not None and representation is not None
+                        and item[1] not in store.done_shards(representation.key)
+                        and store.claim_shard(representation.key, item[1], owner)):
+                    record_representation(store, paths, representation, item[1],
+                                          {"representation": kept}, seconds)
                 round_items[rank] = None
                 rows = len(task.shard_rows(item[1]))
                 tally.texts[rank] = tally.texts.get(rank, 0) + rows
@@ -207,14 +231,15 @@ def follow_scoring(config: ProjectConfig, *, rank: int, device,
     plan = _receive(dist.broadcast_object_list, "the plan")
     tables = load_datasets(config)
     teachers_by_name = {info.name: info for info in inspect_teachers(config)}
-    tasks = []
-    for teacher, dataset, key, shards, size, fingerprint in plan.tasks:
+    tasks, keeps = [], []
+    for teacher, dataset, key, shards, size, fingerprint, mode in plan.tasks:
         table = tables.get(dataset)
         if teacher not in teachers_by_name or table is None or table.fingerprint != fingerprint:
             raise KiwbError(f"rank {rank} on {socket.gethostname()}: the project here has other "
                             f"data or teachers than rank 0's ({teacher}, {dataset}); every "
                             "machine needs the same kiwb.toml, data files and teachers")
         tasks.append(ScoreTask(teachers_by_name[teacher], dataset, table, key, shards, size))
+        keeps.append(mode)
     ranks = _gather_all(RankInfo(rank, str(device), socket.gethostname(), os.getpid()))
     refuse_mixed_devices([info.device for info in ranks])
     loaded, scored = _Teachers(device), 0
@@ -224,7 +249,7 @@ def follow_scoring(config: ProjectConfig, *, rank: int, device,
         item = round_items[rank]
         result = None
         if item is not None:
-            result = _score_item(tasks, item, plan.settings, loaded, device)
+            result = _score_item(tasks, item, plan.settings, loaded, device, keeps)
             if isinstance(result[0], dict):
                 scored += len(tasks[item[0]].shard_rows(item[1]))
                 console.print(f"rank {rank}: scored {tasks[item[0]].teacher.name} · "
