@@ -326,6 +326,9 @@ def main() -> None:
     parser.add_argument("--no-students", action="store_true", help="routing tables only")
     parser.add_argument("--no-few-label-students", action="store_true",
                         help="leave out the students of the best 64-label routing")
+    parser.add_argument("--reuse-tables", action="store_true",
+                        help="keep the routing tables of the last run (routing.json) and go on "
+                        "to the students")
     parser.add_argument("--methods", default="muki-hard,muki-soft",
                         help="student methods, comma-separated, in the order to train them")
     args = parser.parse_args()
@@ -350,9 +353,10 @@ def main() -> None:
         measured = debian8.kiwb("score", folder, "--representations", "--foreground", log=log)
         if representation_rows(folder) > before:  # representations added to cached scores
             stages[f"represent_{folder.name}"] = {k: v for k, v in measured.items() if k != "stdout"}
+    reuse = args.reuse_tables and previous.get("representation", {}).get("mean")
     # students evaluated by an earlier run (other methods or seeds) stay in the table
     results = {"preset": args.preset, "labeled_seed": LABEL_SEED,
-               "tables": routing_tables(project, test_view, labeled_view),
+               "tables": previous["tables"] if reuse else routing_tables(project, test_view, labeled_view),
                "students": previous.get("students", {}), "stages": stages,
                "representation": previous.get("representation", {})}
 
@@ -360,7 +364,9 @@ def main() -> None:
         results_path.write_text(json.dumps(results, indent=2))
 
     save()
-    representation_tables(out, project, test_view, data, teachers, base, preset, seen, results, save)
+    if not reuse:
+        representation_tables(out, project, test_view, data, teachers, base, preset, seen,
+                              results, save)
     print(render(results))
     if not args.no_students:
         students(out, project, data, teachers, base, preset, labeled, results["tables"], args.seeds,

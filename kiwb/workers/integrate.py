@@ -270,10 +270,10 @@ def scores_from_tasks(config: ProjectConfig, store: Store, tasks: list[ScoreTask
                                 [task.teacher.labels for task in tasks],
                                 [load_scores(config, store, task) for task in tasks],
                                 tasks[0].table.labels, [task.key for task in tasks])
-    if representation:
+    if representation:  # kept in float16 as stored: the routings widen it block by block
         scores = replace(scores, representations=[
             torch.from_numpy(load_representation(config, store, task.representation)[
-                "representation"]).float() for task in tasks])
+                "representation"]) for task in tasks])
     return scores
 
 

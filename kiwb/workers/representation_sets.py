@@ -317,7 +317,7 @@ def seen_references(config: ProjectConfig, store: Store, teachers: list) -> tupl
         task, seen = found[teacher.name]
         arrays = load_representation(config, store, task)
         classes = seen.classes if seen.classes is not None else arrays["predicted"]
-        references.append(Reference(torch.from_numpy(arrays["representation"]).float(),
+        references.append(Reference(torch.from_numpy(arrays["representation"]),
                                     torch.from_numpy(classes.astype(np.int64)), "seen"))
     # what an integration read: the seen texts' set, and the labels they were given
     keys = {name: {"texts": task.key, "labels": texts_fingerprint(
