@@ -17,7 +17,7 @@ ROUTINGS = {
     "mahalanobis": "each teacher's representation (its classifier head's input): minus the "
     "distance to its nearest class mean under one shared covariance, read as its quantile over "
     "the pool; no dropout needed",
-    "knn": "each teacher's representation: mean cosine similarity to its 10 nearest reference "
+    "knn": "each teacher's representation: mean cosine similarity to its 5 nearest reference "
     "texts, read as its quantile over the pool",
     "energy": "each teacher's logsumexp of its logits (minus the energy), read as its quantile "
     "over the pool",
