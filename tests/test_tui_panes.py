@@ -6,7 +6,7 @@ import csv
 import dataclasses
 
 import pytest
-from textual.widgets import DataTable, DirectoryTree, Input, Select, Static, TabbedContent
+from textual.widgets import Checkbox, DataTable, DirectoryTree, Input, Select, Static, TabbedContent
 from tui_support import (
     INTEGRATION_KEY,
     JOB_CLOCK,
@@ -29,7 +29,7 @@ from tui_support import (
 from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.launch import cancel_job
 from kiwb.project.config import load_config
-from kiwb.project.job_specs import IntegrateSpec
+from kiwb.project.job_specs import IntegrateSpec, ScoreSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import TrainStart
 from kiwb.project.store import Store
@@ -386,6 +386,26 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
         cancel_job(store, job.id)  # its worker need not run on the synthetic scores
     assert job.kind == "integrate" and job.label == "integrate"
     assert job.spec == IntegrateSpec(method="uhc", routing="rank")
+
+
+@run_async
+async def test_the_score_form_asks_for_representations_of_scores_made_without(project):
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "s")
+        form = app.screen
+        assert isinstance(form, FormScreen)
+        asked = form.query_one("#field-representations", Checkbox)
+        assert asked.value is False
+        asked.value = True
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
+                       what="the score job")
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+        cancel_job(store, job.id)  # its worker need not run on the synthetic teachers
+    assert job.kind == "score" and job.spec == ScoreSpec(representations=True)
 
 
 @run_async

@@ -292,8 +292,9 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
         raise KiwbError(
             f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(REPRESENTATION_SUFFIX)} "
             f"data is incomplete ({len(done)}/{task.num_shards} shards); the representation "
-            f"routings read it: run kiwb score {config.root} --representations (one dropout-off "
-            "forward per text; the MC scores are kept)")
+            f"routings read it: run kiwb score {config.root} --representations, or score with "
+            "representations ticked in the workbench (one dropout-off forward per text; the MC "
+            "scores are kept)")
     paths = ProjectPaths(config.root)
     parts = []
     for shard in range(task.num_shards):

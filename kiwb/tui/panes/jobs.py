@@ -162,7 +162,9 @@ class JobsPane(Pane):
                   Field("batch_size", "batch size", str(scoring.batch_size)),
                   Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N"),
                   Field("devices", "several devices", "",
-                        placeholder="optional: cuda:0,cuda:1 or all (one process each)")]
+                        placeholder="optional: cuda:0,cuda:1 or all (one process each)"),
+                  Field("representations", "representations", False,
+                        "add them to scores made without (mahalanobis, knn)", flag=True)]
         root = self.root
 
         def start(values: dict) -> int:
@@ -173,7 +175,8 @@ class JobsPane(Pane):
             return launcher.launch(root, ScoreSpec(
                 device=values["device"] if values["device"] != updated.scoring.device else None,
                 batch_size=batch if batch != updated.scoring.batch_size else None,
-                devices=_devices(values["devices"])))
+                devices=_devices(values["devices"]),
+                representations=True if values["representations"] else None))
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
