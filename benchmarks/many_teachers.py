@@ -409,6 +409,8 @@ def render(results: dict) -> str:
     row("routing check (default routing)",
         [(item.get("check") or {}).get("status", "") for item in integrations])
     for run, _ in RUNS:
+        if not any(run in entry.get("students", {}) for entry in counts.values()):
+            continue  # not trained in this results file (a partial rerun, --runs)
         row(f"student {run} (accuracy / macro-F1)", [
             (f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}"
              if (student := entry.get("students", {}).get(run)) else "") for entry in counts.values()])
@@ -460,6 +462,9 @@ def main() -> None:
                         help="only rewrite the BENCHMARKS.md sections from results.json")
     parser.add_argument("--runs", help="the student runs to train, comma-separated (default: "
                         "all of " + ", ".join(run for run, _ in RUNS) + ")")
+    parser.add_argument("--section", default="many teachers",
+                        help="the BENCHMARKS.md section to write (another name keeps the "
+                        "published one: a partial rerun, with --runs, beside it)")
     args = parser.parse_args()
     size = SIZES[args.size]
     out = HERE / "out" / ("many_teachers" + ("" if args.size == "cpu" else f"-{args.size}"))
@@ -474,20 +479,21 @@ def main() -> None:
         results_path.write_text(json.dumps(results, indent=2))
 
     if args.render:
-        publish(out, args.size, results, args.part)
+        publish(out, args.size, results, args.part, args.section)
         save()
         return
     if args.part in ("all", "many"):
         many(out, args, size, results, save)
     if args.part in ("all", "differ"):
         differ(out, args.size, results, save, args.runs)
-    publish(out, args.size, results, args.part)
+    publish(out, args.size, results, args.part, args.section)
     save()
 
 
-def publish(out: Path, size_name: str, results: dict, part: str) -> None:
+def publish(out: Path, size_name: str, results: dict, part: str,
+            section: str = "many teachers") -> None:
     """Print each part's tables (and write them into BENCHMARKS.md for the cpu size)."""
-    for name, wanted, render_part in (("many teachers", "many", render),
+    for name, wanted, render_part in ((section, "many", render),
                                       ("teachers that differ", "differ", render_differ)):
         key = "counts" if wanted == "many" else "differ"
         if part not in ("all", wanted) or key not in results:

@@ -21,7 +21,7 @@ sys.path.insert(0, str(HERE.parent))  # this checkout's kiwb
 # The grid the settings are chosen from on dev (kiwb.core.representation_routing's defaults
 # are the chosen ones).
 REFITS = (0, 1, 2, 3)
-SHRINKAGE = (0.01, 0.1, 0.3, 0.6)
+SHRINKAGE = (0.01, 0.1, 0.3, 0.6, 0.8)
 SEED_SHARE = (0.1, 0.3, 0.6, 1.0)
 NEIGHBOURS = (5, 10, 20)
 RELATIVE = (False, True)
@@ -80,8 +80,9 @@ def sweep(pool, splits: dict, seen=None) -> dict:
                                                                 RELATIVE):
         if seen is not None and share != SEED_SHARE[1]:
             continue  # seen texts replace the seeds: the share does not apply
+        # on seen texts the shrinkage swept is the seen references' own
         settings = RepresentationSettings(seed_share=share, shrinkage=shrinkage, refits=refits,
-                                          relative=relative)
+                                          relative=relative, seen_shrinkage=shrinkage)
         name = (f"mahalanobis{' relative' if relative else ''} refits={refits} "
                 f"shrinkage={shrinkage} seeds={share}")
         found[name] = {**measured(fitted_scores("mahalanobis", pool, splits, settings, seen), splits),
@@ -89,7 +90,7 @@ def sweep(pool, splits: dict, seen=None) -> dict:
     for refits, k, share in itertools.product(REFITS, NEIGHBOURS, SEED_SHARE):
         if seen is not None and share != SEED_SHARE[1]:
             continue
-        settings = RepresentationSettings(seed_share=share, neighbours=k, refits=refits)
+        settings = RepresentationSettings(knn_seed_share=share, neighbours=k, refits=refits)
         name = f"knn refits={refits} k={k} seeds={share}"
         found[name] = {**measured(fitted_scores("knn", pool, splits, settings, seen), splits),
                        "settings": dataclasses.asdict(settings), "routing": "knn"}

@@ -289,8 +289,9 @@ def render_representation(found: dict) -> list[str]:
         return []
     percent = representations.percent
     lines = ["", "### From the teachers' representations (issue 42)", "",
-             "At kiwb's settings (chosen on this dev set from the grid below); `mail` routed: the "
-             "share of test `mail` texts routed to teacher A, which has the label.", "",
+             "At kiwb's settings (chosen on five dev sets, this one among them: "
+             "representation_settings.py); `mail` routed: the share of test `mail` texts "
+             "routed to teacher A, which has the label.", "",
              "| routing | dev (%) | test (%) | mail routed, test (%) |", "|---|---|---|---|"]
     for name, row in found["defaults"].items():
         lines.append(f"| {name} | {percent(row['dev'])} | {percent(row['test'])} | "

@@ -214,6 +214,7 @@ def test_many_teachers_table_puts_each_teacher_count_in_a_column():
     assert "| rank | 80.0 / 70.0 | 80.0 / 70.0 |" in text
     assert "| row (test) | 3 teachers | 5 teachers |" in text
     assert "| student muki-hard (accuracy / macro-F1) | 75.0 / 70.0 | 75.0 / 70.0 |" in text
+    assert "student uhc" not in text  # a run trained for no count (a partial rerun) has no row
     assert "| Ensemble accuracy | 70.0 | 70.0 |" in text
     assert "| routing accuracy (default routing) | 80.0 | 80.0 |" in text
     assert "| texts x teachers | 5,700 | 9,500 |" in text
@@ -246,3 +247,24 @@ def test_embedding_benchmark_cuts_descriptions_and_renders_each_row():
     # Both teachers, one after the other: 1 / (1/120 + 1/60) = 40 texts/s, the weights summed.
     assert "| both teachers (concatenation, average) | 40.0 | 173.4 MB |" in table
     assert embedding.render({}) == "Not run yet."
+
+
+def test_representation_settings_rank_by_the_mean_of_the_dev_sets_and_mark_kiwbs():
+    import representation_settings
+
+    from kiwb.core.representation_routing import DEFAULTS
+
+    ours = representation_settings.kiwb_settings()
+    assert ours == (f"mahalanobis relative refits={DEFAULTS.refits} shrinkage={DEFAULTS.shrinkage} "
+                    f"seeds={DEFAULTS.seed_share}")
+    # eight better settings, one worse (kiwb's, shown last in bold), one only on one set
+    grids = {"debian-8": {f"s{i}": {"dev": 0.9 - i / 100} for i in range(9)},
+             "demo": {f"s{i}": {"dev": 0.7 - i / 100} for i in range(9)}}
+    grids["debian-8"][ours], grids["demo"][ours] = {"dev": 0.5}, {"dev": 0.3}
+    grids["debian-8"]["only here"] = {"dev": 1.0}
+    text = representation_settings.render(grids)
+    rows = [line for line in text.splitlines()[3:] if line.startswith("| s") or ours in line]
+    assert rows[0] == "| s0 | 80.0 | 90.0 | 70.0 |"
+    assert rows[7] == "| s7 | 73.0 | 83.0 | 63.0 |" and len(rows) == 9
+    assert rows[8] == f"| **{ours}** | 40.0 | 50.0 | 30.0 |"
+    assert "only here" not in text and "of the 10 settings tried" in text

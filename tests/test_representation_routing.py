@@ -97,6 +97,32 @@ def test_representation_routing_holds_where_an_over_confident_teacher_takes_conf
     assert (routed == owner).double().mean() >= 0.95
 
 
+@pytest.mark.parametrize("name", ["mahalanobis", "knn"])
+def test_seeding_on_every_text_a_teacher_claims_falls_to_chance(name):
+    # why kiwb seeds on the surest texts only: the over-confident teacher 0 gives all 80 texts
+    # class 0, so that class's mean (or its neighbours) sits between its texts and the others
+    pool, owner = _two_teachers(over_confident=3.0)
+    every = RepresentationSettings(seed_share=1.0, knn_seed_share=1.0)
+    routed = fit_routing(name, pool, representation=every).scores(pool).argmax(1)
+    assert (routed == owner).double().mean() <= 0.6
+
+
+def test_seen_references_keep_their_own_shrinkage():
+    pool, _ = _two_teachers()
+    seen = [Reference(t([[3, 0], [3.1, 0.2], [2.8, 0.1], [3.2, 0.3]]), torch.tensor([0, 0, 1, 1]),
+                      "seen"), None]
+    # the seen teacher's Gaussians follow seen_shrinkage alone, the seeded one's shrinkage alone
+    first = fit_representation_routers("mahalanobis", pool, seen,
+                                       RepresentationSettings(shrinkage=0.9, seen_shrinkage=0.2))
+    second = fit_representation_routers("mahalanobis", pool, seen,
+                                        RepresentationSettings(shrinkage=0.1, seen_shrinkage=0.2))
+    third = fit_representation_routers("mahalanobis", pool, seen,
+                                       RepresentationSettings(shrinkage=0.9, seen_shrinkage=0.7))
+    assert torch.equal(first[0].scores(pool[0]), second[0].scores(pool[0]))
+    assert not torch.equal(first[0].scores(pool[0]), third[0].scores(pool[0]))
+    assert not torch.equal(first[1].scores(pool[1]), second[1].scores(pool[1]))
+
+
 def test_seen_texts_replace_the_seeds_and_refits_start_from_them():
     pool, owner = _two_teachers()
     seen = [Reference(t([[3, 0], [3.1, 0.2], [2.8, 0.1]]), torch.tensor([0, 0, 0]), "seen"), None]
