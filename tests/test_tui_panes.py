@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+from pathlib import Path
 
 import pytest
 from textual.widgets import Checkbox, DataTable, DirectoryTree, Input, Select, Static, TabbedContent
@@ -285,6 +286,15 @@ async def test_jobs_pane_shows_each_rank_of_a_distributed_job_and_the_one_that_d
         assert "rank 1: scored a · unlabeled shard 3" in shown
 
 
+def last_job_cancelled(project: Path):
+    """The job a form started last, cancelled: its worker need not run on the synthetic
+    project's scores and teachers."""
+    with Store(ProjectPaths(project).store) as store:
+        job = store.jobs.all()[-1]
+        cancel_job(store, job.id)
+    return job
+
+
 @run_async
 async def test_a_form_submitted_twice_quickly_starts_one_job(project):
     from kiwb.tui.launcher import cancel
@@ -381,9 +391,7 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
                        what="the integration job")
-    with Store(ProjectPaths(project).store) as store:
-        job = store.jobs.all()[-1]
-        cancel_job(store, job.id)  # its worker need not run on the synthetic scores
+    job = last_job_cancelled(project)
     assert job.kind == "integrate" and job.label == "integrate"
     assert job.spec == IntegrateSpec(method="uhc", routing="rank")
 
@@ -402,9 +410,7 @@ async def test_the_score_form_asks_for_representations_of_scores_made_without(pr
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
                        what="the score job")
-    with Store(ProjectPaths(project).store) as store:
-        job = store.jobs.all()[-1]
-        cancel_job(store, job.id)  # its worker need not run on the synthetic teachers
+    job = last_job_cancelled(project)
     assert job.kind == "score" and job.spec == ScoreSpec(representations=True)
 
 
