@@ -291,9 +291,10 @@ def jobs_table(jobs):
         progress = job.progress
         shown = f"{progress['done']:,}/{progress['total']:,}" if progress else ""
         started = job.started_at or job.created_at
-        # Each check's mark on a line of its own under the status keeps the column narrow.
+        # Each check's mark, and a student's fit to its targets, on a line of its own under
+        # the status keep the column narrow.
         status = "\n".join([job.status, *(check.mark.strip() for _, check in job_checks(job)
-                                          if check.flagged)])
+                                          if check.flagged), *job_fit(job)])
         table.add_row(
             str(job.id), job.kind, "" if job.label == job.kind else job.run, status, shown,
             time.strftime("%m-%d %H:%M", time.localtime(started)),
@@ -315,6 +316,14 @@ def job_checks(job) -> list:
     if job.kind == "train" and (learning := check_of(job.ending)) is not None:
         found.append(("its student", learning))
     return found
+
+
+def job_fit(job) -> list[str]:
+    """`fit 96.7%` for a training job whose student's fit to its own targets was measured."""
+    from kiwb.core.learning_check import check_of
+
+    check = check_of(job.ending) if job.kind == "train" else None
+    return [] if check is None or check.fit is None else [f"fit {100 * check.fit:.1f}%"]
 
 
 def device_text(job) -> str:

@@ -493,21 +493,56 @@ def test_a_student_trained_too_briefly_is_flagged_and_one_trained_enough_is_not(
     never = [label for i, label in enumerate(LABELS) if not sum(row[i] for row in confusion)]
     assert never  # two steps from a random head: most texts go to one or two classes
     assert evaluation["check"]["status"] == "collapsed" and evaluation["check"]["collapsed"][:len(never)] == never
-    warning = next(line for line in brief.stderr.splitlines() if line.startswith("Warning:"))
+    # two steps do not teach the student its own targets: training is named as the cause
+    assert evaluation["check"]["cause"] == "training" and evaluation["fit"] < 0.9
+    warning = " ".join(next(line for line in brief.stderr.split("\n\n") if "Warning:" in line).split())
     assert f"never predicts {', '.join(never)}" in warning and "min_steps" in warning
+    assert (f"it does not fit its targets ({100 * evaluation['fit']:.1f}% on the pool texts it "
+            "trained on), so training is at fault") in warning
     assert "Done, with the warning above" in brief.stderr
     jobs = run_kiwb("jobs", project, cwd=tmp_path).stdout
     assert "⚠ collapsed" in jobs and "[training] min_steps" in jobs and f"never predicts {', '.join(never)}" in " ".join(jobs.split())
+    assert f"fit {100 * evaluation['fit']:.1f}%" in jobs
     recorded = json.loads(run_kiwb("jobs", project, "--json", cwd=tmp_path).stdout)[-1]
     assert recorded["ending"]["check"]["collapsed"][:len(never)] == never
 
     enough = run_kiwb("train", project, "--run", "enough", cwd=tmp_path)  # the fixture's 80 steps
     assert "Warning" not in enough.stderr and "Done. Export it with" in enough.stderr
-    final = _events(project, "enough", "train.done")[-1]["best"]["check"]
-    assert final["status"] == "ok"
+    assert re.search(r"Step 80/80: .*; fits its targets \d+\.\d%", enough.stderr)
+    best = _events(project, "enough", "train.done")[-1]["best"]
+    assert best["check"]["status"] == "ok" and best["fit"] >= 0.9 and best["check"]["fit"] == best["fit"]
     table = run_kiwb("jobs", project, cwd=tmp_path).stdout
-    row = next(line for line in table.splitlines() if " enough " in line)
-    assert "finished" in row and "⚠" not in row
+    row = table.splitlines().index(next(line for line in table.splitlines() if " enough " in line))
+    assert "finished" in table.splitlines()[row] and "⚠" not in table.splitlines()[row]
+    assert f"fit {100 * best['fit']:.1f}%" in table.splitlines()[row + 1]
+
+
+@pytest.mark.slow
+def test_a_student_that_fits_targets_contradicting_gold_blames_the_targets(scored_project, tmp_path):
+    """Pool labels shifted on purpose (each text taught the next topic): the supervised
+    student learns them, so it fits its targets, and the check says the targets are wrong."""
+    project = _copy_project(scored_project, tmp_path / "proj")
+    config = project / "kiwb.toml"
+    pool = re.search(r'path = "([^"]*pool.jsonl)"', config.read_text()).group(1)
+    rows = [json.loads(line) for line in Path(pool).read_text().splitlines()]
+    shifted = tmp_path / "shifted.jsonl"
+    shifted.write_text("".join(json.dumps({**row, "label": LABELS[(LABELS.index(row["label"]) + 1) % 4]})
+                               + "\n" for row in rows))
+    config.write_text(config.read_text().replace(pool, str(shifted)))
+    wrong = run_kiwb("train", project, "--run", "wrong", "--method", "supervised", cwd=tmp_path)
+    fits = [event["fit"] for event in _events(project, "wrong", "train.eval")]
+    assert max(fits) >= 0.9  # it learnt the shifted labels
+    best = _events(project, "wrong", "train.done")[-1]["best"]
+    assert best["check"]["status"] != "ok" and best["check"]["cause"] == "targets"
+    # the kept checkpoint is an early one, from before it fitted them: the run's best fit tells
+    reached = best["check"]["fit_reached"] or best["fit"]
+    assert reached == max(fits)
+    warning = " ".join(wrong.stderr.split())
+    assert f"it fits its targets ({100 * reached:.1f}% on the pool texts it trained on" in warning
+    assert "so the targets are wrong, not the training" in warning and "more steps will not help" in warning
+    run_kiwb("export", project, "--run", "wrong", cwd=tmp_path)
+    card = (project / "exports" / "wrong" / "README.md").read_text()
+    assert "so the targets are wrong" in card and "- fit to its training targets" in card
 
 
 @pytest.mark.slow

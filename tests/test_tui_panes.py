@@ -549,19 +549,19 @@ async def test_uncertainty_pane_shows_a_representation_routings_own_score(tmp_pa
 async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
     with Store(ProjectPaths(project).store) as store:
         write_run(project, store, run="vanilla-kd", method="vanilla-kd", accuracies=(0.4, 0.45),
-                  routing=None)   # as an older kiwb recorded it
+                  routing=None, fit=None)   # as an older kiwb recorded it
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("5")
         runs = table(app, "#runs-table")
         await wait_for(pilot, lambda: runs.row_count == 5, what="two runs and three baselines")
         rows = cells(runs)
-        assert rows[0] == ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%",
+        assert rows[0] == ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "96.0%",
                            "mixture 85.0% (MC 90.0%)"]
         assert rows[1][:4] == ["vanilla-kd", "done", "45.0%", "45.0% @20"]
-        assert rows[1][5] == "90.0% / 60.0%"
+        assert rows[1][5:] == ["–", "90.0% / 60.0%"]  # no fit recorded by an older kiwb
         assert rows[2][:3] == ["ensemble", "untrained", "55.0%"]
-        assert rows[2][5] == "mixture 80.0% (MC 90.0%)"
+        assert rows[2][5:] == ["", "mixture 80.0% (MC 90.0%)"]
         assert [row[0] for row in rows[3:]] == ["a alone", "b alone"]
         assert "muki-hard · muki-hard · step 20/20" in text_of(app.screen.query_one("#curves", Plot))
         per_class = text_of(app.screen.query_one("#per-class", Plot))
@@ -586,19 +586,20 @@ async def test_accuracy_runs_table_widens_its_columns_as_a_run_is_evaluated(tmp_
         await pilot.press("5")
         runs = table(app, "#runs-table")
         await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [
-            ["muki-hard", "running 0%", "–", "–", "–", "–"]], what="the running run")
+            ["muki-hard", "running 0%", "–", "–", "–", "–", "–"]], what="the running run")
         with Store(ProjectPaths(project).store) as store:
             write_run(project, store)   # its steps, evaluations and end
         app.screen.refresh_now()
         await wait_for(pilot, lambda: drawn_cells(runs)[1:] == [
-            ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "mixture 85.0% (MC 90.0%)"]],
+            ["muki-hard", "done", "75.0%", "75.0% @20", "70.0%", "96.0%",
+             "mixture 85.0% (MC 90.0%)"]],
             what="the evaluated run's cells whole")
 
 
 @run_async
 async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
     with Store(ProjectPaths(project).store) as store:  # every text taken for sports
-        write_run(project, store, run="collapsed", accuracies=(0.3, 0.3),
+        write_run(project, store, run="collapsed", accuracies=(0.3, 0.3), fit=0.4,
                   confusion=[[2, 0, 0, 0], [3, 0, 0, 0], [3, 0, 0, 0], [0, 0, 0, 0]])
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
@@ -613,6 +614,7 @@ async def test_accuracy_pane_marks_a_student_that_has_not_learned(project):
         assert app.screen.query_one("#check").display
         assert "has collapsed classes: never predicts politics, music" in shown
         assert "[training] min_steps" in shown and "at the kept checkpoint" in shown
+        assert "it does not fit its targets (40.0% on the pool texts it trained on)" in shown
 
 
 @pytest.mark.slow

@@ -208,16 +208,18 @@ DEFAULT_CONFUSION = [[2, 0, 0, 0], [1, 1, 0, 0], [0, 0, 2, 1], [0, 0, 0, 0]]
 
 def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard",
               accuracies=(0.5, 0.75), routing: str | None = ROUTING,
-              confusion=DEFAULT_CONFUSION, funnel=None) -> None:
+              confusion=DEFAULT_CONFUSION, funnel=None, fit: float | None = 0.96) -> None:
     """Training events of a finished run, and its folder with checkpoints as a worker leaves it
-    (`routing` None: as older versions of kiwb recorded it, without the chosen routing). The
-    learning check comes from kiwb's own check of `confusion`."""
-    from kiwb.core.learning_check import check_on_eval
+    (`routing` and `fit` None: as older versions of kiwb recorded it, without the chosen routing
+    or the student's fit to its targets). The learning check comes from kiwb's own check of
+    `confusion`."""
+    from kiwb.core.learning_check import check_on_eval, with_fit
+    from kiwb.core.target_fit import FIT_FLOOR
 
     def event(record) -> None:
         store.append_event(record.kind, record.to_dict(), run=run)
 
-    check = check_on_eval(UNION, confusion)
+    check = with_fit(check_on_eval(UNION, confusion), fit, FIT_FLOOR)
     routing_accuracy = RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.6)
     if routing is not None:
         routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85, routing=routing)
@@ -232,8 +234,9 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
                 per_class_accuracy={"sports": 1.0, "politics": 0.5, "music": accuracy,
                                     "cooking": None},
                 confusion=confusion, num_texts=10, routing_accuracy=routing_accuracy,
-                check=check))
-    event(TrainDone(step=total, best=BestCheckpoint(step=20, accuracy=accuracies[-1], check=check)))
+                check=check, fit=fit))
+    event(TrainDone(step=total, best=BestCheckpoint(step=20, accuracy=accuracies[-1], check=check,
+                                                    fit=fit)))
     run_dir = ProjectPaths(root).run_dir(run)
     for step in (10, 20):
         (run_dir / "checkpoints" / f"step-{step:07d}").mkdir(parents=True, exist_ok=True)

@@ -9,7 +9,7 @@ are never predicted. These checks name those classes.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 # A class "the teachers get right": the reference (the untrained Ensemble) gets at least this
 # share of its eval texts right, so a student at 0% there has lost what it was taught.
@@ -36,6 +36,18 @@ WEAK_HINT = (STUDENT_HINT + "; with Vanilla KD or UHC the targets themselves may
              "try muki-hard")
 
 OK, BELOW_REFERENCE, COLLAPSED, FAR_FROM_TARGETS = "ok", "below-reference", "collapsed", "far-from-targets"
+# Why a flagged student is as it is, read from its fit to its own training targets
+# (kiwb.core.target_fit): it has not learnt them, or it has and they were wrong.
+TRAINING_AT_FAULT, TARGETS_AT_FAULT = "training", "targets"
+CAUSE_TEXT = {
+    TRAINING_AT_FAULT: ("it does not fit its targets ({fit} on the pool texts it trained on), "
+                        "so training is at fault"),
+    TARGETS_AT_FAULT: ("it fits its targets ({fit} on the pool texts it trained on{when}), so "
+                       "the targets are wrong, not the training"),
+}
+TARGETS_WRONG_HINT = ("more steps will not help: look at where the targets come from (the class "
+                      "funnel and routing in kiwb integrate's summary and the Uncertainty pane) "
+                      "and try another --routing or method{routing}")
 
 
 @dataclass(frozen=True)
@@ -46,6 +58,9 @@ class LearningCheck:
     collapsed: tuple[str, ...] = ()
     problem: str = ""   # what is wrong, in words; empty when status is ok
     hint: str = ""      # what to try
+    fit: float | None = None  # the student's fit to its training targets, where measured
+    cause: str = ""     # a flagged student's: TRAINING_AT_FAULT or TARGETS_AT_FAULT
+    fit_reached: float | None = None  # the best fit of the run so far, where above `fit`
 
     @property
     def learned(self) -> bool:
@@ -65,7 +80,16 @@ class LearningCheck:
         if not self.flagged:
             return ""
         verdict = "has collapsed classes" if self.status == COLLAPSED else "is weak"
-        return f"Warning: {subject} {verdict}: {self.problem}; {self.hint}"
+        return f"Warning: {subject} {verdict}: {self.problem}{self.cause_text()}; {self.hint}"
+
+    def cause_text(self) -> str:
+        """'; it does not fit its targets (…)' or '; it fits its targets (…)': empty unknown."""
+        if self.cause not in CAUSE_TEXT or self.fit is None:
+            return ""
+        if self.fit_reached is not None:  # the kept checkpoint is an earlier, looser one
+            return "; " + CAUSE_TEXT[self.cause].format(
+                fit=_percent(self.fit_reached), when=f" later in the run; {_percent(self.fit)} here")
+        return "; " + CAUSE_TEXT[self.cause].format(fit=_percent(self.fit), when="")
 
     def to_dict(self) -> dict:
         return {**asdict(self), "collapsed": list(self.collapsed)}
@@ -75,12 +99,36 @@ class LearningCheck:
         if not data:
             return None
         return cls(data.get("status", OK), tuple(data.get("collapsed") or ()),
-                   data.get("problem", ""), data.get("hint", ""))
+                   data.get("problem", ""), data.get("hint", ""), data.get("fit"),
+                   data.get("cause", ""), data.get("fit_reached"))
 
 
 def check_of(record: Mapping | None) -> LearningCheck | None:
     """The check a record (an evaluation, a best checkpoint, a job's ending) carries, if any."""
     return LearningCheck.from_dict((record or {}).get("check"))
+
+
+def with_fit(check: LearningCheck, fit: float | None, floor: float,
+             routing_accuracy: float | None = None, reached: float | None = None) -> LearningCheck:
+    """The check with the student's fit to its own training targets, and for a flagged one,
+    its cause: while the run's best fit so far (`reached`, at least `fit`) is below `floor`
+    the student has not learnt its targets (training is at fault, the check's hint stands); once
+    it is at or above it the student has learnt them, so they were wrong (the hint turns to the
+    integration: routing, method, the funnel). The best checkpoint of a student taught wrong
+    targets is an early, loose one, which is why the run's best fit decides."""
+    if fit is None:
+        return check
+    if not check.flagged:
+        return replace(check, fit=fit)
+    best = fit if reached is None else max(fit, reached)
+    if best < floor:
+        return replace(check, fit=fit, cause=TRAINING_AT_FAULT)
+    routing = ("" if routing_accuracy is None else
+               f" (routing sends {_percent(routing_accuracy)} of the eval texts to a teacher "
+               "that knows their class)")
+    return replace(check, fit=fit, cause=TARGETS_AT_FAULT,
+                   fit_reached=best if best > fit else None,
+                   hint=TARGETS_WRONG_HINT.format(routing=routing))
 
 
 def check_on_eval(

@@ -469,6 +469,10 @@ class TrainEval(Record):
     # per label; no confusion): Hamming loss, subset accuracy, support, the texts given each
     # label and the thresholds tuned on this eval set (kiwb.kinds.multilabel.student).
     details: dict | None = since()
+    # How well the student reproduces its own training targets on a sample of the pool
+    # (kiwb.core.target_fit, in the kind's terms); a multi-task student's per task beside it.
+    fit: float | None = since()
+    fit_per_task: dict[str, float] | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -480,6 +484,8 @@ class TrainCheck(Record):
 
     step: int
     check: LearningCheck = nested(LearningCheck)
+    fit: float | None = since()
+    fit_per_task: dict[str, float] | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -491,6 +497,7 @@ class BestCheckpoint(Record):
     step: int
     accuracy: float | None
     check: LearningCheck | None = since(record=LearningCheck)
+    fit: float | None = since()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -74,6 +74,21 @@ def read_progress(checkpoint: Path) -> dict[str, Any]:
     return json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))
 
 
+def settle_check(run_dir: Path, step: int, check: dict[str, Any]) -> None:
+    """Give the kept checkpoint of `step` the learning check the finished run settled on (a
+    check's cause can be told only once later evaluations are in): in its own evaluation, which
+    an export's model card reads, and in best.json."""
+    folder = checkpoints_dir(run_dir) / step_name(step)
+    if (folder / PROGRESS_FILE).exists():
+        progress = read_progress(folder)
+        if progress.get("evaluation"):
+            progress["evaluation"]["check"] = check
+            atomic_write_text(folder / PROGRESS_FILE, json.dumps(progress, indent=2))
+    best = read_best(run_dir)
+    if best is not None and best.get("step") == step and best.get("metrics"):
+        write_best(run_dir, step, {**best["metrics"], "check": check})
+
+
 def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
     """Delete checkpoints except the newest and those named in `keep` (the best one)."""
     existing = list_checkpoints(run_dir)

@@ -270,9 +270,12 @@ def _evaluation_lines(manifest: dict) -> list[str]:
         name = f"{chosen_name} routing" if router == "chosen" else router.replace("_", " ")
         lines.append(f"- teacher-routing accuracy ({name}): {100 * value:.2f}%")
     check = check_of(metrics)
+    fit = metrics.get("fit", check.fit if check is not None else None)
+    if fit is not None:  # how far the student learnt what it was taught, beside how it does
+        lines.append(f"- fit to its training targets (pool texts it trained on): {100 * fit:.2f}%")
     if check is not None:  # a user about to ship this model should see a collapse here too
         lines.append(f"- kiwb's learning check: {check.status}"
-                     + (f" ({check.problem})" if check.flagged else ""))
+                     + (f" ({check.problem}{check.cause_text()})" if check.flagged else ""))
     name, figure = (("type", "F1") if manifest.get("kind") == "token" else ("label", "accuracy"))
     lines += ["", f"| {name} | {figure} |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():

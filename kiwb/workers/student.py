@@ -8,6 +8,7 @@ import torch
 from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import softmax_distillation_loss
 from kiwb.core.metrics import classification_report
+from kiwb.core.target_fit import agreement
 from kiwb.errors import KiwbError
 from kiwb.kinds import DEFAULT_KIND
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
@@ -48,6 +49,30 @@ def tokenize(tokenizer, texts: list[str], max_length: int) -> list[dict[str, lis
 
 def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict[str, torch.Tensor]:
     return to_device(tokenizer.pad([features[int(row)] for row in rows], return_tensors="pt"), device)
+
+
+@torch.no_grad()  # not inference_mode: it runs between training steps of the same model
+def predict_logits(model, tokenizer, features, batch_size: int | FittedBatch,
+                   device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
+    """(n, outputs) float32 logits of every feature row, in input order; halves the batch on
+    CUDA OOM as predict_ids does."""
+    batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
+    was_training = model.training
+    model.eval()
+
+    def run(size: int) -> np.ndarray:
+        found = np.zeros((len(features), model.config.num_labels), dtype=np.float32)
+        lengths = [len(feature["input_ids"]) for feature in features]
+        for rows in length_sorted_batches(lengths, size):
+            found[rows] = model(**collate(tokenizer, features, rows, device)).logits.float().cpu().numpy()
+        return found
+
+    try:
+        with autocast_context(device, autocast_dtype):
+            logits = batch.run(run, device, "evaluating", items=len(features))
+    finally:
+        model.train(was_training)
+    return torch.from_numpy(logits)
 
 
 @torch.no_grad()  # not inference_mode: it runs between training steps of the same model
@@ -128,6 +153,16 @@ class SequenceStudent:
     def evaluate(self, model, tokenizer, features, data, batch, device, autocast_dtype) -> dict:
         return evaluate(model, tokenizer, features, data.eval_ids, data.labels, batch, device,
                         autocast_dtype)
+
+    def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
+        """How well the student reproduces what it was taught on the pool rows `rows`: the
+        share whose predicted class is the targets' top class (the gold label, supervised),
+        read with the logit offsets its loss saw. {"fit": share}."""
+        logits = predict_logits(model, tokenizer, [features[int(row)] for row in rows], batch,
+                                device, autocast_dtype)
+        if data.logit_offsets is not None and data.label_ids is None:
+            logits = logits + data.logit_offsets.float()
+        return {"fit": agreement(logits.argmax(-1), self.target_tops(data)[rows])}
 
     def check_labels(self, data) -> list[str]:
         """The classes the learning check reads: the union labels."""

@@ -14,7 +14,8 @@ from kiwb import __version__
 from kiwb.console import console
 from kiwb.core.choices import READS_REPRESENTATION
 from kiwb.core.class_priors import logit_offsets, target_prior
-from kiwb.core.learning_check import LearningCheck
+from kiwb.core.learning_check import LearningCheck, with_fit
+from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
 from kiwb.kinds import kind_named, run_seam
@@ -58,7 +59,9 @@ from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
 SUPERVISED = "supervised"
 LOG_EVERY = 10
-POOL_CHECK_TEXTS = 512  # pool texts predicted at each evaluation when there is no eval set
+# Pool texts the student predicts at each evaluation: its fit to their targets, and without an
+# eval set, the learning check on their predicted classes.
+POOL_SAMPLE_TEXTS = 512
 # [training] mixed_precision -> the autocast dtype it asks for.
 AUTOCAST_DTYPES = {"no": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
@@ -243,7 +246,7 @@ class Trainer:
             self._load(existing[-1])
         else:
             self.model, self.tokenizer = self.initial_model()
-            self.step, self.best = 0, None
+            self.step, self.best, self.fit_reached = 0, None, None
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
         if not existing:  # the rate "auto" chose is recorded for the model card
             ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate})
@@ -278,11 +281,11 @@ class Trainer:
                                                               self.training.max_length)
                               if self.data.eval_texts else None)
         self.target_shares = target_shares(self.data).tolist()
-        # Without an eval set, a fixed sample of the pool shows whether the student predicts
-        # the classes its targets hold.
-        self.pool_check_rows = (None if self.eval_features is not None else
-                                torch.randperm(len(self.data.texts), generator=torch.Generator()
-                                               .manual_seed(self.training.seed))[:POOL_CHECK_TEXTS])
+        # A fixed sample of the pool: how well the student reproduces its targets there (its
+        # fit), and without an eval set, whether it predicts the classes its targets hold.
+        self.pool_sample_rows = torch.randperm(
+            len(self.data.texts), generator=torch.Generator().manual_seed(self.training.seed)
+        )[:POOL_SAMPLE_TEXTS]
         self.train_model = self.model
         if self.ranks is not None:  # the others build the same model, then take these weights
             self.ranks.send_plan(self, self._state if existing else None)
@@ -320,6 +323,7 @@ class Trainer:
         self.model = self.data.student.load_checkpoint(checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
         self.step, self.best = progress["step"], progress.get("best")
+        self.fit_reached = progress.get("fit_reached")
 
     # -- the loop ----------------------------------------------------------------------
     def batch_rows(self, step: int) -> torch.Tensor:
@@ -369,6 +373,7 @@ class Trainer:
                 recent = []
             if evaluate_now:
                 self.evaluate_and_checkpoint()
+        self.settle_best_check()
         self._record(TrainDone(step=self.step, best=BestCheckpoint.from_dict(self.best)
                                if self.best else None))
         return {"stopped": False, "step": self.step, "best": self.best,
@@ -411,23 +416,29 @@ class Trainer:
             self.ranks.gather_rng()
             return
         metrics = None
+        fit = self.fit_on_pool()
+        if fit["fit"] is not None:
+            self.fit_reached = max(fit["fit"], self.fit_reached or 0.0)
         if self.eval_features is not None:
             metrics = self.data.student.evaluate(self.model, self.tokenizer, self.eval_features,
                                                  self.data, self.eval_batch, self.device,
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
             check = self.data.student.eval_check(self.data, metrics, self.target_shares)
-            metrics["check"] = check.to_dict()
+            check = with_fit(check, fit["fit"], FIT_FLOOR,
+                             (self.data.eval_routing or {}).get("accuracy"), self.fit_reached)
+            metrics.update(check=check.to_dict(), **fit)
             self._record(TrainEval.from_dict({"step": self.step, **metrics}))
         else:
-            check = self.check_on_pool()
-            self._record(TrainCheck(step=self.step, check=check))
+            check = with_fit(self.check_on_pool(), fit["fit"], FIT_FLOOR,
+                             reached=self.fit_reached)
+            self._record(TrainCheck(step=self.step, check=check, **fit))
         self._log_evaluation(metrics, check)
         improved = improves(self.best, metrics)
         if improved:
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
                          "macro_f1": (metrics or {}).get("macro_f1"),
-                         "check": check.to_dict()}
+                         "check": check.to_dict(), "fit": fit["fit"]}
         # The checkpoint records the best so far; should best.json lag behind it after a
         # crash, setup() puts it right before anything is pruned.
         self.checkpoint(evaluation=metrics)
@@ -444,12 +455,35 @@ class Trainer:
                        + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
         else:
             figures = "pool predictions checked against the targets"
-        verdict = f" · {check.status}: {check.problem}" if check.flagged else ""
+        if check.fit is not None:
+            figures += f"; fits its targets {100 * check.fit:.1f}%"
+        verdict = (f" · {check.status}: {check.problem}{check.cause_text()}" if check.flagged
+                   else "")
         console.print(f"{where}: {figures}{verdict}", highlight=False, markup=False, soft_wrap=True)
+
+    def settle_best_check(self) -> None:
+        """The kept checkpoint's verdict once the run is over: a student taught wrong targets
+        keeps an early checkpoint, from before it fitted them, so whether it could fit them is
+        read from the whole run's best fit."""
+        if not self.leads or not self.best or not self.best.get("check"):
+            return
+        check = LearningCheck.from_dict(self.best["check"])
+        settled = with_fit(check, check.fit, FIT_FLOOR,
+                           ((self.data.eval_routing or {}).get("accuracy")), self.fit_reached)
+        if settled != check:
+            self.best["check"] = settled.to_dict()
+            ckpt.settle_check(self.run_dir, self.best["step"], self.best["check"])
+
+    def fit_on_pool(self) -> dict:
+        """How well the student reproduces its training targets on the pool sample, in its
+        kind's terms: {"fit": figure} (and a multi-task student's "fit_per_task")."""
+        return self.data.student.fit(self.model, self.tokenizer, self.features, self.data,
+                                     self.pool_sample_rows, self.eval_batch, self.device,
+                                     self.autocast_dtype)
 
     def check_on_pool(self) -> LearningCheck:
         """The student's predicted class shares on the pool sample against its targets'."""
-        features = [self.features[int(row)] for row in self.pool_check_rows]
+        features = [self.features[int(row)] for row in self.pool_sample_rows]
         counts = self.data.student.predicted_counts(
             self.model, self.tokenizer, features, self.eval_batch, self.device,
             self.autocast_dtype, len(self.target_shares))
@@ -465,7 +499,7 @@ class Trainer:
         if self.ranks is not None:  # each rank's dropout draws, so a resume goes on exactly
             state["rng_ranks"] = self.ranks.gather_rng()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
-                             {"step": self.step, "best": self.best,
+                             {"step": self.step, "best": self.best, "fit_reached": self.fit_reached,
                               "total_steps": self.total_steps, "evaluation": evaluation})
 
     def _record(self, event: TrainEvent) -> None:

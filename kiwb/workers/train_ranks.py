@@ -251,7 +251,7 @@ def follower_trainer(config, plan: TrainPlan, device: torch.device, ranks: Train
             torch.cuda.set_rng_state(plan.rng_ranks[rank]["device"], device)
     trainer.features = plan.data.student.features(trainer.tokenizer, plan.data,
                                                   trainer.training.max_length)
-    trainer.eval_features, trainer.pool_check_rows = None, None
+    trainer.eval_features, trainer.pool_sample_rows = None, None
     trainer.train_model = ranks.wrap(trainer.model)
     return trainer
 

@@ -18,10 +18,12 @@ import numpy as np
 import torch
 
 from kiwb.core.learning_check import OK, LearningCheck
+from kiwb.core.target_fit import correlation
 from kiwb.errors import KiwbError
 from kiwb.kinds.embedding import POOLING_KEY
 from kiwb.kinds.embedding.probes import probe_figures
 from kiwb.kinds.embedding.relational import (
+    cosine_matrix,
     direct_loss,
     pair_weights,
     relational_loss,
@@ -179,6 +181,19 @@ class EmbeddingStudent:
                 tokenizer, self.eval_partners, self.max_length), batch, device, autocast_dtype)
         labels = torch.tensor(self.eval_labels) if self.eval_labels is not None else None
         return probe_report(probe_figures(embedded, labels, partners), len(features))
+
+    def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
+        """How well the student places the pool rows `rows` as its targets do: the correlation,
+        over every pair of them that some teacher covers, of the student's cosine with the
+        covering teachers' mean cosine. {"fit": correlation}."""
+        embedded = embed_all(self, model, tokenizer, [features[int(row)] for row in rows], batch,
+                             device, autocast_dtype)
+        teachers, covered, _ = self.layout.split(data.targets[rows].float())
+        weights = pair_weights("maskout", covered)  # (T, m, m): the teachers covering each pair
+        total = weights.sum(0)
+        target = (weights * teacher_cosines(teachers)).sum(0) / total.clamp_min(1.0)
+        upper = torch.triu(torch.ones_like(total, dtype=torch.bool), 1) & (total > 0)
+        return {"fit": correlation(cosine_matrix(embedded)[upper], target[upper])}
 
     def check_labels(self, data) -> list[str]:
         return []

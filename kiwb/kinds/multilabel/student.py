@@ -7,18 +7,17 @@ shape ((n, L) 0/1 rather than (n,) ids) and the metrics."""
 
 from __future__ import annotations
 
-import numpy as np
 import torch
 
 from kiwb.core.learning_check import LearningCheck
+from kiwb.core.target_fit import thresholded_fit
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.check import check_label_rates
 from kiwb.kinds.multilabel.losses import gold_bce_loss, weighted_bce_loss
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
-from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
-from kiwb.workers.shard_scoring import length_sorted_batches
-from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize
+from kiwb.workers.runtime import FittedBatch, load_classifier
+from kiwb.workers.student import SequenceStudent, load_student_base, predict_logits, tokenize
 
 PROBLEM_TYPE = "multi_label_classification"
 
@@ -45,28 +44,10 @@ def set_head_bias(model, bias: torch.Tensor) -> None:
     outputs[-1].bias.copy_(bias.to(outputs[-1].bias))
 
 
-@torch.no_grad()  # not inference_mode: it runs between training steps of the same model
 def predict_probs(model, tokenizer, features, batch_size: int | FittedBatch,
                   device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
     """(n, L) sigmoid probabilities of every feature row, in input order."""
-    batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
-    was_training = model.training
-    model.eval()
-
-    def run(size: int) -> np.ndarray:
-        found = np.zeros((len(features), model.config.num_labels), dtype=np.float32)
-        lengths = [len(feature["input_ids"]) for feature in features]
-        for rows in length_sorted_batches(lengths, size):
-            logits = model(**collate(tokenizer, features, rows, device)).logits
-            found[rows] = logits.float().sigmoid().cpu().numpy()
-        return found
-
-    try:
-        with autocast_context(device, autocast_dtype):
-            probs = batch.run(run, device, "evaluating", items=len(features))
-    finally:
-        model.train(was_training)
-    return torch.from_numpy(probs)
+    return predict_logits(model, tokenizer, features, batch_size, device, autocast_dtype).sigmoid()
 
 
 class MultiLabelStudent(SequenceStudent):
@@ -114,6 +95,14 @@ class MultiLabelStudent(SequenceStudent):
                 "per_class_accuracy": report["per_label_f1"], "confusion": [],
                 "num_texts": len(data.eval_ids), "details": details,
                 "predicted_counts": counts}
+
+    def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
+        """The micro F1 of the student's yes per (text, label) at 0.5 on the pool rows `rows`
+        against their targets' (the gold labels, supervised). {"fit": micro F1}."""
+        probs = predict_probs(model, tokenizer, [features[int(row)] for row in rows], batch,
+                              device, autocast_dtype)
+        taught = data.label_ids if data.label_ids is not None else data.targets
+        return {"fit": thresholded_fit(probs, taught[rows])}
 
     def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
                          num_labels: int) -> list[int]:

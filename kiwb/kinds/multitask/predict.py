@@ -5,9 +5,9 @@ from __future__ import annotations
 import torch
 from rich.markup import escape
 
-from kiwb.kinds.multitask.student import load_multitask, predict_logits, task_answers
+from kiwb.kinds.multitask.student import load_multitask, task_answers
 from kiwb.workers.runtime import FittedBatch
-from kiwb.workers.student import tokenize
+from kiwb.workers.student import predict_logits, tokenize
 
 
 def predicted_answers(folder, texts: list[str], top: int = 3) -> list[str]:

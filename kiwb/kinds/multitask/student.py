@@ -18,6 +18,7 @@ import torch
 
 from kiwb.core.learning_check import OK, LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.metrics import classification_report
+from kiwb.core.target_fit import agreement, thresholded_fit
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.check import check_label_rates
 from kiwb.kinds.multilabel.metrics import multilabel_report
@@ -33,32 +34,14 @@ from kiwb.kinds.multitask.losses import (
 )
 from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
 from kiwb.workers.representation import mean_pooled
-from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier
-from kiwb.workers.shard_scoring import length_sorted_batches
-from kiwb.workers.student import SequenceStudent, collate, load_student_base, tokenize
-
-
-@torch.no_grad()  # not inference_mode: it runs between training steps of the same model
-def predict_logits(model, tokenizer, features, batch_size: int | FittedBatch,
-                   device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
-    """(n, outputs) logits of every feature row, in input order."""
-    batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
-    was_training = model.training
-    model.eval()
-
-    def run(size: int) -> np.ndarray:
-        found = np.zeros((len(features), model.config.num_labels), dtype=np.float32)
-        lengths = [len(feature["input_ids"]) for feature in features]
-        for rows in length_sorted_batches(lengths, size):
-            found[rows] = model(**collate(tokenizer, features, rows, device)).logits.float().cpu().numpy()
-        return found
-
-    try:
-        with autocast_context(device, autocast_dtype):
-            logits = batch.run(run, device, "evaluating", items=len(features))
-    finally:
-        model.train(was_training)
-    return torch.from_numpy(logits)
+from kiwb.workers.runtime import FittedBatch, load_classifier
+from kiwb.workers.student import (
+    SequenceStudent,
+    collate,
+    load_student_base,
+    predict_logits,
+    tokenize,
+)
 
 
 def task_answers(heads, logits: torch.Tensor, thresholds: dict | None = None) -> dict:
@@ -222,6 +205,25 @@ class MultiTaskStudent(SequenceStudent):
         """How many texts the student gives each output (per task, as the task decides)."""
         return self._counts(predict_logits(model, tokenizer, features, batch, device,
                                            autocast_dtype))
+
+    def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
+        """Per task, how well the student reproduces its targets (the gold labels, supervised)
+        on the pool rows `rows`: a single-label task's agreement with their top class, a
+        multi-label task's micro F1 at 0.5. The headline "fit" is the task fitting worst."""
+        logits = predict_logits(model, tokenizer, [features[int(row)] for row in rows], batch,
+                                device, autocast_dtype)
+        taught = (data.label_ids if data.label_ids is not None else data.targets)[rows].float()
+        per_task = {}
+        for head in self.heads:
+            mine, theirs = logits[:, head.start:head.stop], taught[:, head.start:head.stop]
+            known = (theirs != MISSING).all(1)  # a supervised row without this task's label
+            if not bool(known.any()):
+                continue
+            mine, theirs = mine[known], theirs[known]
+            per_task[head.task] = (agreement(mine.argmax(-1), theirs.argmax(-1))
+                                   if head.kind == "single-label" else
+                                   thresholded_fit(mine.sigmoid(), theirs))
+        return {"fit": min(per_task.values()) if per_task else None, "fit_per_task": per_task}
 
     def target_shares(self, data) -> torch.Tensor:
         """Per output: the share of taught texts whose target is that class (single-label) or

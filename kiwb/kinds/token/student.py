@@ -135,6 +135,29 @@ def predict_word_tags(model, tokenizer, texts_words: list[list[str]], max_length
     return found
 
 
+@torch.no_grad()
+def first_window_tags(model, tokenizer, rows: list[TextRow], device: torch.device,
+                      autocast_dtype: str = "float32") -> torch.Tensor:
+    """The student's tag id for every word of the rows' training windows, rows in order."""
+    was_training = model.training
+    model.eval()
+    try:
+        with autocast_context(device, autocast_dtype):
+            found = [row_logits(model, tokenizer, rows[start:start + 16], device).argmax(-1).cpu()
+                     for start in range(0, len(rows), 16)]
+    finally:
+        model.train(was_training)
+    return torch.cat(found) if found else torch.zeros(0, dtype=torch.long)
+
+
+def entity_fit(taught: list[list[str]], predicted: list[list[str]], types: list[str]) -> float:
+    """Entity F1 of predicted tags against taught ones; 1 when neither holds an entity."""
+    report = entity_report(taught, predicted, types)
+    if not report["num_gold_entities"] and not report["num_predicted_entities"]:
+        return 1.0
+    return report["f1"]
+
+
 def _window_logits(model, tokenizer, shard, batch_size: int, device) -> list:
     found: list = [None] * len(shard.windows)
     lengths = [len(window.input_ids) for window in shard.windows]
@@ -262,16 +285,29 @@ class TokenStudent:
     def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
                          num_labels: int) -> list[int]:
         counts = [0] * num_labels
-        was_training = model.training
-        model.eval()
-        with torch.no_grad(), autocast_context(device, autocast_dtype):
-            for start in range(0, len(features), 16):
-                chunk = features[start:start + 16]
-                top = row_logits(model, tokenizer, chunk, device).argmax(-1).tolist()
-                for tag in top:
-                    counts[self._class_of(self._union_names(model)[tag])] += 1
-        model.train(was_training)
+        names = self._union_names(model)
+        for tag in first_window_tags(model, tokenizer, features, device, autocast_dtype).tolist():
+            counts[self._class_of(names[tag])] += 1
         return counts
+
+    def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
+        """The entity F1 of the student's tags on the pool rows `rows` (the window it trains
+        on) against their target tags' top tag (the gold tags, supervised). {"fit": F1}."""
+        chosen = [features[int(row)] for row in rows]
+        predicted = first_window_tags(model, tokenizer, chosen, device, autocast_dtype).tolist()
+        words = torch.cat([torch.arange(row.words.start, row.words.stop) for row in chosen]
+                          or [torch.zeros(0, dtype=torch.long)])
+        taught = target_tags(data)[words].tolist()
+        split = [len(row.words) for row in chosen]
+
+        def sentences(tags: list[int]) -> list[list[str]]:
+            found, start = [], 0
+            for count in split:
+                found.append([data.labels[tag] for tag in tags[start:start + count]])
+                start += count
+            return found
+
+        return {"fit": entity_fit(sentences(taught), sentences(predicted), self.types)}
 
     def _union_names(self, model) -> list[str]:
         return [model.config.id2label[i] for i in range(model.config.num_labels)]
@@ -281,10 +317,16 @@ class TokenStudent:
 
     def target_tops(self, data) -> torch.Tensor:
         """Each taught word's type (O last): its target's top tag, or its gold tag."""
-        tops = data.label_ids if data.label_ids is not None else (
-            data.targets if data.targets.dim() == 2 else data.targets.mean(1)).argmax(-1)
-        return torch.tensor([self._class_of(data.labels[i]) for i in tops.tolist()],
+        return torch.tensor([self._class_of(data.labels[i]) for i in target_tags(data).tolist()],
                             dtype=torch.long)
+
+
+def target_tags(data) -> torch.Tensor:
+    """Each taught word's tag id: its target's top tag (UHC's per-teacher targets averaged
+    first), or its gold tag (supervised)."""
+    if data.label_ids is not None:
+        return data.label_ids
+    return (data.targets if data.targets.dim() == 2 else data.targets.mean(1)).argmax(-1)
 
 
 def evaluate_tagger(checkpoint, table, device: torch.device, batch_size: int,

@@ -64,7 +64,7 @@ class AccuracyPane(Pane):
 
     def _column_names(self) -> tuple[str, ...]:
         headline, second = self.figures
-        return ("run", "state", headline, "best", second, "routing")
+        return ("run", "state", headline, "best", second, "fit", "routing")
 
     def show_config(self, config, error, problems=()) -> None:
         super().show_config(config, error, problems)
@@ -216,10 +216,12 @@ def run_cells(run: RunHistory) -> tuple:
     check = shown_check(run)
     if check is not None:  # the mark: see the run's detail for why
         state = Text.assemble(state, (check.mark, "bold yellow"))
+    # how well the student reproduces its own targets on pool texts it trained on
+    fit = _percent(run.check.fit if run.check is not None else None)
     if latest is None:
-        return (run.run, state, _percent(None), "–", _percent(None), _routing(None))
+        return (run.run, state, _percent(None), "–", _percent(None), fit, _routing(None))
     return (run.run, state, _percent(latest.accuracy), f"{_percent(best.accuracy)} @{best.step}",
-            _percent(latest.macro_f1), _routing(latest.routing_accuracy))
+            _percent(latest.macro_f1), fit, _routing(latest.routing_accuracy))
 
 
 def shown_check(run: RunHistory | None) -> LearningCheck | None:
@@ -247,11 +249,11 @@ def baseline_rows(evaluation: EvalSummary | None) -> dict[str, tuple]:
         return rows
     if evaluation.ensemble_accuracy is not None:
         rows[ENSEMBLE_ROW] = (Text("ensemble", "italic"), "untrained",
-                              _percent(evaluation.ensemble_accuracy), "", "",
+                              _percent(evaluation.ensemble_accuracy), "", "", "",
                               _routing(evaluation.routing_accuracy))
     for teacher, accuracy in (evaluation.teacher_accuracy or {}).items():
         rows[f"{TEACHER_ROW}{teacher}"] = (Text(f"{teacher} alone", "italic"), "teacher",
-                                           _percent(accuracy), "", "", "")
+                                           _percent(accuracy), "", "", "", "")
     return rows
 
 
@@ -264,10 +266,10 @@ def task_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
         evaluation = figures.get("eval") or {}
         if evaluation.get("ensemble") is not None:
             rows[f"{ENSEMBLE_ROW}:{task}"] = (Text(f"ensemble · {task}", "italic"), "untrained",
-                                              _percent(evaluation["ensemble"]), "", "", "")
+                                              _percent(evaluation["ensemble"]), "", "", "", "")
         for teacher, value in (evaluation.get("teachers") or {}).items():
             rows[f"{TEACHER_ROW}{teacher}:{task}"] = (Text(f"{teacher} alone · {task}", "italic"),
-                                                      "teacher", _percent(value), "", "", "")
+                                                      "teacher", _percent(value), "", "", "", "")
     return rows
 
 
@@ -288,7 +290,7 @@ def probe_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
         rows[f"{TEACHER_ROW}{name}"] = (
             Text(label, "italic"), "teacher" if name in teachers else "untrained",
             _percent(figures.get("knn_accuracy", figures.get("mrr"))), "",
-            _percent(figures.get("mrr")), "")
+            _percent(figures.get("mrr")), "", "")
     return rows
 
 

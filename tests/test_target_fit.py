@@ -1,0 +1,82 @@
+"""The fit figure (how well a student reproduces its own training targets) and the cause the
+learning check reads from it, against numbers worked out by hand."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from kiwb.core.learning_check import (
+    COLLAPSED,
+    OK,
+    STUDENT_HINT,
+    TARGETS_AT_FAULT,
+    TRAINING_AT_FAULT,
+    LearningCheck,
+    with_fit,
+)
+from kiwb.core.target_fit import FIT_FLOOR, agreement, correlation, micro_f1, thresholded_fit
+
+# Three texts, two labels: text 0 is a, text 1 is a and b, text 2 is b (soft targets).
+TARGETS = torch.tensor([[0.9, 0.2], [0.8, 0.7], [0.1, 0.6]])
+
+
+def test_a_multi_label_student_that_copies_its_targets_fits_them_exactly():
+    assert thresholded_fit(TARGETS.clone(), TARGETS) == 1.0
+
+
+def test_a_multi_label_student_that_outputs_the_base_rates_fits_as_worked_out():
+    # Base rates of the thresholded targets: a 2/3, b 2/3 -> yes to both labels of every text.
+    # Truth: (a), (a, b), (b): 4 yes of 6. Decided: 6 yes, 4 right: TP 4, FP 2, FN 0.
+    # micro F1 = 2*4 / (2*4 + 2 + 0) = 0.8.
+    base_rates = (TARGETS > 0.5).float().mean(0).expand(3, 2)
+    assert thresholded_fit(base_rates, TARGETS) == pytest.approx(0.8)
+    # With one rare label (b yes on 1 of 3 texts), the base rates say no to b: TP 2 (a on
+    # texts 0, 1), FP 1 (a on text 2), FN 1 (b on text 2): 2*2 / (4 + 2) = 2/3.
+    rare = torch.tensor([[0.9, 0.2], [0.8, 0.3], [0.1, 0.6]])
+    assert thresholded_fit((rare > 0.5).float().mean(0).expand(3, 2), rare) == pytest.approx(2 / 3)
+
+
+def test_micro_f1_of_nothing_to_find_and_nothing_claimed_is_one():
+    nothing = torch.zeros(2, 3)
+    assert micro_f1(nothing, nothing) == 1.0
+    assert micro_f1(torch.ones(2, 3), nothing) == 0.0
+
+
+def test_single_label_agreement_of_a_copy_and_of_the_majority_class():
+    taught = torch.tensor([0, 0, 1])
+    assert agreement(taught.clone(), taught) == 1.0
+    assert agreement(torch.zeros(3, dtype=torch.long), taught) == pytest.approx(2 / 3)
+
+
+def test_correlation_of_pair_similarities_by_hand():
+    assert correlation(torch.tensor([0.1, 0.5, 0.9]), torch.tensor([0.2, 0.6, 1.0])) == pytest.approx(1.0)
+    assert correlation(torch.tensor([0.1, 0.5, 0.9]), torch.tensor([1.0, 0.6, 0.2])) == pytest.approx(-1.0)
+    # mean-centred (-1, 0, 1) against (-1, 2, -1): covariance 0
+    assert correlation(torch.tensor([1.0, 2.0, 3.0]), torch.tensor([0.0, 3.0, 0.0])) == pytest.approx(0.0)
+    assert correlation(torch.ones(3), torch.tensor([1.0, 2.0, 3.0])) == 0.0  # no spread
+
+
+FLAGGED = LearningCheck(COLLAPSED, ("b",), "never predicts b", STUDENT_HINT)
+
+
+def test_a_flagged_student_that_does_not_fit_its_targets_blames_training():
+    check = with_fit(FLAGGED, 0.6, FIT_FLOOR)
+    assert check.cause == TRAINING_AT_FAULT and check.fit == 0.6 and check.hint == STUDENT_HINT
+    assert ("never predicts b; it does not fit its targets (60.0% on the pool texts it trained "
+            "on), so training is at fault; try more steps") in check.line()
+
+
+def test_a_flagged_student_that_fits_its_targets_blames_them():
+    check = with_fit(FLAGGED, 0.97, FIT_FLOOR, routing_accuracy=0.41)
+    assert check.cause == TARGETS_AT_FAULT
+    line = check.line()
+    assert "it fits its targets (97.0% on the pool texts it trained on), so the targets are wrong" in line
+    assert "more steps will not help" in line and "routing sends 41.0% of the eval texts" in line
+    assert LearningCheck.from_dict(check.to_dict()) == check
+
+
+def test_a_student_that_passes_keeps_its_fit_and_no_cause():
+    check = with_fit(LearningCheck(OK), 0.5, FIT_FLOOR)
+    assert check.status == OK and check.fit == 0.5 and check.cause == "" and check.line() == ""
+    assert with_fit(FLAGGED, None, FIT_FLOOR) == FLAGGED
