@@ -97,7 +97,8 @@ def test_three_owners_of_one_label():
     # Margin: best minus second best owner: 0.9 - 0.7 and 0.8 - 0.3.
     assert owner_margin(confidences, owners).flatten().tolist() == pytest.approx([0.2, 0.5])
     integration = integrate_labels("muki-hard", probs, confidences, owners)
-    assert integration.weights.flatten().tolist() == pytest.approx([0.2, 0.5])
+    # both targets are no (0.1, and 0.5 is not a yes): margins over their mean 0.35
+    assert integration.weights.flatten().tolist() == pytest.approx([0.2 / 0.35, 0.5 / 0.35])
     assert integration.routed.flatten().tolist() == [1, 2]
     assert integrate_labels("ant", probs, confidences, owners).weights.flatten().tolist() == [1, 1]
 
@@ -188,3 +189,17 @@ def test_stacking_scores_on_the_union_and_the_conflicts_by_margin():
     plain = integrate_label_scores(scores, "muki-hard", use_mc=False)
     # Plain confidences are all 0.5: ties go to the first owner, A.
     assert plain.targets[:, 1].tolist() == pytest.approx([0.8, 0.3, 0.6])
+
+
+def test_margins_weigh_yes_and_no_targets_alike_per_label():
+    from kiwb.kinds.multilabel.integration import side_balanced
+
+    # one label, four texts: yes targets with margins 0.2 and 0.4 (mean 0.3), no targets with
+    # 0.6 and 0.8 (mean 0.7); a second label whose yes margins are all 0 weighs them 1
+    margin = torch.tensor([[0.2, 0.0], [0.4, 0.0], [0.6, 0.5], [0.8, 0.7]])
+    targets = torch.tensor([[0.9, 0.8], [0.7, 0.9], [0.1, 0.2], [0.3, 0.1]])
+    weights = side_balanced(margin, targets)
+    assert weights[:, 0].tolist() == pytest.approx([2 / 3, 4 / 3, 6 / 7, 8 / 7])
+    assert weights[:, 1].tolist() == pytest.approx([1.0, 1.0, 5 / 6, 7 / 6])
+    # each side keeps its count as its total weight, as without margins
+    assert float(weights[:2, 0].sum()) == pytest.approx(2.0) and float(weights[2:, 0].sum()) == pytest.approx(2.0)

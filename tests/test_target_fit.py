@@ -80,3 +80,23 @@ def test_a_student_that_passes_keeps_its_fit_and_no_cause():
     check = with_fit(LearningCheck(OK), 0.5, FIT_FLOOR)
     assert check.status == OK and check.fit == 0.5 and check.cause == "" and check.line() == ""
     assert with_fit(FLAGGED, None, FIT_FLOOR) == FLAGGED
+
+
+def test_a_sigmoid_students_minimum_steps_by_hand():
+    from kiwb.core.training_defaults import label_exposure_steps
+
+    # common labels: 3 x 300; 0: exactly the epochs, as asked
+    assert label_exposure_steps([0.3, 0.5], 32, 300, 0.02) == (900, None)
+    assert label_exposure_steps([0.3, 0.5], 32, 0, 0.02) == (0, None)
+    # a label yes on 3.6% of the texts, batch 32: 1,200 / (32 x 0.036) = 1,041.7 -> 1,042 steps,
+    # over 900, so it decides (index 1); one under the floor (1%) is not counted
+    assert label_exposure_steps([0.3, 0.036, 0.01], 32, 300, 0.02) == (1042, 1)
+    # rarer still (2%): 1,875 steps wanted, capped at 4 x 300
+    assert label_exposure_steps([0.02, 0.5], 32, 300, 0.02) == (1200, 0)
+
+
+def test_a_kept_checkpoint_from_before_the_student_fitted_names_both_fits():
+    check = with_fit(FLAGGED, 0.7, FIT_FLOOR, reached=0.95)
+    assert check.cause == TARGETS_AT_FAULT and check.fit == 0.7 and check.fit_reached == 0.95
+    assert ("it fits its targets (95.0% at best on the pool texts it trained on; 70.0% at this "
+            "evaluation), so the targets are wrong") in check.line()

@@ -88,7 +88,8 @@ class LearningCheck:
             return ""
         if self.fit_reached is not None:  # the kept checkpoint is an earlier, looser one
             return "; " + CAUSE_TEXT[self.cause].format(
-                fit=_percent(self.fit_reached), when=f" later in the run; {_percent(self.fit)} here")
+                fit=f"{_percent(self.fit_reached)} at best",
+                when=f"; {_percent(self.fit)} at this evaluation")
         return "; " + CAUSE_TEXT[self.cause].format(fit=_percent(self.fit), when="")
 
     def to_dict(self) -> dict:

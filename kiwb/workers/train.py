@@ -223,8 +223,11 @@ class Trainer:
         self.run_dir = ProjectPaths(config.root).run_dir(request.run)
         n = len(data.texts)
         self.steps_per_epoch = math.ceil(n / self.training.batch_size)
+        # The kind may need more steps than [training] min_steps (a sigmoid head's rare labels)
+        self.min_steps, self.min_steps_reason = data.student.min_steps(
+            data, self.training.batch_size, self.training.min_steps)
         self.total_steps = total_steps(n, self.training.batch_size, self.training.epochs,
-                                       self.training.min_steps)
+                                       self.min_steps)
         # Evaluations and pool checks keep the batch size that fitted from one to the next.
         self.eval_batch = FittedBatch(self.training.batch_size)
 
@@ -252,8 +255,10 @@ class Trainer:
             ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate})
         self.model.to(self.device)
         of_epochs = total_steps(len(self.data.texts), self.training.batch_size, self.training.epochs, 0)
-        raised = (f" (raised from {of_epochs:,} to min_steps; a small pool needs more passes)"
-                  if self.total_steps > of_epochs else "")
+        raised = ("" if self.total_steps <= of_epochs else
+                  f" (raised from {of_epochs:,}: {self.min_steps_reason})"
+                  if self.min_steps_reason and self.total_steps > self.training.min_steps else
+                  f" (raised from {of_epochs:,} to min_steps; a small pool needs more passes)")
         console.print(f"Learning rate {self.learning_rate:.1e} ({chosen}); {self.total_steps:,} steps "
                       f"= {self.total_steps / self.steps_per_epoch:.1f} epochs of "
                       f"{len(self.data.texts):,} texts{raised}", highlight=False, markup=False,

@@ -195,6 +195,9 @@ class EmbeddingStudent:
         upper = torch.triu(torch.ones_like(total, dtype=torch.bool), 1) & (total > 0)
         return {"fit": correlation(cosine_matrix(embedded)[upper], target[upper])}
 
+    def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
+        return configured, ""  # no outputs to learn a yes for
+
     def check_labels(self, data) -> list[str]:
         return []
 

@@ -13,8 +13,14 @@ every integrator.
   muki-soft   the owners' probabilities weighted by softmax(confidence / tau)
 
 MUKI's re-weighting carries over per label: the margin between the two most confident owners
-is the weight of that (text, label) in the loss; a lone owner competes with nobody, so its
-confidence is the margin (as for a lone teacher in kiwb.core.integration.routing_margin).
+weighs that (text, label) in the loss; a lone owner competes with nobody, so its confidence is
+the margin (as for a lone teacher in kiwb.core.integration.routing_margin). The margins are
+rescaled to a mean of 1 within each label's yes targets and within its no targets: owners are
+less sure of their yes answers than of their no (on the multi-label demo the mean margin of a
+yes target was 0.52, of a no 0.66), and raw margins moved a fifth of the yes targets' weight
+to the no targets, so students learnt the labels' yes too slowly to fit them (fit 85% against
+93% without margins; BENCHMARKS.md, "Students that fit their targets"). Within a side, the
+surer answers still count more, as MUKI means.
 """
 
 from __future__ import annotations
@@ -107,6 +113,18 @@ def muki_soft_targets(probs: Tensor, confidences: Tensor, owners: Tensor,
     return (weights * probs).sum(0)
 
 
+def side_balanced(margin: Tensor, targets: Tensor) -> Tensor:
+    """(n, L) loss weights: each margin over the mean margin of its label's targets on the same
+    side (yes: target > THRESHOLD, else no). A side whose margins are all 0 weighs 1 each."""
+    yes = targets > THRESHOLD
+    weights = torch.ones_like(margin)
+    for side in (yes, ~yes):
+        mean = (margin * side).sum(0) / side.sum(0).clamp(min=1)  # (L,)
+        scaled = margin / mean.clamp(min=torch.finfo(margin.dtype).tiny)
+        weights = torch.where(side & (mean > 0), scaled, weights)
+    return weights
+
+
 def integrate_labels(method: str, probs: Tensor, confidences: Tensor, owners: Tensor, *,
                      tau: float = 0.2, reweight: bool = True) -> LabelIntegration:
     """Targets of one method, with MUKI's per-label margins as weights (others weigh 1)."""
@@ -119,6 +137,8 @@ def integrate_labels(method: str, probs: Tensor, confidences: Tensor, owners: Te
                 "muki-hard": lambda: muki_hard_targets(probs, confidences, owners),
                 "muki-soft": lambda: muki_soft_targets(probs, confidences, owners, tau)}
     margin = owner_margin(confidences, owners)
-    weights = margin if reweight and method.startswith("muki-") else torch.ones_like(margin)
-    return LabelIntegration(targets=builders[method](), weights=weights,
+    targets = builders[method]()
+    weights = (side_balanced(margin, targets) if reweight and method.startswith("muki-")
+               else torch.ones_like(margin))
+    return LabelIntegration(targets=targets, weights=weights,
                             routed=most_confident_owner(confidences, owners), margin=margin)

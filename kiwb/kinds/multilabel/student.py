@@ -11,8 +11,9 @@ import torch
 
 from kiwb.core.learning_check import LearningCheck
 from kiwb.core.target_fit import thresholded_fit
+from kiwb.core.training_defaults import SIGMOID_STEPS_FACTOR, label_exposure_steps
 from kiwb.errors import KiwbError
-from kiwb.kinds.multilabel.check import check_label_rates
+from kiwb.kinds.multilabel.check import TARGET_RATE_FLOOR, check_label_rates
 from kiwb.kinds.multilabel.losses import gold_bce_loss, weighted_bce_loss
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
@@ -104,6 +105,12 @@ class MultiLabelStudent(SequenceStudent):
         taught = data.label_ids if data.label_ids is not None else data.targets
         return {"fit": thresholded_fit(probs, taught[rows])}
 
+    def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
+        """Raised until the rarest label its targets say yes to is seen often enough as a yes
+        (kiwb.core.training_defaults.label_exposure_steps)."""
+        return exposure_minimum(self.target_shares(data).tolist(), data.labels, batch_size,
+                                configured)
+
     def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
                          num_labels: int) -> list[int]:
         """How many texts the student gives each label."""
@@ -123,6 +130,21 @@ class MultiLabelStudent(SequenceStudent):
     def pool_check(self, data, predicted_counts: list[int],
                    target_shares: list[float]) -> LearningCheck:
         return check_label_rates(data.labels, predicted_counts, None, target_shares, "pool texts")
+
+
+def exposure_minimum(yes_rates: list[float], names: list[str], batch_size: int,
+                     configured: int) -> tuple[int, str]:
+    """label_exposure_steps, with why, in words, it raises `configured`."""
+    steps, rarest = label_exposure_steps(yes_rates, batch_size, configured, TARGET_RATE_FLOOR)
+    if steps <= configured:
+        return configured, ""
+    why = (f"a sigmoid head learns each of its {len(names)} outputs as its own yes or no, "
+           f"which takes {SIGMOID_STEPS_FACTOR}x min_steps")
+    if rarest is not None:
+        why += (f", and more for its rarest, {names[rarest]} (yes on "
+                f"{100 * yes_rates[rarest]:.1f}% of the texts), to be seen as a yes about "
+                f"{round(steps * batch_size * yes_rates[rarest]):,} times")
+    return steps, why
 
 
 def _load(folder):

@@ -229,6 +229,7 @@ class TokenStudent:
     eval_check = SequenceStudent.eval_check
     pool_check = SequenceStudent.pool_check
     target_shares = SequenceStudent.target_shares
+    min_steps = SequenceStudent.min_steps  # a softmax over tags
 
     def load_base(self, base: str, labels: list[str]):
         return load_token_student(base, labels)
