@@ -113,7 +113,8 @@ def test_a_multi_label_task_is_integrated_per_label_by_its_most_confident_owner(
         found = _integrate_labels(part, IntegrationSettings(routing="confidence"), store, None)
     # x: owners t0 (0.9, confidence 0.8) and t1 (0.1, 0.3): t0's 0.9, margin 0.5; y: t0 alone
     assert torch.allclose(found.targets, torch.tensor([[0.2, 0.9]]))  # the task's order: y, x
-    assert torch.allclose(found.weights, torch.tensor([[0.6, 0.5]]))  # a lone owner: its confidence
+    # the raw margins (a multi-task project keeps them): a lone owner's is its confidence
+    assert torch.allclose(found.weights, torch.tensor([[0.6, 0.5]]))
     assert len(found.conflicts) == 1 and found.conflicts[0][5] == "[x] [tags] text"
 
 

@@ -61,7 +61,7 @@ def total_steps(num_texts: int, batch_size: int, epochs: float, min_steps: int) 
     return max(1, math.ceil(epochs * per_epoch), min_steps)
 
 
-# A sigmoid output (a multi-label student's label, a multi-label task's) is its own yes-or-no
+# A sigmoid output (a multi-label student's label) is its own yes-or-no
 # question, learnt from every text but told "yes" only by the texts its targets say yes to. At
 # the 300 steps that teach a softmax student, the multi-label demo's student fitted its targets
 # at 68% and the tests' tiny one at 80%; at 3x they fitted 97% and 92% (BENCHMARKS.md,

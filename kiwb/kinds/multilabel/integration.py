@@ -126,8 +126,10 @@ def side_balanced(margin: Tensor, targets: Tensor) -> Tensor:
 
 
 def integrate_labels(method: str, probs: Tensor, confidences: Tensor, owners: Tensor, *,
-                     tau: float = 0.2, reweight: bool = True) -> LabelIntegration:
-    """Targets of one method, with MUKI's per-label margins as weights (others weigh 1)."""
+                     tau: float = 0.2, reweight: bool = True,
+                     balance_sides: bool = True) -> LabelIntegration:
+    """Targets of one method, with MUKI's per-label margins as weights (others weigh 1),
+    side_balanced unless `balance_sides` is False (the raw margins)."""
     if method not in MULTILABEL_METHODS:
         raise ValueError(f"unknown multi-label method {method!r}; choose one of "
                          f"{', '.join(MULTILABEL_METHODS)}")
@@ -138,7 +140,9 @@ def integrate_labels(method: str, probs: Tensor, confidences: Tensor, owners: Te
                 "muki-soft": lambda: muki_soft_targets(probs, confidences, owners, tau)}
     margin = owner_margin(confidences, owners)
     targets = builders[method]()
-    weights = (side_balanced(margin, targets) if reweight and method.startswith("muki-")
-               else torch.ones_like(margin))
+    if not (reweight and method.startswith("muki-")):
+        weights = torch.ones_like(margin)
+    else:
+        weights = side_balanced(margin, targets) if balance_sides else margin
     return LabelIntegration(targets=targets, weights=weights,
                             routed=most_confident_owner(confidences, owners), margin=margin)

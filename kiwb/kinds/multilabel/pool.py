@@ -51,7 +51,7 @@ def stack_label_scores(teachers: Sequence[str], label_sets: Sequence[Sequence[st
 
 def integrate_label_scores(scores: LabelScores, method: str, *, use_mc: bool = True,
                            with_transfer: bool = False, tau: float = 0.2,
-                           reweight: bool = True) -> LabelIntegration:
+                           reweight: bool = True, balance_sides: bool = True) -> LabelIntegration:
     """Targets per (text, label) under `method`; `use_mc` picks the MC or the plain confidence,
     `with_transfer` first revises the teachers' answers through their label dependencies."""
     confidences = scores.mc_confidence if use_mc else scores.det_confidence
@@ -59,7 +59,8 @@ def integrate_label_scores(scores: LabelScores, method: str, *, use_mc: bool = T
     if with_transfer:
         statistics = [cooccurrence(probs[teacher]) for teacher in range(len(scores.teachers))]
         probs = transfer(probs, confidences, scores.owners, statistics)
-    return integrate_labels(method, probs, confidences, scores.owners, tau=tau, reweight=reweight)
+    return integrate_labels(method, probs, confidences, scores.owners, tau=tau, reweight=reweight,
+                            balance_sides=balance_sides)
 
 
 @dataclass(frozen=True)

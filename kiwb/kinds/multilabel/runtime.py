@@ -110,13 +110,15 @@ def check_settings(settings: IntegrationSettings) -> None:
                           f"{'it' if len(on) == 1 else 'them'} off for this project")
 
 
-def integrate_label_pool(settings: IntegrationSettings, store: Store, data: LabelData) -> LabelPool:
+def integrate_label_pool(settings: IntegrationSettings, store: Store, data: LabelData,
+                         balance_sides: bool = True) -> LabelPool:
     """Targets per (text, label) under the settings' method; with `settings.labels`, the yes or
-    no given to a conflict replaces its target at weight 1."""
+    no given to a conflict replaces its target at weight 1. `balance_sides`: MUKI's margins
+    rescaled per label and side (kiwb.kinds.multilabel.integration.side_balanced), or raw."""
     check_settings(settings)
     result = integrate_label_scores(data.scores, settings.method, use_mc=settings.use_mc,
                                     with_transfer=bool(settings.transfer), tau=settings.tau,
-                                    reweight=settings.reweight)
+                                    reweight=settings.reweight, balance_sides=balance_sides)
     pool = LabelPool(result, label_conflicts(data.scores, result), {})
     if settings.labels:
         pool = apply_given_labels(store, data, pool)

@@ -22,7 +22,7 @@ from kiwb.core.target_fit import agreement, thresholded_fit
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.check import check_label_rates
 from kiwb.kinds.multilabel.metrics import multilabel_report
-from kiwb.kinds.multilabel.student import exposure_minimum, set_head_bias
+from kiwb.kinds.multilabel.student import set_head_bias
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
 from kiwb.kinds.multitask.data import MISSING, gold_of
 from kiwb.kinds.multitask.heads import CONFIG_KEY, Head, heads_of_config, output_name
@@ -224,17 +224,6 @@ class MultiTaskStudent(SequenceStudent):
                                    if head.kind == "single-label" else
                                    thresholded_fit(mine.sigmoid(), theirs))
         return {"fit": min(per_task.values()) if per_task else None, "fit_per_task": per_task}
-
-    def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
-        """A multi-label task's outputs raise it as a multi-label student's labels do
-        (kiwb.kinds.multilabel.student.exposure_minimum); single-label tasks do not."""
-        shares = self.target_shares(data).tolist()
-        names, rates = [], []
-        for head in self.heads:
-            if head.kind == "multi-label":
-                names += [output_name(head.task, label) for label in head.labels]
-                rates += shares[head.start:head.stop]
-        return exposure_minimum(rates, names, batch_size, configured)
 
     def target_shares(self, data) -> torch.Tensor:
         """Per output: the share of taught texts whose target is that class (single-label) or
