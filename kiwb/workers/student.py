@@ -55,7 +55,7 @@ def collate(tokenizer, features: list[dict], rows, device: torch.device) -> dict
 def predict_logits(model, tokenizer, features, batch_size: int | FittedBatch,
                    device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
     """(n, outputs) float32 logits of every feature row, in input order; halves the batch on
-    CUDA OOM as predict_ids does."""
+    CUDA OOM (a FittedBatch keeps the size that fitted for the next call)."""
     batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
     was_training = model.training
     model.eval()
@@ -75,30 +75,11 @@ def predict_logits(model, tokenizer, features, batch_size: int | FittedBatch,
     return torch.from_numpy(logits)
 
 
-@torch.no_grad()  # not inference_mode: it runs between training steps of the same model
 def predict_ids(model, tokenizer, features, batch_size: int | FittedBatch,
                 device: torch.device, autocast_dtype: str = "float32") -> torch.Tensor:
     """Argmax predictions of the model for every feature row, in input order; halves the
     batch on CUDA OOM (a FittedBatch keeps the size that fitted for the next call)."""
-    batch = batch_size if isinstance(batch_size, FittedBatch) else FittedBatch(batch_size)
-    was_training = model.training
-    model.eval()
-    try:
-        with autocast_context(device, autocast_dtype):
-            predictions = batch.run(lambda size: _predictions(model, tokenizer, features, size, device),
-                                    device, "evaluating", items=len(features))
-    finally:
-        model.train(was_training)
-    return torch.from_numpy(predictions)
-
-
-def _predictions(model, tokenizer, features, batch_size: int, device: torch.device) -> np.ndarray:
-    predictions = np.zeros(len(features), dtype=np.int64)
-    lengths = [len(f["input_ids"]) for f in features]
-    for rows in length_sorted_batches(lengths, batch_size):
-        logits = model(**collate(tokenizer, features, rows, device)).logits
-        predictions[rows] = logits.argmax(-1).cpu().numpy()
-    return predictions
+    return predict_logits(model, tokenizer, features, batch_size, device, autocast_dtype).argmax(-1)
 
 
 def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[str],

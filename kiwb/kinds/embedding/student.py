@@ -33,7 +33,7 @@ from kiwb.kinds.embedding.stability import pooled
 from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
 from kiwb.workers.runtime import FittedBatch, autocast_context
 from kiwb.workers.shard_scoring import length_sorted_batches
-from kiwb.workers.student import collate, tokenize
+from kiwb.workers.student import SequenceStudent, collate, tokenize
 from kiwb.workers.teachers import resolve_checkpoint
 
 
@@ -195,8 +195,7 @@ class EmbeddingStudent:
         upper = torch.triu(torch.ones_like(total, dtype=torch.bool), 1) & (total > 0)
         return {"fit": correlation(cosine_matrix(embedded)[upper], target[upper])}
 
-    def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
-        return configured, ""  # no outputs to learn a yes for
+    min_steps = SequenceStudent.min_steps  # no outputs to learn a yes for
 
     def check_labels(self, data) -> list[str]:
         return []
