@@ -266,9 +266,10 @@ def differ_data(out: Path, size: dict) -> dict[str, Path]:
     return debian8.write_splits(out, chosen)
 
 
-def small_bert(out: Path, data: dict, stages: dict) -> Path:
+def small_bert(out: Path, data: dict, stages: dict, device: str = "cpu") -> Path:
     """The small BERT base: its own WordPiece vocabulary and masked-language modelling on the
-    pre-training texts (kiwb.demo.build.pretrain_base, with a larger recipe)."""
+    pre-training texts (kiwb.demo.build.pretrain_base, with a larger recipe). `device`: where
+    to pre-train it (a GPU machine can build it and this part resumes from its folder)."""
     import dataclasses
     import time
 
@@ -281,11 +282,12 @@ def small_bert(out: Path, data: dict, stages: dict) -> Path:
     if not (folder / "config.json").exists():
         rows = [json.loads(line) for line in open(data["pretrain"], encoding="utf-8")]
         started = time.perf_counter()
-        torch.set_num_threads(2)
+        if device == "cpu":
+            torch.set_num_threads(2)
         pretrain_base({"train": rows}, dataclasses.replace(FULL, **SMALL_BERT), folder,
-                      torch.device("cpu"))
+                      torch.device(device))
         stages["pretrain_small_bert"] = {"seconds": round(time.perf_counter() - started, 1),
-                                         "texts": len(rows)}
+                                         "texts": len(rows), "device": device}
     return folder
 
 
@@ -348,8 +350,9 @@ def differ(out: Path, size_name: str, results: dict, save, args_runs: str | None
             project, test_view, differ_seen(folder, project, mine, data, base, size))
         save()
         runs = RUNS if name == next(iter(PAIRINGS)) else [r for r in RUNS if r[0] != "supervised"]
-        if args_runs:
-            runs = [run for run in runs if run[0] in args_runs.split(",")]
+        if args_runs:  # in the order asked: the first ones are the ones that matter most
+            named = dict(runs)
+            runs = [(name, named[name]) for name in args_runs.split(",") if name in named]
         students(project, runs, data["test"], stages, f"train_{name}",
                  pairing.setdefault("students", {}), save, log)
 

@@ -17,7 +17,7 @@ import torch
 from kiwb.core.mc_dropout import deterministic_logits, mc_logits
 from kiwb.kinds.token.tags import TagSet
 from kiwb.kinds.token.uncertainty import word_scores
-from kiwb.kinds.token.words import Windowing, WordPieces, align_words, merge_windows
+from kiwb.kinds.token.words import Windowing, WordPieces, align_words
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
 from kiwb.workers.sampled_dropout import sampled_dropout
 from kiwb.workers.shard_scoring import (
@@ -64,34 +64,31 @@ def score_words(model, tokenizer, texts_words: list[list[str]], tag_set: TagSet,
 
     progress = ProgressOnce(on_batch)
 
-    def attempt(batch_size: int) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    def attempt(batch_size: int) -> list[dict[str, torch.Tensor]]:
         progress.restart()
         with sampled_dropout(model, device, shard_seed):  # seeded per shard, as texts are
             return _score_windows(model, tokenizer, shard, settings, batch_size, device,
-                                  progress, should_stop)
+                                  progress, should_stop, entity_ids, outside)
 
     per_window = (batch or FittedBatch(settings.batch_size)).run(
         attempt, device, "scoring", items=len(shard.windows))
-    columns: dict[str, list[torch.Tensor]] = {}
-    for text in range(len(texts_words)):
-        mine = [index for index, owner in enumerate(shard.text_of) if owner == text]
-        if not mine:
-            continue  # a text without words has no rows
-        windows = [shard.windows[index] for index in mine]
-        det = merge_windows(windows, [per_window[index][0] for index in mine])
-        passes = torch.stack([merge_windows(windows, [per_window[index][1][k] for index in mine])
-                              for k in range(settings.passes)])
-        for name, values in word_scores(det, passes, entity_ids, outside).items():
-            columns.setdefault(name, []).append(values)
-    arrays = {name: torch.cat(values).numpy().astype(np.float32) for name, values in columns.items()}
+    # Each window holds the rows of the words it owns, and a text's windows follow one another
+    # in text order, so the windows' rows one after another are the words in text order.
+    arrays = {name: torch.cat([rows[name] for rows in per_window]).numpy().astype(np.float32)
+              for name in (per_window[0] if per_window else ())}
     arrays["num_words"] = np.asarray(shard.num_words, dtype=np.int64)
     return arrays, shard.windowing
 
 
 @torch.inference_mode()
 def _score_windows(model, tokenizer, shard: WindowedShard, settings: ScoringSettings,
-                   batch_size: int, device, on_batch, should_stop) -> list:
-    """(det (W, C), passes (K, W, C)) of each window, on the CPU, in window order."""
+                   batch_size: int, device, on_batch, should_stop, entity_ids: torch.Tensor,
+                   outside: int) -> list[dict[str, torch.Tensor]]:
+    """Each window's per-word scores of the words it owns, on the CPU, in window order.
+
+    The scores are computed on the device for a whole batch's words at once and copied to the
+    host once per batch: per window, the copies of its logits were the token kind's extra cost
+    over the K x eval floor on a GPU (1.69x it on an H200)."""
     found: list = [None] * len(shard.windows)
     lengths = [len(window.input_ids) for window in shard.windows]
     texts_left = {text: shard.text_of.count(text) for text in set(shard.text_of)}
@@ -105,17 +102,35 @@ def _score_windows(model, tokenizer, shard: WindowedShard, settings: ScoringSett
             passes = mc_logits(model, inputs, settings.passes, settings.strategy)  # (K, B, T, C)
         if not bool(torch.isfinite(det).all() & torch.isfinite(passes).all()):
             raise NonFiniteLogits()
-        offsets = _padding_offsets(tokenizer, windows, det.shape[1])
-        for slot, (row, window) in enumerate(zip(rows, windows, strict=True)):
-            positions = torch.as_tensor(window.first_pieces, device=det.device) + offsets[slot]
-            found[row] = (det[slot, positions].float().cpu(),
-                          passes[:, slot, positions].float().cpu())
+        slots, positions, counts = _owned_positions(tokenizer, windows, det.shape[1])
+        slots, positions = (torch.as_tensor(values, dtype=torch.long, device=det.device)
+                            for values in (slots, positions))
+        scores = word_scores(det[slots, positions], passes[:, slots, positions],
+                             entity_ids.to(det.device), outside)
+        per_name = {name: values.cpu().split(counts) for name, values in scores.items()}
+        for slot, row in enumerate(rows):
+            found[row] = {name: pieces[slot] for name, pieces in per_name.items()}
         done = 0
         for row in rows:
             texts_left[shard.text_of[row]] -= 1
             done += texts_left[shard.text_of[row]] == 0
         on_batch(done)
     return found
+
+
+def _owned_positions(tokenizer, windows: list[WordPieces],
+                     padded: int) -> tuple[list[int], list[int], list[int]]:
+    """The batch slot and token position of the first sub-word of every word each window owns
+    (after padding), and how many words each window owns."""
+    slots, positions, counts = [], [], []
+    for slot, (window, shift) in enumerate(zip(windows, _padding_offsets(tokenizer, windows, padded),
+                                               strict=True)):
+        start = window.owned.start - window.words.start
+        owned = window.first_pieces[start:start + len(window.owned)]
+        slots += [slot] * len(owned)
+        positions += [piece + shift for piece in owned]
+        counts.append(len(owned))
+    return slots, positions, counts
 
 
 def pad_windows(tokenizer, windows: list[WordPieces]) -> dict[str, torch.Tensor]:
