@@ -104,3 +104,47 @@ async def test_the_panes_show_each_label_per_teacher_and_per_run(integrated, tmp
         figures = text_of(app.screen.query_one("#confusion"), width=200)
         assert "Hamming loss" in figures and "subset accuracy" in figures
         assert "micro F1" in text_of(app.screen.query_one("#curves"), width=130)
+
+
+@run_async
+async def test_the_train_form_and_the_cli_name_a_run_alike(integrated, tmp_path):
+    """kiwb.toml's transfer = true, which the form does not show: the CLI named the run
+    ant-transfer and the workbench ant. Both now name it by the same function, and the run's
+    integration settings resolve alike."""
+    import shutil
+
+    from textual.widgets import Select
+
+    from kiwb.project.config import load_config
+    from kiwb.project.job_specs import spec_of
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.store import Store
+    from kiwb.tui.launcher import cancel
+
+    jobs = {}
+    for way in ("cli", "workbench"):
+        project = tmp_path / way
+        shutil.copytree(integrated, project, ignore=shutil.ignore_patterns("runs", "logs"))
+        config = project / "kiwb.toml"
+        config.write_text(config.read_text() + "[integration]\ntransfer = true\n")
+        if way == "cli":
+            done = run_kiwb("train", project, "--method", "ant", "--detach", cwd=tmp_path)
+            assert done.returncode == 0, done.stderr
+        else:
+            app = workbench(project)
+            async with app.run_test(size=SIZE) as pilot:
+                await pilot.press("3", "t")
+                form = app.screen
+                form.query_one("#field-method", Select).value = "ant"
+                await pilot.press("ctrl+s")
+                await wait_for(pilot, lambda app=app, form=form: app.screen is not form,
+                               what="the form to close")
+        with Store(ProjectPaths(project).store) as store:
+            job = store.jobs.all()[-1]
+        for _ in range(2):  # no need to train it: a second cancel ends it at once
+            cancel(project, job.id)
+        spec = spec_of(job.kind, job.settings, job.run)
+        jobs[way] = (job.run, IntegrationSettings.from_config(
+            load_config(project / "kiwb.toml"), **spec.integration_overrides()).pinned())
+    assert jobs["cli"][0] == "ant-transfer"
+    assert jobs["workbench"] == jobs["cli"]

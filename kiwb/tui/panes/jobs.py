@@ -23,8 +23,6 @@ from kiwb.project.job_specs import (
     MergeSpec,
     ScoreSpec,
     TrainSpec,
-    default_run_name,
-    started_from,
 )
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
@@ -218,25 +216,23 @@ class JobsPane(Pane):
             method, routing = values["method"], values["routing"]
             if method != "supervised":  # supervised training routes nothing
                 check_routing(config, routing, labels=values["labels"])
-            start_from = values["init_from_merge"].strip() or None
-            run = values["run"] or started_from(default_run_name(
-                method, tau, values["reweight"], values["use_mc"], routing, values["labels"],
-                integration.prior_correction, integration.class_weighting,
-                integration.logit_adjustment,
-                default_routing=default_routing(config)), start_from)
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
                                   "google-bert/bert-base-uncased")
-            return launcher.launch(root, TrainSpec(
-                run=run, method=method, tau=tau,
+            spec = TrainSpec(
+                run=values["run"] or None, method=method, tau=tau,
                 routing=routing if routing != integration.routing else None,
                 reweight=values["reweight"], use_mc=values["use_mc"],
                 labels=values["labels"] if values["labels"] != integration.labels else None,
                 student=student or None, epochs=epochs,
                 min_steps=min_steps if min_steps != training.min_steps else None,
                 device=values["device"] or None, devices=_devices(values["devices"]),
-                init_from_merge=start_from, resume=values["resume"]))
+                init_from_merge=values["init_from_merge"].strip() or None,
+                resume=values["resume"])
+            # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
+            # transfer and the rest the form does not show included
+            return launcher.launch(root, spec.named(integration, default_routing(config)))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
