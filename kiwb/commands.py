@@ -157,12 +157,9 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     spec = IntegrateSpec.from_args(args)
     config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
     store.close()
-    from kiwb.project.config import check_routing
     from kiwb.project.teacher_kinds import with_kind_defaults
 
-    config = with_kind_defaults(config)
-
-    check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
+    spec.check_routing(with_kind_defaults(config))
     if args.json and not (args.foreground or args.detach):
         args.foreground = True  # the job's log goes to stderr, the JSON alone to stdout
     job_id, code = start_job(args, spec)
@@ -188,7 +185,6 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from kiwb.project.config import check_routing
     from kiwb.project.job_specs import TrainSpec
 
     spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
@@ -204,7 +200,7 @@ def cmd_train(args: argparse.Namespace) -> int:
                         "no [[tasks]]: leave it out")
     config = with_kind_defaults(config)
     if spec.method != "supervised":  # refused here, before a job is started for it
-        check_routing(config, spec.routing or config.integration.routing, labels=spec.labels)
+        spec.check_routing(config)
     return run_or_launch(args, spec.named(config.integration, default_routing(config)))
 
 

@@ -113,9 +113,28 @@ def test_a_job_state_resumes_from_its_typed_spec():
     (("supervised", 1.0, True, True, "trust"), "supervised"),
 ])
 def test_default_run_name_names_what_differs_from_the_defaults(settings, expected):
-    assert default_run_name(*settings) == expected
     method, tau, reweight, use_mc, routing = settings
+    given = {"method": method, "tau": tau, "reweight": reweight, "use_mc": use_mc,
+             "routing": routing}
+    assert default_run_name(TrainSpec(**given).resolved(IntegrationConfig())) == expected
     project = IntegrationConfig(method="muki-hard" if method != "muki-hard" else "uhc",
                                 tau=tau, reweight=reweight, use_mc=use_mc, routing=routing)
     assert TrainSpec(method=method).named(project).run == expected
     assert TrainSpec(run="mine").named(project).run == "mine"
+
+
+def test_the_integration_settings_are_declared_once():
+    """kiwb.toml's [integration] table declares them; the record, the jobs' choices and the run
+    name read the same names, so a setting added there reaches every form."""
+    from kiwb.project.job_specs import INTEGRATION_CHOICES
+    from kiwb.project.records import IntegrationSettings
+
+    declared = [each.name for each in dataclasses.fields(IntegrationConfig)]
+    assert list(INTEGRATION_CHOICES) == declared
+    assert {each.name for each in dataclasses.fields(IntegrationSettings)} == set(declared)
+    assert set(TrainSpec().resolved(IntegrationConfig())) == set(declared)
+    # transfer, set in kiwb.toml alone, reaches the run's name
+    from kiwb.core.choices import DEFAULT_ROUTING
+
+    project = IntegrationConfig(transfer=True, routing=DEFAULT_ROUTING)
+    assert TrainSpec(method="ant").named(project).run == "ant-transfer"

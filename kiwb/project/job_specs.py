@@ -26,12 +26,12 @@ from kiwb.core.choices import (
 )
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
+from kiwb.project.config_schema import IntegrationConfig
 from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 
-# The fields of IntegrationSettings a job may set (kiwb.project.records).
-INTEGRATION_CHOICES = ("method", "tau", "reweight", "use_mc", "routing", "labels",
-                       "conflict_threshold", "prior_correction", "class_weighting",
-                       "logit_adjustment", "transfer")
+# The integration settings a job may set: those kiwb.toml's [integration] declares (the
+# record kiwb.project.records.IntegrationSettings holds the same names).
+INTEGRATION_CHOICES = tuple(each.name for each in dataclasses.fields(IntegrationConfig))
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
 
@@ -201,6 +201,21 @@ class _MethodOptions(JobSpec):
                  if each.name in INTEGRATION_CHOICES]
         return self.overrides(*names)
 
+    def resolved(self, integration) -> dict[str, Any]:
+        """Every integration setting this job resolves to: each given one, else the project's
+        `integration` section's."""
+        given = self.integration_overrides()
+        return {name: given.get(name, getattr(integration, name)) for name in INTEGRATION_CHOICES}
+
+    def check_routing(self, config) -> None:
+        """Refuse, in one line and before a job starts for it, a routing the project cannot
+        use (kiwb.project.config_checks.check_routing); `config` has its "auto" settings
+        resolved (kiwb.project.teacher_kinds.with_kind_defaults). The CLI and the workbench's
+        forms both ask here."""
+        from kiwb.project.config_checks import check_routing
+
+        check_routing(config, self.routing or config.integration.routing, labels=self.labels)
+
 
 @dataclass(frozen=True)
 class IntegrateSpec(_MethodOptions):
@@ -257,16 +272,7 @@ class TrainSpec(_MethodOptions):
         the name leaves out)."""
         if self.run:
             return self
-
-        def given(name: str):
-            value = getattr(self, name)
-            return getattr(integration, name) if value is None else value
-
-        name = default_run_name(
-            given("method"), given("tau"), given("reweight"), given("use_mc"), given("routing"),
-            given("labels"), given("prior_correction"), given("class_weighting"),
-            given("logit_adjustment"), default_routing=default_routing,
-            transfer=bool(given("transfer")))
+        name = default_run_name(self.resolved(integration), default_routing=default_routing)
         return dataclasses.replace(self, run=started_from(name, self.init_from_merge))
 
 
@@ -429,14 +435,17 @@ def job_label(kind: str, run: str) -> str:
     return kind if spec is not None and run == spec.shared_run else f"{kind} {run}"
 
 
-def default_run_name(method: str, tau: float, reweight: bool, use_mc: bool,
-                     routing: str = DEFAULT_ROUTING, labels: bool = False,
-                     prior_correction: bool = False, class_weighting: float = 0.0,
-                     logit_adjustment: float = 0.0, *,
-                     default_routing: str = DEFAULT_ROUTING, transfer: bool = False) -> str:
-    """The run name `kiwb train` picks for these settings: the method, then what differs
-    from the defaults (the workbench and the CLI both name runs with this); the routing is
-    named when it is not the teachers' kind's default."""
+def default_run_name(settings: dict[str, Any], *,
+                     default_routing: str = DEFAULT_ROUTING) -> str:
+    """The run name `kiwb train` picks for these integration settings (every one of
+    INTEGRATION_CHOICES, as TrainSpec.resolved gives them): the method, then what differs from
+    the defaults (the workbench and the CLI both name runs with this); the routing is named
+    when it is not the teachers' kind's default."""
+    method, routing = settings["method"], settings["routing"]
+    tau, reweight, use_mc = settings["tau"], settings["reweight"], settings["use_mc"]
+    labels, transfer = settings["labels"], bool(settings["transfer"])
+    prior_correction, class_weighting = settings["prior_correction"], settings["class_weighting"]
+    logit_adjustment = settings["logit_adjustment"]
     name = method
     if method == "muki-soft" and routing == "confidence":
         name += f"-tau{tau:g}"  # tau only acts on raw confidences

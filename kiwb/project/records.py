@@ -131,16 +131,9 @@ class IntegrationSettings(Record):
         """The project's [integration] settings with the given (not None) overrides, checked;
         "auto" settings are the teachers' kind's."""
         section = with_kind_defaults(config).integration
-        values = {
-            "method": section.method, "tau": section.tau, "reweight": section.reweight,
-            "use_mc": section.use_mc, "conflict_threshold": section.conflict_threshold,
-            "routing": section.routing, "labels": section.labels,
-            "prior_correction": section.prior_correction,
-            "class_weighting": section.class_weighting,
-            "logit_adjustment": section.logit_adjustment,
-            "transfer": section.transfer or None,
-        }
+        values = {each.name: getattr(section, each.name) for each in fields(cls)}
         values.update({k: v for k, v in overrides.items() if v is not None})
+        values["transfer"] = values["transfer"] or None  # off: left out of records and keys
         settings = cls(**values)
         settings.check(config)
         return settings

@@ -17,7 +17,7 @@ from kiwb.core.choices import (
 )
 from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, kind_named
-from kiwb.project.config import ProjectConfig, check_routing
+from kiwb.project.config import ProjectConfig
 from kiwb.project.job_specs import (
     IntegrateSpec,
     MergeSpec,
@@ -214,8 +214,6 @@ class JobsPane(Pane):
             tau, epochs = _number(values["tau"], "tau"), _number(values["epochs"], "epochs")
             min_steps = _steps(values["min_steps"])
             method, routing = values["method"], values["routing"]
-            if method != "supervised":  # supervised training routes nothing
-                check_routing(config, routing, labels=values["labels"])
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
@@ -230,6 +228,8 @@ class JobsPane(Pane):
                 device=values["device"] or None, devices=_devices(values["devices"]),
                 init_from_merge=values["init_from_merge"].strip() or None,
                 resume=values["resume"])
+            if method != "supervised":  # supervised training routes nothing
+                spec.check_routing(config)
             # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
             # transfer and the rest the form does not show included
             return launcher.launch(root, spec.named(integration, default_routing(config)))
@@ -278,10 +278,11 @@ class JobsPane(Pane):
         root = self.root
 
         def start(values: dict) -> int:
-            check_routing(config, values["routing"], labels=values["labels"])
-            return launcher.launch(root, IntegrateSpec(
+            spec = IntegrateSpec(
                 method=values["method"], routing=values["routing"],
-                labels=values["labels"] if values["labels"] != integration.labels else None))
+                labels=values["labels"] if values["labels"] != integration.labels else None)
+            spec.check_routing(config)
+            return launcher.launch(root, spec)
 
         self.app.push_screen(FormScreen(
             "Integrate the teachers' scores", fields, start,
