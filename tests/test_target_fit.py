@@ -100,3 +100,14 @@ def test_a_kept_checkpoint_from_before_the_student_fitted_names_both_fits():
     assert check.cause == TARGETS_AT_FAULT and check.fit == 0.7 and check.fit_reached == 0.95
     assert ("it fits its targets (95.0% at best on the pool texts it trained on; 70.0% at this "
             "evaluation), so the targets are wrong") in check.line()
+
+
+def test_targets_too_close_to_the_threshold_to_decide_are_left_out_of_the_fit():
+    # Cells (0, 1) = 0.55 and (1, 1) = 0.45 decide nothing; the student is on the other side of
+    # both. The four decisive cells (0.9 yes, 0.1 no, 0.8 yes, 0.2 no) it decides alike: 1.0.
+    # Counting the two coin flips: TP 2, FP 1 (text 1), FN 1 (text 0): 4 / (4 + 2) = 2/3.
+    targets = torch.tensor([[0.9, 0.55], [0.1, 0.45], [0.8, 0.2]])
+    student = torch.tensor([[0.7, 0.4], [0.3, 0.6], [0.6, 0.1]])
+    assert thresholded_fit(student, targets) == 1.0
+    assert thresholded_fit(student, targets, ambiguity=0.0) == pytest.approx(2 / 3)
+    assert micro_f1(student > 0.5, targets > 0.5) == pytest.approx(2 / 3)
