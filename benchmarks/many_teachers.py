@@ -373,17 +373,28 @@ def render_differ(results: dict) -> str:
     row("Ensemble accuracy", [percent(item.get("ensemble_accuracy")) for item in evals])
     row("routing accuracy (default routing)",
         [percent((item.get("routing_accuracy") or {}).get("chosen")) for item in evals])
+    carried = False
     for run, _ in RUNS:
-        row(f"student {run} (accuracy / macro-F1)", [
-            (f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}"
-             if (student := entry.get("students", {}).get(run)) else "")
-            for entry in pairings.values()])
+        if not any(run in entry.get("students", {}) for entry in pairings.values()):
+            continue  # not trained in this results file (a partial rerun, --runs)
+        cells = []
+        for entry in pairings.values():
+            student = entry.get("students", {}).get(run)
+            mark = " †" if student and student.get("carried_from") else ""
+            carried = carried or bool(mark)
+            cells.append(f"{percent(student['accuracy'])} / {percent(student['macro_f1'])}{mark}"
+                         if student else "")
+        row(f"student {run} (accuracy / macro-F1)", cells)
     for spec in ROUTINGS:
         name = routing.routing_name(*spec)
         row(f"routing {name}, dev / test", [
             (f"{percent(found['dev'])} / {percent(found['test'])}"
              if (found := entry.get("routings", {}).get(name)) else "")
             for entry in pairings.values()])
+    if carried:
+        lines += ["", "† from an earlier run of this part on the same teachers, not trained "
+                  "again: that run's teachers, Ensemble, routings and MUKI-Hard figures are "
+                  "reproduced here to the decimal (`carried_from` in results.json)."]
     table = representations.render_columns(
         {name: entry.get("representation") for name, entry in pairings.items()})
     if table:
