@@ -350,11 +350,18 @@ def differ(out: Path, size_name: str, results: dict, save, args_runs: str | None
             project, test_view, differ_seen(folder, project, mine, data, base, size))
         save()
         runs = RUNS if name == next(iter(PAIRINGS)) else [r for r in RUNS if r[0] != "supervised"]
-        if args_runs:  # in the order asked: the first ones are the ones that matter most
-            named = dict(runs)
-            runs = [(name, named[name]) for name in args_runs.split(",") if name in named]
+        runs = chosen_runs(runs, args_runs)
         students(project, runs, data["test"], stages, f"train_{name}",
                  pairing.setdefault("students", {}), save, log)
+
+
+def chosen_runs(runs: list, asked: str | None) -> list:
+    """The runs `--runs` names, in the order asked (the first ones are the ones that matter
+    most when the session's time runs out); all of `runs` when it names none."""
+    if not asked:
+        return runs
+    named = dict(runs)
+    return [(name, named[name]) for name in asked.split(",") if name in named]
 
 
 def render_differ(results: dict) -> str:
@@ -552,7 +559,7 @@ def many(out: Path, args, size: dict, results: dict, save) -> None:
         entry["representation"] = representation_rows(
             projects[count], projects[count].parent / "test-view", seen)
         save()
-    runs = [run for run in RUNS if run[0] in args.runs.split(",")] if args.runs else RUNS
+    runs = chosen_runs(RUNS, args.runs)
     for count in counts:
         students(projects[count], runs, data["test"], results["stages"], f"train_{count}",
                  results["counts"][str(count)].setdefault("students", {}), save,

@@ -199,8 +199,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         raise KiwbError(f"--feature-weight applies to multi-task projects, and {config.file} has "
                         "no [[tasks]]: leave it out")
     config = with_kind_defaults(config)
-    if spec.method != "supervised":  # refused here, before a job is started for it
-        spec.check_routing(config)
+    spec.check_routing(config)  # refused here, before a job is started for it
     return run_or_launch(args, spec.named(config.integration, default_routing(config)))
 
 

@@ -211,9 +211,11 @@ class _MethodOptions(JobSpec):
         """Refuse, in one line and before a job starts for it, a routing the project cannot
         use (kiwb.project.config_checks.check_routing); `config` has its "auto" settings
         resolved (kiwb.project.teacher_kinds.with_kind_defaults). The CLI and the workbench's
-        forms both ask here."""
+        forms both ask here. A supervised run routes nothing, so it is never refused."""
         from kiwb.project.config_checks import check_routing
 
+        if self.method == "supervised":
+            return
         check_routing(config, self.routing or config.integration.routing, labels=self.labels)
 
 

@@ -228,8 +228,7 @@ class JobsPane(Pane):
                 device=values["device"] or None, devices=_devices(values["devices"]),
                 init_from_merge=values["init_from_merge"].strip() or None,
                 resume=values["resume"])
-            if method != "supervised":  # supervised training routes nothing
-                spec.check_routing(config)
+            spec.check_routing(config)
             # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
             # transfer and the rest the form does not show included
             return launcher.launch(root, spec.named(integration, default_routing(config)))
