@@ -1,3 +1,4 @@
 from kiwb.cli import main
+from kiwb.workers.collectives import exit_process
 
-raise SystemExit(main())
+exit_process(main())

@@ -4,9 +4,12 @@ one and abort them all."""
 
 from __future__ import annotations
 
+import os
+import sys
 import threading
 
 waiting = threading.Event()  # set while this process's main thread waits in a collective
+joined = threading.Event()  # set once this process joined a job's ranks (kiwb.workers.ranks)
 
 
 class RankLost(Exception):
@@ -41,3 +44,23 @@ def abort_ranks() -> None:
         abort()
     except (RuntimeError, ValueError):  # already aborted or destroyed by another thread
         pass
+
+
+def exit_process(code: int) -> None:
+    """End a `python -m` entry point with `code`. A process that joined ranks skips the
+    interpreter's teardown (os._exit, after flushing what it printed): torch.distributed's C++
+    objects may abort there ("terminate called without an active exception", once under
+    torchrun with gloo, after the job had finished and the group was destroyed), which turned
+    a finished job into a failed exit status. Everything kiwb keeps is written and closed by
+    then: the store's transactions are committed, the ranks have left the group."""
+    if not joined.is_set():
+        raise SystemExit(code)
+    import logging
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe: nothing more can reach it
+            pass
+    os._exit(code)

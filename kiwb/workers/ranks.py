@@ -22,7 +22,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from kiwb.project.processes import with_this_kiwb
-from kiwb.workers.collectives import RankLost, abort_ranks, collective
+from kiwb.workers.collectives import RankLost, abort_ranks, collective, joined
 from kiwb.workers.rank_watch import how_it_ended
 
 SPAWNED_ENV = "KIWB_SPAWNED_RANK"   # "1" in the ranks a kiwb worker started
@@ -99,6 +99,7 @@ def join_ranks(setup: RankSetup, device, one_gpu_model: bool = False,
         except (RuntimeError, TimeoutError) as error:
             raise RankLost(f"the ranks did not all meet within {JOIN_TIMEOUT}: {error}"
                            .splitlines()[0]) from None
+    joined.set()
     members: list = [None] * setup.world_size
     mine = {"rank": setup.rank, "device": str(device), "host": socket.gethostname(),
             **gpu_identity(device)}

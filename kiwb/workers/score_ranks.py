@@ -8,12 +8,12 @@ dies records the job as lost with that rank's log tail.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 from kiwb.console import console
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig
+from kiwb.workers.collectives import exit_process
 from kiwb.workers.distributed_scoring import RankTally, follow_scoring, lead_scoring
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.ranks import (
@@ -91,4 +91,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,6 +28,7 @@ import torch
 
 from kiwb.console import console
 from kiwb.workers.collectives import collective as _collective
+from kiwb.workers.collectives import exit_process
 from kiwb.workers.object_transfer import receive_object, send_object
 from kiwb.workers.ranks import (
     RankLost,
@@ -332,4 +332,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    exit_process(main())
