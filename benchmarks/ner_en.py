@@ -303,7 +303,13 @@ def main() -> None:
     parser.add_argument("--student-epochs", type=float, default=None,
                         help="epochs of every student (default: kiwb's, 3 epochs and 300 steps "
                         "at least; on 2 CPU cores a student of 3 epochs takes ~30 minutes)")
+    parser.add_argument("--runs", default=",".join(run for run, _ in RUNS),
+                        help="which students to train, comma-separated (default: all, in order)")
     args = parser.parse_args()
+    chosen_runs = args.runs.split(",")
+    if unknown := set(chosen_runs) - {run for run, _ in RUNS}:
+        parser.error(f"--runs: no such run {', '.join(sorted(unknown))}; choose from "
+                     + ", ".join(run for run, _ in RUNS))
     results = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
     if args.speed:
         rows = [json.loads(line) for line in (OUT / "test.jsonl").read_text().splitlines()][:256]
@@ -339,6 +345,8 @@ def main() -> None:
             "integrate", test_view, "--json", log=OUT / "commands.log")["stdout"])
         RESULTS.write_text(json.dumps(results, indent=2))
         for run, options in RUNS:
+            if run not in chosen_runs:
+                continue
             state = debian8._run_state(project / "runs" / run)
             if state != "done":  # a run stopped part way goes on from its last checkpoint
                 resume = ("--resume",) if state == "partial" else ()
