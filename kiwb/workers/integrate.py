@@ -11,6 +11,7 @@ from kiwb.core import integration as integ
 from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
 from kiwb.core.choices import OWN_SCORE_ROUTINGS, READS_REPRESENTATION
+from kiwb.core.histograms import unit_histogram
 from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
@@ -43,7 +44,6 @@ from kiwb.workers.representation_sets import load_representation, seen_reference
 from kiwb.workers.score import ScoreTask, load_scores, plan_scoring
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-HISTOGRAM_BINS = 20
 
 
 @dataclass
@@ -307,7 +307,6 @@ def summarize(scores: TeacherScores, pool: PoolTargets,
     result, fitted = pool.result, pool.fitted
     margin = result.margin.numpy()
     wins = torch.bincount(result.routed, minlength=len(scores.teachers)).tolist()
-    counts, _ = np.histogram(margin, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
     measured = scores if pool.gold is None else scores.rows(pool.gold.unlabeled_rows(len(margin)))
     true_ids = measured.true_label_ids()
     labeled_pool = true_ids is not None
@@ -319,7 +318,7 @@ def summarize(scores: TeacherScores, pool: PoolTargets,
         overlapping_labels=overlapping_labels(scores.teacher_labels),
         wins=dict(zip(scores.teachers, wins, strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
-        margin_histogram=counts.tolist(),
+        margin_histogram=unit_histogram(margin),
         conflict_threshold=threshold,
         conflicts=int((margin < threshold).sum()),
         routing=routing_diagnostics(scores, result, settings, fitted, pool.routing_labels),
@@ -408,8 +407,8 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
             won=int(here.sum()),
             share=router.share,
             split=diagnostics.routing_split(values, here),
-            histogram_here=_histogram(values[here]),
-            histogram_elsewhere=_histogram(values[~here]),
+            histogram_here=unit_histogram(values[here]),
+            histogram_elsewhere=unit_histogram(values[~here]),
             **calibration.get(name, {}),
             temperature=(router.temperature if isinstance(router, routes.TemperatureRouter)
                          else None),
@@ -459,10 +458,6 @@ def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> 
     return found
 
 
-def _histogram(values: torch.Tensor) -> list[int]:
-    return np.histogram(values.numpy(), bins=HISTOGRAM_BINS, range=(0.0, 1.0))[0].tolist()
-
-
 def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[str, float]:
     """Each teacher alone over the union labels (it can only be right on its own labels)."""
     return {
@@ -496,7 +491,7 @@ def confidence_histograms(scores: TeacherScores) -> dict[str, dict[str, list[int
     result = {}
     for name, confidences in (("mc_dropout", scores.mc_confidence), ("plain_entropy", scores.det_confidence)):
         result[name] = {
-            side: np.histogram(confidences[mask].numpy(), bins=HISTOGRAM_BINS, range=(0.0, 1.0))[0].tolist()
+            side: unit_histogram(confidences[mask])
             for side, mask in (("right_teacher", covers), ("wrong_teacher", ~covers))
         }
     return result

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from kiwb.console import console
+from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.kinds import DEFAULT_KIND, KINDS, run_seam
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
@@ -46,7 +47,6 @@ from kiwb.workers.teachers import load_teacher, teacher_content_hash
 # are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout. 3: its bits come
 # from numpy's SFC64 generator.
 SCORE_FORMAT = 3
-HISTOGRAM_BINS = 20
 # A token teacher's shards also hold, per word, whether it tags the word as an entity, per
 # text its number of words (the other arrays hold one row per word), and per shard how many
 # of its texts were read in windows.
@@ -301,7 +301,7 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
     event = ScoreShard(
         teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
         rows=len(rows), seconds=round(seconds, 3),
-        **{name: _histogram(_counted(arrays, field)) for name, field in zip(
+        **{name: unit_histogram(_counted(arrays, field)) for name, field in zip(
             ("mc_confidence_hist", "det_confidence_hist"),
             KINDS[task.teacher.kind].histogram_fields, strict=True)})
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
@@ -325,11 +325,6 @@ def _counted(arrays: dict[str, np.ndarray], name: str) -> np.ndarray:
                                if key.endswith("/" + name)])
     values = arrays[name]
     return values[arrays["in_span"] > 0] if "in_span" in arrays else values
-
-
-def _histogram(values: np.ndarray) -> list[int]:
-    counts, _ = np.histogram(values, bins=HISTOGRAM_BINS, range=(0.0, 1.0))
-    return counts.tolist()
 
 
 def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[str, np.ndarray]:

@@ -9,6 +9,7 @@ import numpy as np
 import torch
 
 from kiwb.console import console
+from kiwb.core.histograms import BINS, unit_histogram
 from kiwb.kinds.embedding import EMBEDDING, NOT_SIMILAR, PAIR_JOINER, SIMILAR
 from kiwb.kinds.embedding.conflicts import PairConflict, conflicting_pairs
 from kiwb.kinds.embedding.probes import averaged, concatenated, probe_figures
@@ -21,7 +22,6 @@ from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-BINS = 20
 
 
 def run_embedding_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
@@ -84,7 +84,7 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
         labels=[SIMILAR, NOT_SIMILAR],
         overlapping_labels=[], wins=dict(zip(pool.teachers, wins.tolist(), strict=True)),
         margin_quantiles={str(q): float(np.quantile(margins, q)) for q in MARGIN_QUANTILES},
-        margin_histogram=np.histogram(margins, bins=BINS, range=(0.0, 1.0))[0].tolist(),
+        margin_histogram=unit_histogram(margins),
         # every listed pair is a conflict: the threshold takes all but pairs one teacher alone
         # covers (no spread), which the Conflicts pane's margin filter then leaves out
         conflict_threshold=1.0, conflicts=int((margins < 1.0).sum()) if pairs else 0,

@@ -9,6 +9,7 @@ from dataclasses import replace
 import numpy as np
 import torch
 
+from kiwb.core.histograms import unit_histogram
 from kiwb.kinds.multilabel.integration import THRESHOLD
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.pool import LabelScores, integrate_label_scores
@@ -26,14 +27,9 @@ from kiwb.project.records import (
 from kiwb.project.store import Store
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-BINS = 20
 # The untrained union of the teachers that the students are compared with: each label's
 # owners' mean probability (one owner: its own), decided at 0.5.
 ENSEMBLE = "mean"
-
-
-def _histogram(values: torch.Tensor) -> list[int]:
-    return np.histogram(values.numpy(), bins=BINS, range=(0.0, 1.0))[0].tolist()
 
 
 def _shared_pairs(scores: LabelScores, values: torch.Tensor) -> torch.Tensor:
@@ -53,7 +49,7 @@ def routing_details(data: LabelData, pool: LabelPool, settings: IntegrationSetti
         here = (pool.result.routed[:, owned] == number).flatten()
         teachers[name] = TeacherRouting(
             won=int((routed == number).sum()), share=None, split=None,
-            histogram_here=_histogram(values[here]), histogram_elsewhere=_histogram(values[~here]))
+            histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
     return RoutingDetails(name=settings.routing, use_mc=settings.use_mc, labeled_texts=0,
                           teachers=teachers)
 
@@ -115,7 +111,7 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
     details = {"texts": len(data.texts), "labels": len(data.union),
                # each teacher's confidence on each label it owns, over the pool's texts
                "label_histograms": {
-                   name: {label: _histogram(confidence[number][:, column])
+                   name: {label: unit_histogram(confidence[number][:, column])
                           for column, label in enumerate(data.union)
                           if scores.owners[number, column]}
                    for number, name in enumerate(data.teachers)},
@@ -130,7 +126,7 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
         labels=data.union, overlapping_labels=details["shared_labels"],
         wins=dict(zip(data.teachers, wins.tolist(), strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin_values, q)) for q in MARGIN_QUANTILES},
-        margin_histogram=np.histogram(margin_values, bins=BINS, range=(0.0, 1.0))[0].tolist(),
+        margin_histogram=unit_histogram(margin_values),
         conflict_threshold=settings.conflict_threshold,
         conflicts=sum(c.margin < settings.conflict_threshold for c in pool.conflicts),
         routing=routing_details(data, pool, settings),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError
 from kiwb.kinds.multitask.runtime import (
     MEAN,
@@ -29,7 +30,6 @@ from kiwb.project.records import (
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 
-BINS = 20
 # Settings that re-weight or re-route the one class per text of a single-label project: a
 # multi-task project's tasks are integrated apart, so they are refused, not half applied.
 PROJECT_ONLY = ("prior_correction", "class_weighting", "logit_adjustment")
@@ -125,7 +125,7 @@ def summary_of(integration: TaskIntegration, settings: IntegrationSettings) -> I
         score_keys=dict(zip(teachers, data.score_keys, strict=True)), labels=labels,
         overlapping_labels=[], wins=wins,
         margin_quantiles={str(q): float(np.quantile(shown, q)) for q in MARGIN_QUANTILES},
-        margin_histogram=np.histogram(margins, bins=BINS, range=(0.0, 1.0))[0].tolist(),
+        margin_histogram=unit_histogram(margins),
         conflict_threshold=settings.conflict_threshold, conflicts=conflicts,
         eval=evaluation, teacher_labels=heads, task_kind="multi-task",
         details={"tasks": task_figures(integration),

@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from kiwb.core import routing_diagnostics as diagnostics
+from kiwb.core.histograms import unit_histogram
 from kiwb.core.routing_check import check_routing_outcome
 from kiwb.kinds.token.funnel import token_funnel
 from kiwb.kinds.token.integration import cluster_features, decode_all, integrate_words
@@ -35,11 +36,6 @@ from kiwb.project.records import (
 from kiwb.project.store import Store
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
-BINS = 20
-
-
-def _histogram(values: torch.Tensor) -> list[int]:
-    return np.histogram(values.numpy(), bins=BINS, range=(0.0, 1.0))[0].tolist()
 
 
 def routing_details(data: TokenData, pool: TokenPool, settings: IntegrationSettings) -> RoutingDetails:
@@ -51,7 +47,7 @@ def routing_details(data: TokenData, pool: TokenPool, settings: IntegrationSetti
         teachers[name] = TeacherRouting(
             won=int(here.sum()), share=router.share,
             split=diagnostics.routing_split(values, here) if len(values) else None,
-            histogram_here=_histogram(values[here]), histogram_elsewhere=_histogram(values[~here]))
+            histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
     return RoutingDetails(name=settings.routing, use_mc=settings.use_mc, labeled_texts=0,
                           teachers=teachers)
 
@@ -143,7 +139,7 @@ def token_summary(data: TokenData, pool: TokenPool, settings: IntegrationSetting
         labels=data.classes, overlapping_labels=_shared_types(data),
         wins=dict(zip(data.teachers, wins, strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
-        margin_histogram=np.histogram(margin, bins=BINS, range=(0.0, 1.0))[0].tolist(),
+        margin_histogram=unit_histogram(margin),
         conflict_threshold=settings.conflict_threshold,
         conflicts=int((result.margin < settings.conflict_threshold).sum()),
         routing=routing_details(data, pool, settings),
