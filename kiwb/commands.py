@@ -479,6 +479,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
     else:
         stdout.print(evaluation_table(report))
+        tuned_here = report.get("at_half") or any(
+            figures.get("at_half") for figures in (report.get("tasks") or {}).values())
+        if args.data is None and tuned_here:
+            stdout.print("The label thresholds were tuned on these eval texts, so the figures at "
+                         "them flatter the student here; judge it at 0.5, or on other labeled "
+                         "texts with --data.", highlight=False)
     return 0
 
 

@@ -182,9 +182,13 @@ def evaluation_table(report: dict) -> Table:
     for task, figures in (report.get("tasks") or {}).items():  # a multi-task student's
         headline = "accuracy" if figures["kind"] == "single-label" else "micro F1"
         table.add_row(f"[bold]{task}[/bold] {headline}", f"[bold]{_percent(figures['headline'])}[/bold]")
+        if figures.get("at_half"):
+            table.add_row(f"{task} micro F1 at 0.5", _percent(figures["at_half"]["micro_f1"]))
     overall = "entity F1" if token else ("mean task score" if report.get("tasks") else "overall")
     table.add_row(f"[bold]{overall}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
+    if report.get("at_half"):  # a multi-label student's figures without its tuned thresholds
+        table.add_row("micro F1 at 0.5", _percent(report["at_half"]["micro_f1"]))
     if token:
         entity = report["entity"]
         table.add_row("strict IOB2 F1", _percent(entity["strict"]["f1"]))

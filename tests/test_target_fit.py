@@ -3,6 +3,8 @@ learning check reads from it, against numbers worked out by hand."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -15,7 +17,17 @@ from kiwb.core.learning_check import (
     LearningCheck,
     with_fit,
 )
-from kiwb.core.target_fit import FIT_FLOOR, agreement, correlation, micro_f1, thresholded_fit
+from kiwb.core.target_fit import (
+    FIT_FLOOR,
+    agreement,
+    correlation,
+    decisive_yes,
+    micro_f1,
+    thresholded_fit,
+)
+from kiwb.kinds.multilabel.student import MultiLabelStudent
+from kiwb.kinds.multitask.heads import Head
+from kiwb.kinds.multitask.student import MultiTaskStudent
 
 # Three texts, two labels: text 0 is a, text 1 is a and b, text 2 is b (soft targets).
 TARGETS = torch.tensor([[0.9, 0.2], [0.8, 0.7], [0.1, 0.6]])
@@ -111,3 +123,27 @@ def test_targets_too_close_to_the_threshold_to_decide_are_left_out_of_the_fit():
     assert thresholded_fit(student, targets) == 1.0
     assert thresholded_fit(student, targets, ambiguity=0.0) == pytest.approx(2 / 3)
     assert micro_f1(student > 0.5, targets > 0.5) == pytest.approx(2 / 3)
+
+
+def test_the_check_counts_a_label_taught_only_where_its_targets_decide_yes():
+    # Four texts. Label a: targets 0.9, 0.7, 0.2, 0.1 -> two decisive yes of four, 0.5. Label b:
+    # 0.55, 0.52, 0.58, 0.1 -> over 0.5 on three texts, but none at 0.6 or more: never taught.
+    targets = torch.tensor([[0.9, 0.55], [0.7, 0.52], [0.2, 0.58], [0.1, 0.1]])
+    assert decisive_yes(targets).tolist() == [[True, False], [True, False], [False, False],
+                                              [False, False]]
+    taught = SimpleNamespace(label_ids=None, targets=targets, labels=["a", "b"])
+    assert MultiLabelStudent().target_shares(taught).tolist() == [0.5, 0.0]
+    # A multi-task layout: a single-label task (argmax shares) beside this multi-label one.
+    heads = (Head("topic", "single-label", ("x", "y"), 0, 2),
+             Head("tags", "multi-label", ("a", "b"), 2, 4))
+    both = torch.cat([torch.tensor([[0.8, 0.2], [0.6, 0.4], [0.3, 0.7], [0.9, 0.1]]), targets], 1)
+    shares = MultiTaskStudent(heads).target_shares(SimpleNamespace(label_ids=None, targets=both))
+    assert shares.tolist() == [0.75, 0.25, 0.5, 0.0]
+    # The sigmoid budget still counts every yes over 0.5. On 40 texts where b is 0.55 once (2.5%,
+    # over the 2% floor), seeing b as a yes 1,200 times at batch 32 takes 1,500 steps, capped
+    # at 4x min_steps: 1,200 (kiwb.core.training_defaults.label_exposure_steps); counting
+    # decisive yes alone, b would not count and 3x would do.
+    rare = torch.tensor([[0.9, 0.55]] + [[0.9, 0.1]] * 39)
+    steps, why = MultiLabelStudent().min_steps(
+        SimpleNamespace(label_ids=None, targets=rare, labels=["a", "b"]), 32, 300)
+    assert steps == 1200 and "its rarest, b (yes on 2.5% of the texts)" in why

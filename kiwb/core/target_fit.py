@@ -58,6 +58,15 @@ def thresholded_fit(probs: Tensor, targets: Tensor, threshold: float = THRESHOLD
     return micro_f1((probs > threshold)[decisive], (targets > threshold)[decisive])
 
 
+def decisive_yes(targets: Tensor, threshold: float = THRESHOLD,
+                 ambiguity: float = AMBIGUITY) -> Tensor:
+    """(n, L) bool: the sigmoid targets that teach a yes, at least `ambiguity` over `threshold`
+    (a gold 1 always). The learning check counts these alone when it asks whether a label the
+    student never says was taught: a label whose yes targets are all coin flips (0.52) was
+    not, and the fit leaves such cells out for the same reason."""
+    return targets.float() >= threshold + ambiguity
+
+
 def correlation(student: Tensor, targets: Tensor) -> float:
     """Embedding fit: the Pearson correlation of two (m,) sequences, such as the cosine
     similarities of m pairs of texts under the student and under its targets; 0 when either

@@ -7,9 +7,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kiwb.core.learning_check import COLLAPSED, OK, STUDENT_HINT, LearningCheck
+from kiwb.core.target_fit import AMBIGUITY, THRESHOLD
 
-# A label the targets say yes to on at least this share of the taught texts is one the
-# student must predict somewhere; rarer labels may fairly go unpredicted on a small sample.
+# A label the targets decidedly say yes to (kiwb.core.target_fit.decisive_yes) on at least
+# this share of the taught texts is one the student must predict somewhere; rarer labels may
+# fairly go unpredicted on a small sample.
 TARGET_RATE_FLOOR = 0.02
 
 
@@ -27,4 +29,5 @@ def check_label_rates(labels: Sequence[str], predicted_counts: Sequence[int], te
     return LearningCheck(COLLAPSED, tuple(never),
                          f"never predicts {', '.join(never[:6])} on "
                          f"{'the' if texts is None else f'{texts:,}'} {where} (the "
-                         f"targets say yes to {rates} of the texts)", hint)
+                         f"targets say yes, at {THRESHOLD + AMBIGUITY:g} or more, to {rates} of the "
+                         "texts)", hint)
