@@ -20,9 +20,16 @@ from kiwb.core.integration import (
     routing_margin,
     uhc_targets,
 )
-from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
+from kiwb.core.labels import (
+    coverage_mask,
+    gold_label_ids,
+    label_positions,
+    overlapping_labels,
+    union_labels,
+)
 from kiwb.core.losses import uhc_loss, weighted_kl_loss
 from kiwb.core.uncertainty import confidence, entropy, mutual_information, summarize_passes
+from kiwb.errors import DataError
 
 LN2 = math.log(2)  # 0.693147
 LN3 = math.log(3)  # 1.098612
@@ -424,3 +431,11 @@ def test_uhc_loss_gradient_is_finite_despite_masked_logits():
     uhc_loss(logits, targets, DISJOINT_COVERAGE).backward()
     assert torch.isfinite(logits.grad).all()
     assert logits.grad.abs().sum() > 0
+
+
+def test_gold_labels_map_to_union_positions_and_unknown_ones_are_named():
+    union = ["world", "sports", "business"]
+    assert gold_label_ids(["sports", "world", "sports"], union).tolist() == [1, 0, 1]
+    with pytest.raises(DataError, match=r"gold labels 'cooking', 'music' are in no teacher's "
+                                        r"label set \(world, sports, business\); fix the label column"):
+        gold_label_ids(["music", "world", "cooking"], union)

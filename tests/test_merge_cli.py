@@ -17,6 +17,9 @@ from tiny_merge import build_merge_family
 from kiwb.core.choices import MERGE_SCALE_GRID, TIES_TOP_K_GRID
 from kiwb.project.paths import ProjectPaths
 
+# Every test here runs kiwb in a subprocess, as their siblings marked slow do.
+pytestmark = pytest.mark.slow
+
 TRAINING = "[training]\nepochs = 2.0\nmin_steps = 0\nlearning_rate = 0.003\nbatch_size = 16\n" \
            "eval_every = 10\n"
 

@@ -36,3 +36,16 @@ def overlapping_labels(label_sets: Sequence[Sequence[str]]) -> list[str]:
     """Label names owned by two or more teachers, in union order."""
     owners = Counter(label for labels in label_sets for label in set(labels))
     return [label for label in union_labels(label_sets) if owners[label] >= 2]
+
+
+def gold_label_ids(names: Sequence[str], union: Sequence[str]) -> torch.Tensor:
+    """(n,) union index of each gold label name; a label no teacher knows is refused, naming
+    the first few (DataError: the label column is what to fix)."""
+    from kiwb.errors import DataError
+
+    index = {label: position for position, label in enumerate(union)}
+    unknown = sorted({name for name in names if name not in index})
+    if unknown:
+        raise DataError(f"gold labels {', '.join(map(repr, unknown[:5]))} are in no teacher's "
+                        f"label set ({', '.join(union)}); fix the label column")
+    return torch.tensor([index[name] for name in names], dtype=torch.long)

@@ -97,10 +97,14 @@ def common_kind(kinds: Mapping[str, str]) -> str:
 
 
 def run_seam(kind: str | None, seam: str, *args, **kwargs):
-    """Call the function a kind names for one of the shared jobs' seams (kiwb/kinds/base.py
+    """Call the function a kind names for one of the shared jobs' seams (kiwb/kinds/seams.py
     lists them); imported on first use, so describing a kind never loads torch."""
     import importlib
 
+    from kiwb.kinds.seams import SEAMS
+
+    if seam not in SEAMS:  # a caller's typo, not a kind's gap
+        raise ValueError(f"no seam {seam!r}; the seams are {', '.join(SEAMS)}")
     described = kind_named(kind)
     if seam not in described.seams:
         raise ValueError(f"the {described.name} kind provides no {seam!r}")

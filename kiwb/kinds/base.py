@@ -102,29 +102,8 @@ class TeacherKind(ABC):
         """The student's output names for teachers that know these classes."""
 
     # Where the shared jobs hand the kind its work: seam name -> "module:function". Named, not
-    # imported, so this description stays torch-free and the shared worker modules need no
-    # branch per kind (kiwb.kinds.run_seam calls them). Every kind provides every seam:
-    #   score_shard(task, model, tokenizer, rows, settings, device, **options) -> arrays
-    #       the score arrays of one shard (kiwb.workers.score stores them)
-    #   load_table(path, spec, role, config) -> TextTable
-    #       one data set of the project, as this kind reads it (config: the project's)
-    #   integrate(config, store, settings, tasks) -> IntegrationRecord
-    #       targets, conflicts and figures from the stored scores, recorded in the store
-    #   prepare_training(config, store, request, tasks) -> TrainingData
-    #       a run's targets and eval set, and its student (kiwb.workers.student.SequenceStudent
-    #       shows what the Trainer asks of one)
-    #   evaluate(checkpoint, table, device, batch_size, max_length) -> dict
-    #       a trained student's figures, the headline one under "accuracy"
-    #   predict(folder, texts, top) -> list[str]
-    #       one line per text for `kiwb predict`
-    #   check_data(config, tables, teachers) -> None (optional)
-    #       refuse, before scoring, gold data the teachers cannot read (one line)
-    #   inspect_teachers(config) -> list[TeacherInfo] (a kind declared by a kiwb.toml table)
-    #       read and check every teacher of the project, one line for a bad one
-    #   export(project_root, run, destination, checkpoint, manifest, progress) -> Path
-    #       (optional) write the export folder itself (embedding: a sentence-transformers one)
-    #   report_tables(integration) -> list of rich Tables (optional, torch-free)
-    #       kiwb integrate's tables, where the shared ones (routing, wins) do not apply
+    # imported, so this description stays torch-free (kiwb.kinds.run_seam calls them). What
+    # each seam takes and gives: kiwb/kinds/seams.py, which a test holds every kind to.
     seams: dict[str, str] = {}
 
     # How the exported student's model card speaks of it: summary, unit, labels (its heading),

@@ -26,7 +26,7 @@ from kiwb.core.choices import (
 )
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
-from kiwb.project.config_schema import IntegrationConfig
+from kiwb.project.config_schema import IntegrationConfig, TrainingConfig
 from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 
 # The integration settings a job may set: those kiwb.toml's [integration] declares (the
@@ -371,6 +371,12 @@ def learning_rate_value(text: str) -> float | str:
     return value
 
 
+# A teacher trains with the student's [training] defaults for batch and length: one rule for
+# both, read from the one place that sets them.
+_STUDENT_BATCH = TrainingConfig().batch_size
+_STUDENT_LENGTH = TrainingConfig().max_length
+
+
 @dataclass(frozen=True)
 class TeachSpec(JobSpec):
     """Fine-tuning a teacher on a subset of labels (`kiwb teach`; runs in the foreground)."""
@@ -401,8 +407,10 @@ class TeachSpec(JobSpec):
     balance: str = flag("--balance", "balance the classes: none, loss (weights n / (C n_c)) or "
                         "sampler (texts drawn so each class comes up alike) (default none)",
                         choices=("none", "loss", "sampler"), default="none")
-    batch_size: int = flag("--batch-size", "texts per step (default 32)", type=int, default=32)
-    max_length: int = flag("--max-length", "tokens per text (default 128)", type=int, default=128)
+    batch_size: int = flag("--batch-size", f"texts per step (default {_STUDENT_BATCH})",
+                           type=int, default=_STUDENT_BATCH)
+    max_length: int = flag("--max-length", f"tokens per text (default {_STUDENT_LENGTH})",
+                           type=int, default=_STUDENT_LENGTH)
     seed: int = flag("--seed", "random seed (default 0)", type=int, default=0)
     device: str = flag("--device", f"{DEVICE_FORMS} (default: auto)", default="auto")
     force: bool = flag("--force", "replace an existing --out folder", type=bool, default=False)

@@ -12,7 +12,13 @@ from kiwb.core import routing as routes
 from kiwb.core import routing_diagnostics as diagnostics
 from kiwb.core.choices import OWN_SCORE_ROUTINGS, READS_REPRESENTATION
 from kiwb.core.histograms import unit_histogram
-from kiwb.core.labels import coverage_mask, label_positions, overlapping_labels, union_labels
+from kiwb.core.labels import (
+    coverage_mask,
+    gold_label_ids,
+    label_positions,
+    overlapping_labels,
+    union_labels,
+)
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
@@ -93,14 +99,7 @@ class TeacherScores:
         """The true labels as union indices, refusing labels no teacher knows."""
         if self.true_labels is None:
             return None
-        index = {label: i for i, label in enumerate(self.labels)}
-        unknown = sorted({label for label in self.true_labels if label not in index})
-        if unknown:
-            raise DataError(
-                f"labels {', '.join(map(repr, unknown[:5]))} of the labeled data are in no "
-                f"teacher's label set ({', '.join(self.labels)}); fix the label column"
-            )
-        return torch.tensor([index[label] for label in self.true_labels])
+        return gold_label_ids(self.true_labels, self.labels)
 
     def rows(self, index: torch.Tensor, true_labels: list[str] | None = None) -> TeacherScores:
         """The scores of the texts at `index` (with `true_labels`: those texts' labels)."""

@@ -104,7 +104,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
                              representation=reads)
     seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_dataset["unlabeled"]])
                        if reads else (None, {}))
-    from kiwb.core.labels import coverage_mask, union_labels
+    from kiwb.core.labels import coverage_mask, gold_label_ids, union_labels
 
     label_sets = [t.teacher.labels for t in by_dataset["unlabeled"]]
     labels = union_labels(label_sets)
@@ -115,7 +115,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         if unlabeled_table.labels is None:
             raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
                             "label_column in [data.unlabeled]")
-        label_ids = _ids(unlabeled_table.labels, labels)
+        label_ids = gold_label_ids(unlabeled_table.labels, labels)
     else:
         labeled = labeled_file_scores(config, store, settings, by_dataset["labeled"])
         if labeled is not None:
@@ -136,7 +136,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
     eval_texts = eval_ids = eval_routing = eval_fingerprint = eval_reference = eval_scores = None
     if by_dataset["eval"]:
         eval_table = by_dataset["eval"][0].table
-        eval_texts, eval_ids = eval_table.texts, _ids(eval_table.labels, labels)
+        eval_texts, eval_ids = eval_table.texts, gold_label_ids(eval_table.labels, labels)
         # The gold labels decide the figures and the best checkpoint as much as the texts do.
         eval_fingerprint = labeled_data_fingerprint(eval_table)
         eval_scores = _scores_or_hint(config, store, by_dataset["eval"], need=False,
@@ -196,15 +196,6 @@ def _scores_or_hint(config, store, tasks, need: bool,
         raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
                         f"kiwb score {config.root}")
     return None
-
-
-def _ids(names: list[str], labels: list[str]) -> torch.Tensor:
-    index = {label: i for i, label in enumerate(labels)}
-    unknown = sorted({n for n in names if n not in index})
-    if unknown:
-        raise KiwbError(f"gold labels {', '.join(map(repr, unknown[:5]))} are in no teacher's "
-                        f"label set ({', '.join(labels)}); fix the label column")
-    return torch.tensor([index[n] for n in names])
 
 
 class Trainer:
