@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cli_helpers import kiwb_env, run_kiwb, write_project
+from cli_helpers import kiwb_env, run_kiwb, wait_until, write_project
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl
 
 from kiwb.launch import launch_job
@@ -78,13 +78,8 @@ def jobs(root: Path) -> list[JobState]:
 
 
 def wait_for(condition, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    """cli_helpers.wait_until with these tests' timeout and a finer poll."""
+    return wait_until(condition, timeout=timeout, what=what, every=0.05)
 
 
 def done_shards(root: Path) -> int:

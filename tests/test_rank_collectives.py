@@ -105,11 +105,11 @@ def test_torchruns_sigterm_while_rank_0_waits_in_a_collective_aborts_the_group(t
     but the wakeup pipe tells the watch, which aborts and, still blocked, gives up."""
     process = run_script(tmp_path, """
         with RankWatch([], give_up, torchrun=True, every_s=0.1, give_up_after_s=1.0):
-            print("waiting", flush=True)
-            collective(lambda: threading.Event().wait(60), "averaging the gradients")
+            # said from inside the collective: the signal then finds the rank waiting there
+            collective(lambda: print("in the collective", flush=True)
+                       or threading.Event().wait(60), "averaging the gradients")
     """)
-    assert process.stdout.readline().strip() == "waiting"
-    time.sleep(0.3)
+    assert process.stdout.readline().strip() == "in the collective"
     process.send_signal(signal.SIGTERM)
     _, err = process.communicate(timeout=30)
     assert process.returncode == 1
@@ -123,12 +123,11 @@ def test_kiwb_cancels_sigterm_while_rank_0_waits_is_left_to_the_job(tmp_path):
     process = run_script(tmp_path, """
         with RankWatch([], give_up, torchrun=True, cancelled=lambda: True, every_s=0.1,
                        give_up_after_s=1.0) as watch:
-            print("waiting", flush=True)
-            collective(lambda: threading.Event().wait(2.5), "gathering from the ranks")
+            collective(lambda: print("in the collective", flush=True)
+                       or threading.Event().wait(2.5), "gathering from the ranks")
         print("aborted" if watch.aborted else "left well", flush=True)
     """)
-    assert process.stdout.readline().strip() == "waiting"
-    time.sleep(0.3)
+    assert process.stdout.readline().strip() == "in the collective"
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=30)
     assert process.returncode == 0 and out.strip() == "left well"
