@@ -155,7 +155,7 @@ def test_bad_input_is_one_line_and_nothing_is_scored(root, tmp_path, case):
 
 def test_a_judged_pair_takes_the_wrong_teacher_off_its_texts(scored, tmp_path):
     # The first conflicting pair, judged "similar" by kiwb labels import, as the Conflicts
-    # pane would store it: with --labels the integration takes the teacher that parts the two
+    # pane would store it: with --given-labels the integration takes the teacher that parts the two
     # off both texts, and a run trains on that.
     first = json.loads(run_kiwb("integrate", scored, "--json", cwd=scored).stdout)
     from kiwb.project.store import Store

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import shlex
 
@@ -138,3 +139,15 @@ def test_the_integration_settings_are_declared_once():
 
     project = IntegrationConfig(transfer=True, routing=DEFAULT_ROUTING)
     assert TrainSpec(method="ant").named(project).run == "ant-transfer"
+
+
+def test_the_given_labels_switch_keeps_its_old_spelling_hidden():
+    """`--given-labels` (kiwb teach's `--labels` names labels); `--labels` still reads, unshown."""
+    parser = argparse.ArgumentParser()
+    TrainSpec.add_arguments(parser)
+    assert parser.parse_args(["--given-labels"]).labels is True
+    assert parser.parse_args(["--labels"]).labels is True  # the former spelling, for one release
+    assert parser.parse_args([]).labels is None
+    shown = parser.format_help()
+    assert "--given-labels" in shown and "--labels " not in shown.replace("--given-labels", "")
+    assert TrainSpec(labels=True).command("proj").split()[3:] == ["--given-labels"]

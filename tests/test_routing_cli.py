@@ -104,7 +104,7 @@ def test_few_label_routing_without_labels_is_refused(tmp_path, teachers_dir, dat
                             data_dir / "unlabeled.jsonl", extra='[training]\nstudent = "x/y"\n')
     refused = run_kiwb("integrate", project, "--routing", "trust", cwd=tmp_path, check=False)
     assert refused.returncode == 2
-    assert 'routing "trust" needs a few labeled texts: use the labels given in the workbench or by kiwb labels import (--labels), add a [data.labeled] section' in refused.stderr
+    assert 'routing "trust" needs a few labeled texts: use the labels given in the workbench or by kiwb labels import (--given-labels), add a [data.labeled] section' in refused.stderr
     refused = run_kiwb("train", project, "--routing", "temperature", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "[data.labeled]" in refused.stderr
     assert not (project / "store.sqlite").exists() or score_jobs(project) == 0

@@ -10,7 +10,8 @@ the routing estimates it owns (`union_prior`). Against it:
   and Decaestecker 2002): each target is re-weighted per class, p'(y|x) ∝ p(y|x) · w(y), with
   w found by EM so that the targets' mix becomes the estimated one.
 - `logit_offsets`: logit adjustment (Menon et al. 2021): the student's loss reads its logits
-  plus tau · log(prior of the targets), so the raw logits it predicts with favour rare classes.
+  plus strength · log(prior of the targets) (`[integration] logit_adjustment`; not MUKI-Soft's
+  temperature `tau`), so the raw logits it predicts with favour rare classes.
 - `class_balance_weights`: each text's weight divided by its target class's share, to a power.
 
 Which of them kiwb uses by default was chosen on debian-8 dev (BENCHMARKS.md, "Rare classes").
@@ -106,9 +107,9 @@ def reweigh_targets(targets: Tensor, class_weight: Tensor) -> Tensor:
     return adjust_to_prior(targets, torch.ones_like(class_weight), class_weight).to(targets.dtype)
 
 
-def logit_offsets(prior: Tensor, tau: float) -> Tensor:
-    """tau · log prior, (|Y|,): added to the student's logits inside the loss only."""
-    return tau * torch.log(prior.double().clamp_min(_FLOOR))
+def logit_offsets(prior: Tensor, strength: float) -> Tensor:
+    """strength · log prior, (|Y|,): added to the student's logits inside the loss only."""
+    return strength * torch.log(prior.double().clamp_min(_FLOOR))
 
 
 def class_balance_weights(weights: Tensor, top_classes: Tensor, prior: Tensor,

@@ -273,7 +273,7 @@ def _check_tasks(config: ProjectConfig) -> None:
     if config.tasks and config.data.labeled is not None:
         raise _Loc(config.file, "data.labeled").error(
             "path", "is not read by multi-task projects: remove [data.labeled] (label conflicts "
-            "in the workbench or with kiwb labels import, then --labels)")
+            "in the workbench or with kiwb labels import, then --given-labels)")
     for number, teacher in enumerate(config.teachers, start=1):
         where = loc.item("teachers", number)
         if not config.tasks:
@@ -342,7 +342,7 @@ def check_routing(config: ProjectConfig, routing: str, *, labels: bool | None = 
         label_free = ", ".join(name for name in ROUTINGS if name not in FEW_LABEL_ROUTINGS)
         raise ConfigError(
             f'{config.file}: routing "{routing}" needs a few labeled texts: use the labels given '
-            'in the workbench or by kiwb labels import (--labels), add a [data.labeled] section '
+            'in the workbench or by kiwb labels import (--given-labels), add a [data.labeled] section '
             'with path = "..." and label_column = "label", or choose a label-free routing '
             f"({label_free})"
         )

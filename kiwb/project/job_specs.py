@@ -48,6 +48,8 @@ class Flag:
     negative: bool = False  # a switch that sets the field to False (--no-reweight)
     required: bool = False
     default: Any = None  # the CLI's default when the flag is not given
+    # Former spellings, still read but not shown in --help (kept for one release)
+    aliases: tuple[str, ...] = ()
 
 
 def flag(name: str, help: str, *, default: Any = None, **how) -> Any:
@@ -105,6 +107,10 @@ class JobSpec:
                 parser.add_argument(how.name, dest=spec_field.name, help=how.help,
                                     action="store_const", const=not how.negative,
                                     default=how.default)
+                for alias in how.aliases:
+                    parser.add_argument(alias, dest=spec_field.name, help=argparse.SUPPRESS,
+                                        action="store_const", const=not how.negative,
+                                        default=how.default)
                 continue
             parser.add_argument(how.name, dest=spec_field.name, type=how.type, help=how.help,
                                 metavar=how.metavar, choices=how.choices, required=how.required,
@@ -181,19 +187,21 @@ class _MethodOptions(JobSpec):
     transfer: bool | None = flag("--transfer", "multi-label teachers: revise each teacher's "
                                  "labels through its label dependencies first (ANT)", type=bool)
     routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
-    labels: bool | None = flag("--labels", "use the labels given in the workbench or by kiwb "
-                               "labels import: one-hot targets, none left out, and a few-label "
-                               "routing (stacked, trust, temperature) fitted on them (default: "
-                               "[integration] labels)", type=bool)
+    # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
+    labels: bool | None = flag("--given-labels", "use the labels given in the workbench or by "
+                               "kiwb labels import: one-hot targets, none left out, and a "
+                               "few-label routing (stacked, trust, temperature) fitted on them "
+                               "(default: [integration] labels)", type=bool,
+                               aliases=("--labels",))
     prior_correction: bool | None = flag("--prior-correction", "re-weight the targets per class to "
                                          "the pool's estimated class mix (default: [integration] "
                                          "prior_correction)", type=bool)
     class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
                                          "target class's share to this power, 0 to 1", type=float,
                                          metavar="POWER")
-    logit_adjustment: float | None = flag("--logit-adjustment", "train on the logits plus TAU x "
-                                          "log(the targets' class mix); 0 is off", type=float,
-                                          metavar="TAU")
+    logit_adjustment: float | None = flag("--logit-adjustment", "train on the logits plus STRENGTH "
+                                          "x log(the targets' class mix); 0 is off", type=float,
+                                          metavar="STRENGTH")
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""

@@ -250,7 +250,7 @@ def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
                 "some texts a class in the workbench's Conflicts pane or with kiwb labels import")
         raise ConfigError(
             f"routing {settings.routing!r} needs labeled texts and has none: label some in the "
-            "workbench's Conflicts pane or with kiwb labels import, then use --labels (or "
+            "workbench's Conflicts pane or with kiwb labels import, then use --given-labels (or "
             "[integration] labels = true); or add [data.labeled]")
     try:
         return routes.fit_routing(

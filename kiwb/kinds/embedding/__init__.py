@@ -71,7 +71,7 @@ class EmbeddingKind(TeacherKind):
     unused_weights = ("pooler.",)
     trained_teacher = "a trained sentence encoder"
     methods = PAIR_WEIGHTINGS
-    supervised = False  # gold labels of pairs are judgements, fed back with --labels
+    supervised = False  # gold labels of pairs are judgements, fed back with --given-labels
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
                      "tokenizers and pooling differ in general and no head is shared to merge; "
                      "distill them instead (kiwb train)")

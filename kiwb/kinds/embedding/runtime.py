@@ -70,7 +70,7 @@ def encoder_scores(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) 
 def judged_coverage(store: Store, pool: EncoderScores, coverage: torch.Tensor,
                     use_labels: bool) -> tuple[torch.Tensor, dict | None]:
     """The coverage after the judgements given to pairs (with [integration] labels or
-    --labels), and what they did: pairs judged, (teacher, text) places taken, and the
+    --given-labels), and what they did: pairs judged, (teacher, text) places taken, and the
     judgements' fingerprint (None without labels)."""
     if not use_labels:
         return coverage, None

@@ -96,7 +96,7 @@ def fit_cluster_routing(settings: IntegrationSettings, data: TokenData,
         raise ConfigError(f"routing {settings.routing!r} is fitted on labeled texts of a "
                           f"sequence project; token teachers route by a label-free routing "
                           f"({label_free}), and spans labeled in the Conflicts pane become "
-                          "targets with --labels")
+                          "targets with --given-labels")
     if len(features[0].mc_confidence) < 4 and settings.routing not in ("confidence", "rank"):
         raise ConfigError(f"routing {settings.routing!r} needs 4 or more conflict clusters in "
                           f"the pool, and the teachers found "
