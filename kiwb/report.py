@@ -157,13 +157,10 @@ def _columns_table(title: str, columns, rows: list[dict[str, str]]) -> Table:
 
 
 def _calibration(facts: TeacherRouting | None) -> str:
-    """`0.081 → 0.023 (T 0.62)` for a temperature-scaled teacher, else its error as it is."""
+    """A teacher's expected calibration error on the labeled texts of its labels: `0.081`."""
     if facts is None or facts.calibration_error is None:
         return "– (no labeled text of its labels)"
-    text = f"{facts.calibration_error:.3f}"
-    if facts.calibration_error_scaled is not None:
-        text += f" → {facts.calibration_error_scaled:.3f} (T {facts.temperature:.2f})"
-    return text
+    return f"{facts.calibration_error:.3f}"
 
 
 def _quantile_name(quantile: str) -> str:

@@ -83,17 +83,17 @@ def test_routing_tables_render_every_routing_with_its_feature_set():
                 "features": features}
 
     results = {"preset": "cpu", "tables": {
-        "label_free": {routing.routing_name("joint-mixture", True, "margin"): entry(0.8, 0.75, "margin"),
+        "label_free": {routing.routing_name("quantile-mixture", True, "margin"): entry(0.8, 0.75, "margin"),
                        routing.routing_name("rank", False, None): entry(0.7, 0.5, None)},
         "few_label": {routing.routing_name("trust", True, "all"): {
             "16": entry(0.9, 0.85, "all"), "64": entry(0.95, 0.9, "all")}}},
-        "students": {"muki-hard · joint-mixture [margin]": [
+        "students": {"muki-hard · quantile-mixture [margin]": [
             {"accuracy": 0.8, "macro_f1": 0.7}, {"accuracy": 0.9, "macro_f1": 0.8}]}}
     text = routing.render(results)
-    assert "| joint-mixture [margin] | 80.0 | 75.0 | 3 / 1 | 75% / – |" in text
+    assert "| quantile-mixture [margin] | 80.0 | 75.0 | 3 / 1 | 75% / – |" in text
     assert "| rank (plain) | 70.0 | 50.0 |" in text
     assert "| trust [all] | 90.0 / 85.0 | 95.0 / 90.0 |" in text
-    assert "| muki-hard · joint-mixture [margin] | 85.0 | 75.0 | 2 |" in text
+    assert "| muki-hard · quantile-mixture [margin] | 85.0 | 75.0 | 2 |" in text
 
 
 def test_training_defaults_variants_rewrite_only_the_settings_they_compare(tmp_path):

@@ -219,6 +219,22 @@ ERRORS = [
         ["is not a known key"],
     ),
     (TWO_TEACHERS + "lables = []\n", "teachers[2].lables", ['did you mean "labels"?']),
+    # options removed because they never won where measured: one line on what replaces them
+    (
+        'name = "p"\n[integration]\nprior_correction = true\n',
+        "[integration] prior_correction",
+        ["was removed: it never beat the default on a measured set", "delete the line"],
+    ),
+    (
+        'name = "p"\n[integration]\nrouting = "temperature"\n',
+        "[integration] routing",
+        ['= "temperature" was removed: it never routed better than trust', 'use routing = "trust"'],
+    ),
+    (
+        'name = "p"\n[integration]\nrouting = "joint-mixture"\n',
+        "[integration] routing",
+        ['= "joint-mixture" was removed', 'use routing = "rank"'],
+    ),
     (
         'name = "p"\n[scoring]\nmc_passes = "16"\n',
         "[scoring] mc_passes",

@@ -140,21 +140,6 @@ def test_saerens_em_weights_texts():
           [0.75, 0.25])
 
 
-def test_prior_class_weights_match_a_reachable_prior():
-    targets = t([[0.5, 0.5], [0.5, 0.5]])
-    factors = class_priors.prior_class_weights(targets, t([1.0, 1.0]), t([0.8, 0.2]))
-    # One EM round: the mix (.5, .5) scales w by (1.6, .4), after which the mix is the prior.
-    close(factors, [1.6, 0.4])
-    close(class_priors.reweigh_targets(targets, factors), [[0.8, 0.2], [0.8, 0.2]])
-
-
-def test_prior_class_weights_cannot_invent_a_class_and_stay_bounded():
-    targets = t([[1.0, 0.0], [1.0, 0.0]])
-    factors = class_priors.prior_class_weights(targets, t([1.0, 1.0]), t([0.5, 0.5]))
-    assert bool(torch.isfinite(factors).all()) and float(factors.min()) >= 0.01 - 1e-12
-    close(class_priors.reweigh_targets(targets, factors), targets.tolist())
-
-
 def test_target_prior_weighs_texts_and_averages_uhc():
     close(class_priors.target_prior(t([[1, 0], [0, 1]]), t([3, 1])), [0.75, 0.25])
     uhc = t([[[1, 0], [0, 1]], [[1, 0], [1, 0]]])  # (n, N, |Y|): means (.5, .5), (1, 0)

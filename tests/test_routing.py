@@ -11,14 +11,12 @@ from torch.testing import assert_close
 
 from kiwb.core.choices import ROUTINGS
 from kiwb.core.integration import integrate, routing_accuracy, routing_margin, soft_weights
-from kiwb.core.owner_mixture import fit_owner_mixture
 from kiwb.core.routing import (
     LabeledFeatures,
     TeacherFeatures,
     empirical_cdf,
     fit_logistic,
     fit_routing,
-    fit_temperature,
     fit_two_component_mixture,
 )
 from kiwb.core.routing_diagnostics import expected_calibration_error, routing_split
@@ -174,10 +172,7 @@ def labeled_subset(features: Sequence[TeacherFeatures], true_labels, label_sets,
 
 DISJOINT = [[0, 1, 2, 3], [4, 5, 6, 7]]
 SYNTHETIC = synthetic_teachers(DISJOINT, seed=0)
-# Temperature routing is left to test_temperature_routing_undoes_the_scale_exactly: on seeds
-# where a teacher gets every labeled text of its own labels right, its fitted temperature runs
-# to the search bound and the comparison says more about that than about the scale.
-CALIBRATED = ("rank", "mixture", "quantile-mixture", "joint-mixture", "trust")
+CALIBRATED = ("rank", "mixture", "quantile-mixture", "trust")
 
 
 def routed_under(name: str, features, use_mc: bool):
@@ -218,23 +213,6 @@ def test_calibrated_routing_ignores_a_teachers_temperature(
     agreement = (before == after).double().mean().item()
     assert agreement <= confidence_agreement_at_most
     assert accuracy_before - accuracy_after >= confidence_drop_at_least
-
-
-def test_temperature_routing_undoes_the_scale_exactly():
-    # Logits times 3 -> the fitted temperature times 3 -> the same scaled logits and scores.
-    true_labels, teachers, _ = SYNTHETIC
-    (logits_a, passes_a), (logits_b, passes_b) = teachers
-    as_trained = [teacher_features(logits_a, passes_a), teacher_features(logits_b, passes_b)]
-    rescaled = [as_trained[0], teacher_features(logits_b, passes_b, 3.0)]
-    fits = [fit_routing("temperature", features,
-                        labeled=labeled_subset(features, true_labels, DISJOINT, 64))
-            for features in (as_trained, rescaled)]
-    temperature_before, temperature_after = (fit.routers[1].temperature for fit in fits)
-    # Seed 0's labeled texts hold a mistake of B's, so the fit has an interior optimum, far
-    # from the search bounds e^-4 and e^4 (about 0.018 and 55).
-    assert 0.1 < temperature_before < 1
-    assert temperature_after == pytest.approx(3 * temperature_before, rel=1e-6)
-    close(fits[1].scores(rescaled), fits[0].scores(as_trained), atol=1e-6)
 
 
 # ---------------------------------------------------------------- overlapping labels
@@ -300,23 +278,6 @@ def test_mixture_calls_shared_label_texts_in_for_both(name, both_in_at_least, ma
     assert both_in >= both_in_at_least
     margin = routing_margin(scores)
     assert margin[shared].mean() < margin_ratio_below * margin[~shared].mean()
-
-
-def test_joint_mixture_with_a_shared_label_routes_the_other_texts_and_does_not_flag_it():
-    # The owner model gives each text one owner. Texts of the shared label 3 look "inside" to
-    # both teachers; the fitted Gaussians still give most of them a confident owner, so, unlike
-    # the per-teacher mixtures, their margin is not small (the README says to prefer
-    # `mixture` where label sets overlap). Either owner is right for them, and the texts of
-    # the other labels are routed as well as by the per-teacher mixture (seeds 0-5: 95.6-98.8%
-    # against 97.9-99.1%).
-    label_sets = [[0, 1, 2, 3], [3, 4, 5, 6]]
-    true_labels, teachers, coverage = synthetic_teachers(label_sets, seed=1)
-    pool = [teacher_features(logits, passes) for logits, passes in teachers]
-    scores = fit_routing("joint-mixture", pool).scores(pool)
-    shared = true_labels == 3
-    assert routing_accuracy(scores[~shared], true_labels[~shared], coverage) >= 0.95
-    margin = routing_margin(scores)
-    assert margin[shared].mean() > 0.5 * margin[~shared].mean()
 
 
 # ---------------------------------------------------------------- a teacher that wins nothing
@@ -418,15 +379,6 @@ def test_expected_calibration_error_needs_texts():
                                    torch.zeros(0, dtype=torch.long))
 
 
-@pytest.mark.parametrize("temperature", [0.5, 2.5])
-def test_fit_temperature_recovers_a_known_temperature(temperature):
-    generator = torch.Generator().manual_seed(3)
-    logits = 2 * torch.randn(20000, 4, generator=generator, dtype=torch.float64)
-    classes = torch.multinomial(torch.softmax(logits / temperature, dim=1), 1,
-                                generator=generator).squeeze(1)
-    assert fit_temperature(logits, classes) == pytest.approx(temperature, rel=0.1)
-
-
 @pytest.mark.parametrize(("inside_above_zero", "sign"), [(True, 1.0), (False, -1.0)])
 def test_fit_logistic_separates_one_feature(inside_above_zero, sign):
     points = t([[-2.0], [-1.5], [-1.0], [1.0], [1.5], [2.0]])
@@ -452,41 +404,6 @@ def test_fit_two_component_mixture_recovers_components():
     close(mixture.gaussians.covariances, 0.26 * torch.eye(2).expand(2, 2, 2), atol=0.06)  # .25 + .01
     posterior = mixture.posterior_inside(t([[3.0, 2.0], [0.0, 0.0]]))
     assert posterior[0] > 0.99 and posterior[1] < 0.01
-
-
-def test_owner_mixture_recovers_shares_and_shapes():
-    generator = torch.Generator().manual_seed(5)
-
-    def cluster(center: float, count: int) -> torch.Tensor:
-        return center + 0.5 * torch.randn(count, 1, generator=generator, dtype=torch.float64)
-
-    # 300 texts of A's labels (A's feature near 2, B's near 0), then 600 of B's (A's near 0,
-    # B's near 3): the owner shares are 1/3 and 2/3, each teacher's inside component sits on
-    # its own texts and its outside one on the other teacher's.
-    points = [torch.cat([cluster(2.0, 300), cluster(0.0, 600)]),
-              torch.cat([cluster(0.0, 300), cluster(3.0, 600)])]
-    owners = fit_owner_mixture(points)
-    close(owners.shares, [1 / 3, 2 / 3], atol=0.01)
-    close(owners.gaussians[0].means, [[0.0], [2.0]], atol=0.1)   # A: outside, inside
-    close(owners.gaussians[1].means, [[0.0], [3.0]], atol=0.1)   # B: outside, inside
-    close(owners.gaussians[0].covariances, [[[0.26]], [[0.26]]], atol=0.06)  # .25 + .01
-    posterior = owners.posterior([t([[2.0], [0.0], [1.0]]), t([[0.0], [3.0], [1.5]])])
-    close(posterior.sum(dim=1), [1.0, 1.0, 1.0])
-    assert posterior[0, 0] > 0.99 and posterior[1, 1] > 0.99
-    # Between the clusters, A's feature is 2 sd below its inside mean and B's 3 sd below its
-    # own: the joint posterior weighs both, with B's larger share, and the text stays close.
-    assert 0.02 < posterior[2, 0] < 0.98
-
-
-def test_joint_mixture_posterior_sums_to_one_and_names_shares():
-    _, teachers, coverage = SYNTHETIC
-    pool = [teacher_features(logits, passes) for logits, passes in teachers]
-    fitted = fit_routing("joint-mixture", pool)
-    scores = fitted.scores(pool)
-    close(scores.sum(dim=1), torch.ones(len(scores)), atol=1e-9)
-    assert fitted.probabilistic
-    # SYNTHETIC draws the 8 labels uniformly: half the texts are each teacher's.
-    assert all(abs(router.share - 0.5) < 0.05 for router in fitted.routers)
 
 
 def test_fit_two_component_mixture_needs_four_texts():
@@ -515,14 +432,7 @@ def test_trust_needs_both_sides_and_names_the_teacher(classes_reviews, side):
                     teacher_names=NAMES)
 
 
-def test_temperature_needs_a_labeled_text_of_the_teachers_labels():
-    pool = [from_confidences([0.9, 0.2, 0.5, 0.7])] * 2
-    with pytest.raises(ValueError, match="teacher reviews's labels"):
-        fit_routing("temperature", pool, labeled=labeled_pair([0, -1, 1, -1], [-1] * 4),
-                    teacher_names=NAMES)
-
-
-@pytest.mark.parametrize("name", ["trust", "temperature"])
+@pytest.mark.parametrize("name", ["trust", "stacked"])
 def test_few_label_routing_needs_labeled_texts(name):
     pool = [from_confidences([0.9, 0.2, 0.5, 0.7])] * 2
     with pytest.raises(ValueError, match=rf"'{name}' needs labeled texts"):
@@ -531,11 +441,10 @@ def test_few_label_routing_needs_labeled_texts(name):
 
 def test_unknown_routing_lists_the_names():
     assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mixture", "quantile-mixture",
-                              "joint-mixture", "mahalanobis", "knn", "energy", "stacked", "trust",
-                              "temperature"]
+                              "mahalanobis", "knn", "energy", "stacked", "trust"]
     with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mixture, "
-                                         r"quantile-mixture, joint-mixture, mahalanobis, knn, energy, stacked, "
-                                         r"trust, temperature"):
+                                         r"quantile-mixture, mahalanobis, knn, energy, stacked, "
+                                         r"trust"):
         fit_routing("oracle", [from_confidences([0.5, 0.6])])
 
 

@@ -1,6 +1,7 @@
 """The routing check (kiwb.core.routing_check): numbers worked out by hand, and the case that
-found it, end to end on the full demo: five labels and temperature routing sent (nearly)
-every text to one teacher without a word."""
+found it, end to end on the full demo: five labels and a few-label routing sent (nearly)
+every text to one teacher without a word (temperature routing did, when kiwb had it; trust,
+fitted on the same five, does too)."""
 
 from __future__ import annotations
 
@@ -118,7 +119,7 @@ def test_a_routing_worse_than_mc_is_flagged_with_its_figures():
 
 def test_both_findings_are_said_and_the_status_names_the_starved_teacher():
     found = check({"news": 1200, "lifestyle": 0}, {"news": 0.45, "lifestyle": 0.55},
-                  RoutingComparison(0.5, 0.9025, 400), routing="temperature", uses_labels=True,
+                  RoutingComparison(0.5, 0.9025, 400), routing="trust", uses_labels=True,
                   labels_given=5)
     assert found.status == ONE_TEACHER
     assert "lifestyle won 0" in found.problem and "50.0% against 90.2%" in found.problem
@@ -128,7 +129,7 @@ def test_both_findings_are_said_and_the_status_names_the_starved_teacher():
 
 
 @pytest.mark.parametrize(("routing", "uses_labels", "use_mc", "hint"), [
-    ("temperature", True, True, "try --routing stacked, a routing that needs no labels "
+    ("trust", True, True, "try --routing stacked, a routing that needs no labels "
      "(--routing rank or --routing confidence), or label more texts (5 labeled now) and "
      "integrate again"),
     ("stacked", True, True, "try a routing that needs no labels (--routing rank or --routing "
@@ -173,7 +174,7 @@ def test_the_model_card_says_what_the_routing_check_found():
     assert "- kiwb's routing check: ok\n" in ok
 
 
-# -- the case that found it: the full demo, five labels, temperature routing -----------------
+# -- the case that found it: the full demo, five labels, a few-label routing ---------------
 
 
 FULL_DEMO = os.environ.get("KIWB_DEMO_RESULTS")  # CI builds the full demo before the suite
@@ -201,14 +202,14 @@ def five_lowest_margin_labels(project: Path, destination: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL_DEMO, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
-def test_temperature_routing_on_five_demo_labels_is_flagged(tmp_path):
+def test_trust_routing_on_five_demo_labels_is_flagged(tmp_path):
     project = tmp_path / "demo"
     shutil.copytree(Path(FULL_DEMO).parent, project)  # its paths are relative to its folder
     run_kiwb("labels", "import", project, five_lowest_margin_labels(project, tmp_path / "five.csv"),
              cwd=tmp_path)
 
-    shown = run_kiwb("integrate", project, "--labels", "--routing", "temperature", cwd=tmp_path)
-    summary = json.loads(run_kiwb("integrate", project, "--labels", "--routing", "temperature",
+    shown = run_kiwb("integrate", project, "--given-labels", "--routing", "trust", cwd=tmp_path)
+    summary = json.loads(run_kiwb("integrate", project, "--given-labels", "--routing", "trust",
                                   "--json", cwd=tmp_path).stdout)
     found = RoutingCheck.from_dict(summary["check"])
     assert found.status == ONE_TEACHER, summary["wins"]
@@ -218,7 +219,7 @@ def test_temperature_routing_on_five_demo_labels_is_flagged(tmp_path):
     accuracy = summary["eval"]["routing_accuracy"]
     assert accuracy["chosen"] < accuracy["mc_dropout"] - 0.2
     said = " ".join((shown.stdout + shown.stderr).split())  # Rich wraps the lines
-    assert "Warning: the routing looks wrong: temperature routing:" in said
+    assert "Warning: the routing looks wrong: trust routing:" in said
     assert f"{starved} won {summary['wins'][starved]:,}" in said
     assert "try --routing stacked" in said and "5 labeled now" in said
 

@@ -67,10 +67,10 @@ def test_switching_routing_integrates_without_rescoring(labeled_project):
     assert len(set(found.values())) == len(ROUTINGS)  # each routing is its own integration
     assert score_jobs(labeled_project) == before  # no scoring job was recorded
 
-    shown = run_kiwb("integrate", labeled_project, "--routing", "temperature",
+    shown = run_kiwb("integrate", labeled_project, "--routing", "trust",
                      cwd=labeled_project).stdout
-    assert "routing temperature" in shown and "est. in its labels" in shown
-    assert "calibration error (16 labels)" in shown and "(T " in shown
+    assert "routing trust" in shown and "est. in its labels" in shown
+    assert "calibration error (16 labels)" in shown
 
 
 @pytest.mark.slow
@@ -105,7 +105,7 @@ def test_few_label_routing_without_labels_is_refused(tmp_path, teachers_dir, dat
     refused = run_kiwb("integrate", project, "--routing", "trust", cwd=tmp_path, check=False)
     assert refused.returncode == 2
     assert 'routing "trust" needs a few labeled texts: use the labels given in the workbench or by kiwb labels import (--given-labels), add a [data.labeled] section' in refused.stderr
-    refused = run_kiwb("train", project, "--routing", "temperature", cwd=tmp_path, check=False)
+    refused = run_kiwb("train", project, "--routing", "stacked", cwd=tmp_path, check=False)
     assert refused.returncode == 2 and "[data.labeled]" in refused.stderr
     assert not (project / "store.sqlite").exists() or score_jobs(project) == 0
     config = project / "kiwb.toml"
@@ -161,8 +161,7 @@ def routed_on_eval(project: Path, routing: str):
 
 # On the full demo with teacher news's logits x 4 (measured): confidence routing changes
 # 21.3% of the eval texts' teacher and loses 11.7 points (91.5% -> 79.8%); rank changes 4.7%
-# (90.8% -> 88.5%), quantile-mixture 2.0% (89.5% -> 88.5%), joint-mixture 1.8%
-# (89.5% -> 88.7%). The standardised `mixture` is not scale-robust (7.5%, -3.5 points): its
+# (90.8% -> 88.5%), quantile-mixture 2.0% (89.5% -> 88.5%). The standardised `mixture` is not scale-robust (7.5%, -3.5 points): its
 # Gaussians see the log-margin's shape change, where the others read only its order.
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL_DEMO, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
@@ -191,7 +190,7 @@ def test_calibrated_routing_holds_when_one_demo_teacher_is_sharpened(tmp_path):
     run_kiwb("score", tmp_path, cwd=tmp_path, timeout=400)
 
     changed = {}
-    for routing in ("confidence", "rank", "quantile-mixture", "joint-mixture"):
+    for routing in ("confidence", "rank", "quantile-mixture"):
         plain_routed, plain_accuracy = routed_on_eval(demo, routing)
         sharp_routed, sharp_accuracy = routed_on_eval(tmp_path, routing)
         # Rounded: shares of 400 texts, so float32 noise must not turn 32 texts into 31.99.
@@ -199,6 +198,6 @@ def test_calibrated_routing_holds_when_one_demo_teacher_is_sharpened(tmp_path):
                             round(float(plain_accuracy - sharp_accuracy), 6))
     share, lost = changed["confidence"]
     assert share >= 0.15 and lost >= 0.08, changed  # MUKI's comparison is broken by the scale
-    for routing in ("rank", "quantile-mixture", "joint-mixture"):
+    for routing in ("rank", "quantile-mixture"):
         share, lost = changed[routing]
         assert share <= 0.06 and lost <= 0.04, (routing, changed)

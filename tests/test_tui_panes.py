@@ -360,7 +360,7 @@ async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(p
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         for key, routing, values in (("t", "trust", {"student": "students/base"}),
-                                     ("i", "temperature", {})):
+                                     ("i", "stacked", {})):
             await pilot.press("3", key)
             form = await fill_form(pilot, **values)
             assert form.query_one("#field-method", Select).value == "muki-hard"
@@ -502,26 +502,24 @@ async def test_uncertainty_pane_is_live(tmp_path):
 
 
 @run_async
-async def test_uncertainty_pane_shows_each_teachers_calibration_under_temperature_routing(tmp_path):
+async def test_uncertainty_pane_shows_each_teachers_calibration_under_trust_routing(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
     summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6), routing=routing_block(
-        "temperature",
-        a={"calibration_error": 0.08, "labeled_own": 30, "calibration_error_scaled": 0.02,
-           "temperature": 0.7},
-        b={"share": None, "calibration_error": 0.21, "labeled_own": 12,
-           "calibration_error_scaled": 0.05, "temperature": 1.9}))
+        "trust",
+        a={"calibration_error": 0.08, "labeled_own": 30},
+        b={"share": None, "calibration_error": 0.21, "labeled_own": 12}))
     with Store(ProjectPaths(project).store) as store:
-        record_integration(store, "temperature", summary)
+        record_integration(store, "trust", summary)
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")
         split = app.screen.query_one("#routing-split", Plot)
-        await wait_for(pilot, lambda: "Routing · temperature" in text_of(split), what="the routing")
+        await wait_for(pilot, lambda: "Routing · trust" in text_of(split), what="the routing")
         lines = text_of(split).splitlines()
         assert lines[1].split() == ["a", "b"]                   # a histogram per teacher
-        assert ("a: won 5 (50%) · est. in its labels 50% · split 0.62 · calibration error 0.08 → "
-                "0.02 (T 0.70)") in lines
-        assert "b: won 5 (50%) · split 0.41 · calibration error 0.21 → 0.05 (T 1.90)" in lines
+        assert ("a: won 5 (50%) · est. in its labels 50% · split 0.62 · calibration error "
+                "0.08") in lines
+        assert "b: won 5 (50%) · split 0.41 · calibration error 0.21" in lines
 
 
 @run_async

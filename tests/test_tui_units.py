@@ -91,10 +91,6 @@ def test_mirrored_histogram_marks_a_split_above_and_below_the_axis():
     ({"won": 1700, "share": None, "split": None}, "A: won 1,700 (100%) · split –"),
     ({"won": 270, "share": 0.41, "split": 0.615, "calibration_error": 0.081, "labeled_own": 30},
      "A: won 270 (16%) · est. in its labels 41% · split 0.61 · calibration error 0.08"),
-    ({"won": 270, "share": 0.41, "split": 0.62, "calibration_error": 0.08,
-      "calibration_error_scaled": 0.02, "temperature": 0.7},
-     "A: won 270 (16%) · est. in its labels 41% · split 0.62 · calibration error 0.08 → 0.02 "
-     "(T 0.70)"),
     ({"won": 812, "share": None, "split": 0.55,
       "reference": "seeded, then refitted on the 812 pool texts routed to it"},
      "A: won 812 (48%) · split 0.55 · seeded, then refitted on the 812 pool texts routed to it"),

@@ -1,4 +1,4 @@
-"""Class priors of the union, and three ways to keep a rare class in the student.
+"""Class priors of the union, and two ways to keep a rare class in the student.
 
 Integration loses a rare class when its texts are routed to a teacher that does not know it:
 that teacher gives them one of its own labels, so the targets carry the class less often than
@@ -6,15 +6,15 @@ the pool holds it, and a softmax student trained a few hundred steps stops predi
 The pool's class mix can be estimated without labels, from what each teacher says on the texts
 the routing estimates it owns (`union_prior`). Against it:
 
-- `prior_class_weights`: prior correction of the targets (the adjustment of Saerens, Latinne
-  and Decaestecker 2002): each target is re-weighted per class, p'(y|x) ∝ p(y|x) · w(y), with
-  w found by EM so that the targets' mix becomes the estimated one.
 - `logit_offsets`: logit adjustment (Menon et al. 2021): the student's loss reads its logits
   plus strength · log(prior of the targets) (`[integration] logit_adjustment`; not MUKI-Soft's
   temperature `tau`), so the raw logits it predicts with favour rare classes.
 - `class_balance_weights`: each text's weight divided by its target class's share, to a power.
 
 Which of them kiwb uses by default was chosen on debian-8 dev (BENCHMARKS.md, "Rare classes").
+Prior correction of the targets (Saerens et al.'s adjustment, re-weighting each target per
+class towards the estimated mix) was a third; it never beat the default there or on the demo,
+and was removed.
 """
 
 from __future__ import annotations
@@ -80,31 +80,6 @@ def saerens_priors(posteriors: Tensor, train_prior: Tensor, *, weights: Tensor |
             return updated
         prior = updated
     return prior
-
-
-def prior_class_weights(targets: Tensor, weights: Tensor, prior: Tensor, *,
-                        iterations: int = _EM_ITERATIONS, tolerance: float = 1e-9,
-                        limit: float = 100.0) -> Tensor:
-    """Per-class factors w (|Y|,) such that the targets (n, |Y|) re-weighted by
-    `reweigh_targets(targets, w)` have `prior` as their mix at the instance `weights`, as
-    nearly as the targets allow. EM: each round scales w by the prior over the re-weighted
-    targets' mix. A class no target carries keeps 1; no factor goes past 1/limit or limit, so a
-    class whose texts are all routed elsewhere cannot take over the few that carry a trace of it."""
-    class_weight = torch.ones(targets.shape[-1], dtype=torch.float64)
-    for _ in range(iterations):
-        mix = target_prior(reweigh_targets(targets, class_weight), weights)
-        step = torch.where(mix > _FLOOR, prior.double() / mix.clamp_min(_FLOOR),
-                           torch.ones_like(mix))
-        updated = (class_weight * step).clamp(1 / limit, limit)
-        if float((updated - class_weight).abs().max()) < tolerance:
-            return updated
-        class_weight = updated
-    return class_weight
-
-
-def reweigh_targets(targets: Tensor, class_weight: Tensor) -> Tensor:
-    """p'(y|x) ∝ p(y|x) · w(y) over the last dimension, in the targets' dtype."""
-    return adjust_to_prior(targets, torch.ones_like(class_weight), class_weight).to(targets.dtype)
 
 
 def logit_offsets(prior: Tensor, strength: float) -> Tensor:

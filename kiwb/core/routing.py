@@ -26,7 +26,6 @@ from torch import Tensor
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, OWN_SCORE_ROUTINGS, ROUTINGS
 from kiwb.core.gaussians import Gaussians
-from kiwb.core.owner_mixture import OwnerMixture, fit_owner_mixture
 from kiwb.core.quantiles import empirical_cdf
 from kiwb.core.representation_routing import (
     EnergyRouter,
@@ -37,7 +36,6 @@ from kiwb.core.representation_routing import (
     fit_representation_routers,
 )
 from kiwb.core.stacked_routing import StackedOwner, fit_stacked_owner
-from kiwb.core.uncertainty import confidence
 
 _CLAMP = 1e-6        # keeps logit() and log() of features finite
 # What the mixtures and the trust model read per teacher. "margin": one saturation-free
@@ -267,19 +265,6 @@ class MixtureRouter:
 
 
 @dataclass(frozen=True)
-class OwnerRouter:
-    """One teacher's part in the joint owner mixture: its features as pool quantiles."""
-
-    use_mc: bool
-    transform: QuantileTransform
-    share: float | None = None
-    feature_set: str = DEFAULT_FEATURE_SET
-
-    def points(self, features: TeacherFeatures) -> Tensor:
-        return self.transform(features.matrix(self.use_mc, self.feature_set))
-
-
-@dataclass(frozen=True)
 class TrustRouter:
     """Logistic model P(label in Y_i | features) fitted on labeled texts."""
 
@@ -314,40 +299,10 @@ def fit_logistic(points: Tensor, inside: Tensor, l2: float = _TRUST_L2,
     return theta[:-1], float(theta[-1])
 
 
-@dataclass(frozen=True)
-class TemperatureRouter:
-    """Confidence of the dropout-off logits divided by a temperature fitted on labeled texts."""
-
-    temperature: float
-    share: float | None = None
-
-    def scores(self, features: TeacherFeatures) -> Tensor:
-        return confidence(torch.softmax(features.det_logits.double() / self.temperature, dim=1))
-
-
-def fit_temperature(logits: Tensor, classes: Tensor) -> float:
-    """The temperature minimising the negative log-likelihood of `classes` (golden section on
-    log T in [-4, 4]: one dimension, and the NLL is convex in 1/T)."""
-    logits = logits.double()
-
-    def nll(log_t: float) -> float:
-        return torch.nn.functional.cross_entropy(logits / math.exp(log_t), classes).item()
-
-    low, high = -4.0, 4.0
-    ratio = (math.sqrt(5) - 1) / 2
-    for _ in range(80):
-        left, right = high - ratio * (high - low), low + ratio * (high - low)
-        if nll(left) < nll(right):
-            high = right
-        else:
-            low = left
-    return math.exp((low + high) / 2)
-
-
 # ---- all teachers -------------------------------------------------------------------------
 
 Router = (ConfidenceRouter | RankRouter | ClassRankRouter | MixtureRouter | TrustRouter
-          | TemperatureRouter | OwnerRouter | MahalanobisRouter | KnnRouter | EnergyRouter)
+          | MahalanobisRouter | KnnRouter | EnergyRouter)
 
 
 @dataclass(frozen=True)
@@ -356,7 +311,6 @@ class FittedRouting:
 
     name: str
     routers: tuple[Router, ...]
-    owners: OwnerMixture | None = None  # the joint mixture, which reads all teachers at once
     stack: StackedOwner | None = None   # stacked routing: over the routers' rank scores
 
     @property
@@ -369,9 +323,6 @@ class FittedRouting:
         """(n, N) routing scores in [0, 1]."""
         if len(features) != len(self.routers):
             raise ValueError(f"routing fitted for {len(self.routers)} teachers got {len(features)}")
-        if self.owners is not None:
-            return self.owners.posterior([router.points(f) for router, f in zip(self.routers, features,
-                                                                                 strict=True)])
         scores = torch.stack([router.scores(f) for router, f in zip(self.routers, features,
                                                                      strict=True)], dim=1)
         return self.stack.posterior(scores, features) if self.stack is not None else scores
@@ -408,23 +359,9 @@ def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = Tr
                                   feature_set)
                    for teacher, pool_features, labeled_features, classes
                    in zip(names, pool, labeled.features, labeled.classes, strict=True)]
-    elif name == "joint-mixture":
-        return _fit_owner_mixture(pool, use_mc, feature_set)
     else:
         routers = [_fit_label_free(name, features, use_mc, feature_set) for features in pool]
     return FittedRouting(name, tuple(routers))
-
-
-def _fit_owner_mixture(pool: Sequence[TeacherFeatures], use_mc: bool,
-                       feature_set: str) -> FittedRouting:
-    # Normal quantiles over the pool: a temperature (or any other rescaling that keeps each
-    # feature's order) changes nothing, and every teacher's features share one scale.
-    unfitted = [OwnerRouter(use_mc, QuantileTransform.fit(features.matrix(use_mc, feature_set)),
-                            feature_set=feature_set) for features in pool]
-    owners = fit_owner_mixture([router.points(f) for router, f in zip(unfitted, pool, strict=True)])
-    routers = tuple(dataclasses.replace(router, share=float(share))
-                    for router, share in zip(unfitted, owners.shares, strict=True))
-    return FittedRouting("joint-mixture", routers, owners)
 
 
 def _fit_stacked(pool: Sequence[TeacherFeatures], labeled: LabeledFeatures,
@@ -459,12 +396,6 @@ def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set:
 def _fit_few_label(name: str, teacher: str, pool: TeacherFeatures, labeled: TeacherFeatures,
                    classes: Tensor, use_mc: bool, feature_set: str) -> Router:
     inside = classes >= 0
-    if name == "temperature":
-        if not bool(inside.any()):
-            raise ValueError(f"no labeled text has one of teacher {teacher}'s labels, so its "
-                             "temperature cannot be fitted; label some texts of its classes")
-        router = TemperatureRouter(fit_temperature(labeled.det_logits[inside], classes[inside]))
-        return router
     if bool(inside.all()) or not bool(inside.any()):
         side = "inside" if bool(inside.all()) else "outside"
         raise ValueError(f"every labeled text is {side} teacher {teacher}'s labels, so its trust "

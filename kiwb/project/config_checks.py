@@ -18,7 +18,7 @@ from typing import Any
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
-from kiwb.project.config_schema import ProjectConfig, rules_of
+from kiwb.project.config_schema import REMOVED_KEYS, ProjectConfig, rules_of
 
 
 @dataclass(frozen=True)
@@ -76,6 +76,8 @@ def _build(cls: type, table: dict[str, Any], loc: _Loc, **values: Any) -> Any:
 
 def _refuse_unknown_keys(table: dict[str, Any], known: list[str], loc: _Loc) -> None:
     for key in table:
+        if key not in known and key in REMOVED_KEYS.get(loc.section, {}):
+            raise loc.error(key, REMOVED_KEYS[loc.section][key])
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)
             fix = f'did you mean "{close[0]}"?' if close else "remove it or correct its spelling"
@@ -157,6 +159,8 @@ def _coerce(value: Any, kind: type) -> Any:
 def _check_rules(value: Any, f: dataclasses.Field, loc: _Loc) -> Any:
     rules = rules_of(f)
     choices = rules.choices
+    if choices and value in (rules.removed or {}):
+        raise loc.error(f.name, f"= {toml_value(value)} was removed: {rules.removed[value]}")
     if choices and value not in choices:
         close = difflib.get_close_matches(value, choices, n=1)
         fix = f'; did you mean "{close[0]}"?' if close else _fix(f)

@@ -15,6 +15,7 @@ from kiwb.core.choices import (
     KNOWN_METHODS,
     PAIR_WEIGHTINGS,
     POOLINGS,
+    REMOVED_ROUTINGS,
     REPRESENTATIONS,
     ROUTINGS,
 )
@@ -23,6 +24,15 @@ from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
 
 CONFIG_NAME = "kiwb.toml"
+# Keys kiwb no longer has, by section -> why and what to do, said in one line to a kiwb.toml
+# that still names one (BENCHMARKS.md has the figures).
+REMOVED_KEYS = {
+    "integration": {
+        "prior_correction": "was removed: it never beat the default on a measured set "
+        "(debian-8 dev, the demo); delete the line (class_weighting is what helped rare "
+        "classes)",
+    },
+}
 
 _DEVICE = {"pattern": DEVICE_PATTERN, "expected": DEVICE_FORMS}
 _HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
@@ -47,6 +57,8 @@ class Rules:
     example: Any = None  # shown for optional keys and in errors
     fix: str | None = None  # what an error about a list says to do
     internal: bool = False  # not a kiwb.toml key (the project's folder and file)
+    # values kiwb no longer has -> what to use instead (said in one line to a kiwb.toml naming one)
+    removed: dict[str, str] | None = None
 
 
 def _setting(
@@ -222,8 +234,8 @@ class DataConfig:
         example={"path": "data/eval.csv", "label_column": "label"},
     )
     labeled: DatasetConfig | None = _setting(
-        "A few labeled texts (not the eval set) for few-label routing (stacked, trust, "
-        "temperature); they also train the student as one-hot targets (needs label_column).",
+        "A few labeled texts (not the eval set) for few-label routing (stacked, trust); they "
+        "also train the student as one-hot targets (needs label_column).",
         None,
         example={"path": "data/labeled.csv", "label_column": "label"},
     )
@@ -293,22 +305,19 @@ class IntegrationConfig:
         "How teachers are compared per text: auto (the teachers' kind's: rank for single-label "
         "teachers, confidence for NER taggers), "
         + ", ".join(ROUTINGS)
-        + " (see the README); stacked, trust and temperature need labeled texts: "
+        + " (see the README); stacked and trust need labeled texts: "
         "[data.labeled] or labels = true.",
         AUTO_ROUTING,
         choices=(AUTO_ROUTING, *ROUTINGS),
+        removed=REMOVED_ROUTINGS,
     )
     labels: bool = _setting(
         "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
         "import: labeled texts train as one-hot targets, texts marked none are left out, and "
-        "a few-label routing (stacked, trust, temperature) is fitted on them.", False
+        "a few-label routing (stacked, trust) is fitted on them.", False
     )
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1
-    )
-    prior_correction: bool = _setting(
-        "Re-weight the targets per class so that their class mix matches the pool's as the "
-        "teachers estimate it (rare classes a routing starves get their share back).", False
     )
     class_weighting: float = _setting(
         "Divide each text's weight by its target class's share to this power (0: off, 1: fully "

@@ -190,12 +190,9 @@ class _MethodOptions(JobSpec):
     # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
     labels: bool | None = flag("--given-labels", "use the labels given in the workbench or by "
                                "kiwb labels import: one-hot targets, none left out, and a "
-                               "few-label routing (stacked, trust, temperature) fitted on them "
+                               "few-label routing (stacked, trust) fitted on them "
                                "(default: [integration] labels)", type=bool,
                                aliases=("--labels",))
-    prior_correction: bool | None = flag("--prior-correction", "re-weight the targets per class to "
-                                         "the pool's estimated class mix (default: [integration] "
-                                         "prior_correction)", type=bool)
     class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
                                          "target class's share to this power, 0 to 1", type=float,
                                          metavar="POWER")
@@ -462,7 +459,7 @@ def default_run_name(settings: dict[str, Any], *,
     method, routing = settings["method"], settings["routing"]
     tau, reweight, use_mc = settings["tau"], settings["reweight"], settings["use_mc"]
     labels, transfer = settings["labels"], bool(settings["transfer"])
-    prior_correction, class_weighting = settings["prior_correction"], settings["class_weighting"]
+    class_weighting = settings["class_weighting"]
     logit_adjustment = settings["logit_adjustment"]
     name = method
     if method == "muki-soft" and routing == "confidence":
@@ -477,7 +474,6 @@ def default_run_name(settings: dict[str, Any], *,
     if method != "supervised" and labels:
         name += "-labels"
     if method != "supervised":
-        name += "-prior" if prior_correction else ""
         name += f"-cw{class_weighting:g}" if class_weighting else ""
         name += f"-la{logit_adjustment:g}" if logit_adjustment else ""
     return name

@@ -111,7 +111,6 @@ class IntegrationSettings(Record):
     # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
     labels: bool = since(False, default=False)
     # Rare classes (kiwb.core.class_priors): off in integrations recorded before them.
-    prior_correction: bool = since(False, default=False)
     class_weighting: float = since(0.0, default=0.0)
     logit_adjustment: float = since(0.0, default=0.0)  # read by training only
     # Multi-label teachers: revise each teacher's answers through its label dependencies before
@@ -156,10 +155,6 @@ class IntegrationSettings(Record):
         if not 0 <= self.logit_adjustment <= 2:
             raise ConfigError(f"logit_adjustment {self.logit_adjustment:g} is out of range; give "
                               "tau from 0 (off) to 2 (1 is the usual logit adjustment)")
-        if self.prior_correction and self.method == "uhc":
-            raise ConfigError("prior_correction re-weights one target per text, and uhc keeps "
-                              "one per teacher; use it with muki-hard, muki-soft or vanilla-kd, "
-                              "or turn it off for uhc")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -188,8 +183,6 @@ class TeacherRouting(Record):
     histogram_elsewhere: list[int]
     calibration_error: float | None = since()   # with a labeled set of its labels
     labeled_own: int | None = since()
-    calibration_error_scaled: float | None = since()  # temperature routing only
-    temperature: float | None = since()
     # representation routings: where its class means (or neighbours) came from, in words
     # ("seeded on 612 pool texts, refitted", "seen: 3,024 of its training texts")
     reference: str | None = since()

@@ -42,7 +42,6 @@ from kiwb.project.teacher_kinds import check_method
 from kiwb.workers.rare_classes import (
     ClassBalance,
     balance_classes,
-    balanced_elsewhere,
     labeled_class_funnel,
     pool_class_funnel,
 )
@@ -341,10 +340,8 @@ def routing_check(scores: TeacherScores, pool: PoolTargets, settings: Integratio
     mc_shares = (mc_wins.double() / max(1, len(scores.mc_confidence))).tolist()
     expected = {}
     for name, mc_share, router in zip(scores.teachers, mc_shares, pool.fitted.routers, strict=True):
-        # The routing's own estimate of the texts in a teacher's labels counts too, but a
-        # temperature router's "share" is its mean scaled confidence, not such an estimate.
-        own = None if isinstance(router, routes.TemperatureRouter) else router.share
-        expected[name] = max(mc_share, own or 0.0)
+        # The routing's own estimate of the texts in a teacher's labels counts too.
+        expected[name] = max(mc_share, router.share or 0.0)
     comparison = None  # MC confidence's own routing needs no comparison with itself
     if (accuracy is not None and accuracy.chosen is not None
             and (settings.routing != "confidence" or not settings.use_mc)):
@@ -362,8 +359,8 @@ def class_funnel_of(scores: TeacherScores, pool: PoolTargets, settings: Integrat
     (or, without one, on a labeled pool's texts that carry no given label)."""
     funnel = pool_class_funnel(scores, pool.result, pool.balance)
     if eval_scores is not None:
-        labeled = labeled_class_funnel(eval_scores, balanced_elsewhere(
-            eval_scores.integrate(settings, pool.fitted), pool.balance), "eval")
+        labeled = labeled_class_funnel(eval_scores, eval_scores.integrate(settings, pool.fitted),
+                                       "eval")
     elif scores.true_labels is not None:
         rows = (pool.gold.unlabeled_rows(len(scores.true_labels)) if pool.gold is not None
                 else torch.arange(len(scores.true_labels)))
@@ -395,7 +392,7 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
     over the pool split into texts routed to it and elsewhere with the threshold between them,
     and, with a labeled set, its calibration error on its own labels."""
     teachers = {}
-    calibration = calibration_errors(labeled, fitted) if labeled is not None else {}
+    calibration = calibration_errors(labeled) if labeled is not None else {}
     # a representation routing's own score: the confidence is not what it compared
     own_scores = scores.routing_scores(fitted) if fitted.name in OWN_SCORE_ROUTINGS else None
     for number, (name, router) in enumerate(zip(scores.teachers, fitted.routers, strict=True)):
@@ -409,8 +406,6 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
             histogram_here=unit_histogram(values[here]),
             histogram_elsewhere=unit_histogram(values[~here]),
             **calibration.get(name, {}),
-            temperature=(router.temperature if isinstance(router, routes.TemperatureRouter)
-                         else None),
             reference=reference_text(router),
         )
     return RoutingDetails(name=settings.routing, use_mc=settings.use_mc,
@@ -437,9 +432,8 @@ def reference_text(router) -> str | None:
     return f"seeded: the {router.texts:,} pool texts it is surest of per class"
 
 
-def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> dict[str, dict]:
-    """Each teacher's expected calibration error on the labeled texts of its own labels, as it
-    is and (temperature routing) after scaling."""
+def calibration_errors(labeled: TeacherScores) -> dict[str, dict]:
+    """Each teacher's expected calibration error on the labeled texts of its own labels."""
     found = {}
     label_info = labeled.labeled_features()
     for number, name in enumerate(labeled.teachers):
@@ -449,10 +443,6 @@ def calibration_errors(labeled: TeacherScores, fitted: routes.FittedRouting) -> 
         logits, classes = labeled.det_logits[number][inside].double(), label_info.classes[number][inside]
         entry = {"calibration_error": diagnostics.expected_calibration_error(logits.softmax(1), classes),
                  "labeled_own": int(inside.sum())}
-        router = fitted.routers[number]
-        if isinstance(router, routes.TemperatureRouter):
-            entry["calibration_error_scaled"] = diagnostics.expected_calibration_error(
-                (logits / router.temperature).softmax(1), classes)
         found[name] = entry
     return found
 
@@ -587,7 +577,7 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
     # Keys of integrations from before a setting existed stay the same while it is off, and
     # logit adjustment acts on training alone: the targets do not depend on it.
     del used["logit_adjustment"]
-    for name, off in (("labels", False), ("prior_correction", False), ("class_weighting", 0.0)):
+    for name, off in (("labels", False), ("class_weighting", 0.0)):
         if used[name] == off:
             del used[name]
     if labeled is not None:  # the labels decide the routing as much as the settings do

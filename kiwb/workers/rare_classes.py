@@ -34,7 +34,6 @@ class ClassBalance:
     """What the pool's integration found of its classes, to apply to other texts alike."""
 
     prior: torch.Tensor                # (|Y|,) the pool's class mix as the teachers estimate it
-    class_weight: torch.Tensor | None  # (|Y|,) prior correction's factors, when it is on
 
 
 def estimated_prior(scores: TeacherScores, fitted: FittedRouting,
@@ -51,23 +50,12 @@ def balance_classes(settings: IntegrationSettings, scores: TeacherScores, fitted
     """The integration with the settings' rare-class corrections applied to its targets and
     weights (unchanged when they are off), and the class mix it was corrected towards."""
     prior = estimated_prior(scores, fitted, settings)
-    targets, weights, factors = result.targets, result.weights, None
-    if settings.prior_correction:  # IntegrationSettings.check refuses it for UHC
-        factors = class_priors.prior_class_weights(targets, weights, prior)
-        targets = class_priors.reweigh_targets(targets, factors)
+    targets, weights = result.targets, result.weights
     if settings.class_weighting:
         mix = class_priors.target_prior(targets, weights)
         weights = class_priors.class_balance_weights(
             weights, class_funnel.target_top_classes(targets), mix, settings.class_weighting)
-    return replace(result, targets=targets, weights=weights), ClassBalance(prior, factors)
-
-
-def balanced_elsewhere(result: integ.Integration, balance: ClassBalance) -> integ.Integration:
-    """Other texts' integration (the eval set) with the pool's prior correction applied."""
-    if balance.class_weight is None:
-        return result
-    return replace(result, targets=class_priors.reweigh_targets(result.targets,
-                                                                balance.class_weight))
+    return replace(result, targets=targets, weights=weights), ClassBalance(prior)
 
 
 def pool_class_funnel(scores: TeacherScores, result: integ.Integration,

@@ -128,9 +128,9 @@ def integrate_token_pool(settings: IntegrationSettings, store: Store,
                          data: TokenData) -> TokenPool:
     """Clusters, routing and word targets of the pool; with `settings.labels`, the labels
     given to clusters (a type, or none: no entity) replace their words' targets at weight 1."""
-    if settings.prior_correction or settings.class_weighting:
-        raise ConfigError("prior_correction and class_weighting re-weight one target per text; "
-                          "token teachers' targets are per word: turn them off for this project")
+    if settings.class_weighting:
+        raise ConfigError("class_weighting re-weights one target per text; token teachers' "
+                          "targets are per word: turn it off for this project")
     decoded = decode_all(data.scores)
     features = cluster_features(data.scores, decoded)
     fitted = fit_cluster_routing(settings, data, features)
@@ -197,7 +197,7 @@ def integration_key(data: TokenData, settings: IntegrationSettings,
     """The integration's key: the score sets and the settings that change the targets."""
     used = {"kind": "token", "scores": data.score_keys, **settings.pinned()}
     del used["logit_adjustment"]
-    for name, off in (("labels", False), ("prior_correction", False), ("class_weighting", 0.0)):
+    for name, off in (("labels", False), ("class_weighting", 0.0)):
         if used[name] == off:
             del used[name]
     if pool is not None and pool.fingerprint is not None:

@@ -344,10 +344,6 @@ def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
         line += f" · {entry.reference}"
     if entry.calibration_error is not None:
         line += f" · calibration error {entry.calibration_error:.2f}"
-        if entry.calibration_error_scaled is not None:
-            line += f" → {entry.calibration_error_scaled:.2f}"
-            if entry.temperature is not None:
-                line += f" (T {entry.temperature:.2f})"
     return line
 
 
