@@ -28,18 +28,18 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     if not isinstance(integration, IntegrationRecord):
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
-    if "report_tables" in kind_named(summary.task_kind).seams:  # a kind with tables of its own
-        return run_seam(summary.task_kind, "report_tables", integration)
+    if "report_tables" in kind_named(summary.teachers_kind).seams:  # a kind with tables of its own
+        return run_seam(summary.teachers_kind, "report_tables", integration)
     routing = summary.routing
     routing_name = routing.name if routing is not None else (
-        "per task" if summary.task_kind == "multi-task" else "?")
+        "per task" if summary.teachers_kind == "multi-task" else "?")
     probabilistic = routing is not None and routing.name != "confidence"
     head = FittedTable(title=f"Integration · {settings.method} · routing {routing_name}"
                        + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
                        + ("" if settings.use_mc else " · no MC dropout")
                        + ("" if settings.reweight else " · no re-weighting"))
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
-    kind = kind_named(summary.task_kind)
+    kind = kind_named(summary.teachers_kind)
     scored = (routing.score if routing is not None else None) or "confidence"
     for figure in (f"{kind.units} won", "share", "est. in its labels", f"routed above {scored}"):
         head.add_column(figure, justify="right", no_wrap=False)

@@ -70,7 +70,7 @@ def scored(root, tmp_path_factory) -> Path:
 def test_integration_reads_two_widths_and_probes_each_teacher(scored):
     found = run_kiwb("integrate", scored, "--json", cwd=scored)
     summary = json.loads(found.stdout)
-    assert summary["task_kind"] == "embedding" and summary["teachers"] == ["general", "domain"]
+    assert summary["teachers_kind"] == "embedding" and summary["teachers"] == ["general", "domain"]
     details = summary["details"]
     assert details["widths"] == {"general": 32, "domain": 48}
     assert details["coverage"] == {"general": 1.0, "domain": 1.0}  # short texts, known words

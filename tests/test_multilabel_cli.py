@@ -87,7 +87,7 @@ def integrate(project: Path, *options: str) -> dict:
 
 def test_integration_decides_each_label_over_its_owners(scored):
     summary = integrate(scored)
-    assert summary["task_kind"] == "multi-label"
+    assert summary["teachers_kind"] == "multi-label"
     assert summary["labels"] == UNION and summary["overlapping_labels"] == ["music"]
     assert summary["teacher_labels"] == {"a": list(TEACHER_A_TAGS), "b": list(TEACHER_B_TAGS)}
     assert summary["routing"]["name"] == "confidence"  # the kind's, from routing = "auto"
@@ -102,7 +102,7 @@ def test_integration_decides_each_label_over_its_owners(scored):
     assert set(details["eval"]["targets"]["per_label_f1"]) == set(UNION)
     for method in ("ant", "vote", "mean", "muki-soft"):
         other = integrate(scored, "--method", method)
-        assert other["task_kind"] == "multi-label" and other["num_texts"] == 160
+        assert other["teachers_kind"] == "multi-label" and other["num_texts"] == 160
     transferred = integrate(scored, "--method", "ant", "--transfer")
     assert transferred["details"]["transfer"] is True
 

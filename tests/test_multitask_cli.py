@@ -103,7 +103,7 @@ def integrate(project: Path, *options: str) -> dict:
 
 def test_each_task_is_integrated_by_its_kind(scored):
     summary = integrate(scored)
-    assert summary["task_kind"] == "multi-task"
+    assert summary["teachers_kind"] == "multi-task"
     assert summary["labels"] == [f"topic/{t}" for t in TOPICS] + [f"tags/{t}" for t in TOPICS]
     assert summary["teacher_labels"]["b"] == ["topic/music", "topic/cooking"]
     tasks = summary["details"]["tasks"]

@@ -60,6 +60,14 @@ def test_a_first_release_summary_still_reads_and_writes_back_unchanged():
     assert settings.routing == "confidence"
 
 
+def test_a_summary_that_named_the_teachers_kind_task_kind_reads_under_its_new_name():
+    older = {**FIRST_RELEASE_SUMMARY, "task_kind": "token"}
+    summary = IntegrationSummary.from_dict(older)
+    assert summary.teachers_kind == "token"
+    written = summary.to_dict()
+    assert written["teachers_kind"] == "token" and "task_kind" not in written
+
+
 @pytest.mark.parametrize(("record", "data", "message"), [
     (IntegrationSummary, {k: v for k, v in FIRST_RELEASE_SUMMARY.items() if k != "wins"},
      "integration summary has no 'wins' (it has: num_texts, labels, "),

@@ -91,7 +91,7 @@ def trained(ner_root, tmp_path_factory) -> tuple[Path, dict]:
 def test_integration_records_the_token_kind_clusters_and_entity_figures(trained):
     _, integration = trained
     summary = integration  # kiwb integrate --json prints the summary
-    assert summary["task_kind"] == "token"
+    assert summary["teachers_kind"] == "token"
     assert summary["labels"] == ["LOC", "MISC", "ORG", "PER", "O"]
     assert summary["teacher_labels"] == {"a": ["LOC", "MISC"], "b": ["ORG", "PER"]}
     token = summary["token"]

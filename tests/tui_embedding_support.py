@@ -92,7 +92,7 @@ def _integration(store: Store) -> None:
         wins={"general": 6, "domain": 4},
         margin_quantiles={"0.0": min(margins), "0.5": sorted(margins)[2], "1.0": max(margins)},
         margin_histogram=[0] * 6 + [0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0],
-        conflict_threshold=1.0, conflicts=len(PAIRS), task_kind="embedding",
+        conflict_threshold=1.0, conflicts=len(PAIRS), teachers_kind="embedding",
         details={"texts": len(TEXTS), "weighting": "mc",
                  "widths": {"general": 384, "domain": 768},
                  "coverage": {"general": 1.0, "domain": 0.8},

@@ -60,7 +60,7 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
     # a multi-task integration's references are per task (each task's Ensemble, each teacher)
     tasks = {task: found["eval"] for task, found in (details.get("tasks") or {}).items()}
     # an embedding integration's: the probes of each teacher alone and of their combinations
-    probes = (details.get("eval") or {}).get("rows") if summary.task_kind == "embedding" else None
+    probes = (details.get("eval") or {}).get("rows") if summary.teachers_kind == "embedding" else None
     return {"teachers": references.teacher_accuracy if references is not None else None,
             "ensemble": references.ensemble_accuracy if references is not None else None,
             "routing": routing.to_dict() if routing is not None else None, "students": figures,

@@ -24,16 +24,18 @@ from kiwb.project.teacher_kinds import with_kind_defaults
 
 _ABSENT = "absent"      # metadata: the value of a key that records written before it lack
 _OMIT_NONE = "omit"     # metadata: None is written by leaving the key out
+_FORMER = "former"      # metadata: the name the key had in records written before a rename
 _RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
 _EACH = "each"          # metadata: the value maps names to records of this class
 
 
 def since(absent: Any = None, *, record: type | None = None, each: type | None = None,
-          omit_none: bool = True, default: Any = None) -> Any:
+          omit_none: bool = True, default: Any = None, former: str | None = None) -> Any:
     """A key added after the first version: older records read as `absent`; None is left out
-    of the JSON (unless `omit_none` is False)."""
+    of the JSON (unless `omit_none` is False). `former`: the key's earlier name, read from
+    records written under it."""
     return field(default=default, metadata={_ABSENT: absent, _OMIT_NONE: omit_none,
-                                            _RECORD: record, _EACH: each})
+                                            _RECORD: record, _EACH: each, _FORMER: former})
 
 
 def nested(record: type | None = None, *, each: type | None = None) -> Any:
@@ -63,8 +65,11 @@ class Record:
             raise KiwbError(f"{cls.what}: expected a JSON object, found {type(data).__name__}")
         values = {}
         for spec in fields(cls):
+            former = spec.metadata.get(_FORMER)
             if spec.name in data:
                 values[spec.name] = _load(spec, data[spec.name])
+            elif former is not None and former in data:
+                values[spec.name] = _load(spec, data[former])
             elif _ABSENT in spec.metadata:
                 values[spec.name] = spec.metadata[_ABSENT]
             else:
@@ -342,8 +347,8 @@ class IntegrationSummary(Record):
     # The kind of teachers integrated (kiwb.kinds); None: sequence, as before kinds existed.
     # A token integration's units are conflict clusters (num_texts, wins, margins and
     # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
-    # in the accuracy fields, and `token` holds what only it has.
-    task_kind: str | None = since()
+    # in the accuracy fields, and `token` holds what only it has. Named task_kind before.
+    teachers_kind: str | None = since(former="task_kind")
     token: dict | None = since()
     # What only its kind has, for kinds after the token kind (whose `token` came first): a
     # multi-label integration's texts, shared labels, labeled pairs and eval figures.

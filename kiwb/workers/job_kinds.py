@@ -70,9 +70,9 @@ def integrate(session: JobSession) -> Outcome:
     given = summary.gold_labels
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
-    line = kind_named(summary.task_kind).integrated_line(summary)
+    line = kind_named(summary.teachers_kind).integrated_line(summary)
     console.print(line or (
-        f"Integrated {summary.num_texts:,} {kind_named(summary.task_kind).units} "
+        f"Integrated {summary.num_texts:,} {kind_named(summary.teachers_kind).units} "
         f"({settings.method}, {settings.routing} routing{labels}): {wins}; "
         f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}"),
         highlight=False, soft_wrap=True)
@@ -83,7 +83,7 @@ def integrate(session: JobSession) -> Outcome:
     return Outcome(data={"integration": record.key,
                          "routing_check": check.to_dict() if check is not None else None,
                          # a job record of another kind says so; sequence jobs' stay as they were
-                         **({"task_kind": summary.task_kind} if summary.task_kind else {})})
+                         **({"teachers_kind": summary.teachers_kind} if summary.teachers_kind else {})})
 
 
 def train(session: JobSession) -> Outcome:

@@ -58,5 +58,5 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
                          "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
                          "check": check.to_dict() if check else None,
                          "routing_check": routing.to_dict() if routing else None,
-                         **({"task_kind": trainer.data.student.kind}
+                         **({"teachers_kind": trainer.data.student.kind}
                             if trainer.data.student.kind != DEFAULT_KIND else {})})

@@ -88,7 +88,7 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
         # every listed pair is a conflict: the threshold takes all but pairs one teacher alone
         # covers (no spread), which the Conflicts pane's margin filter then leaves out
         conflict_threshold=1.0, conflicts=int((margins < 1.0).sum()) if pairs else 0,
-        task_kind=EMBEDDING.name, details=details)
+        teachers_kind=EMBEDDING.name, details=details)
 
 
 def stability_histogram(stability: torch.Tensor) -> dict:

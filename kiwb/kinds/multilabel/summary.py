@@ -131,7 +131,7 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
         conflicts=sum(c.margin < settings.conflict_threshold for c in pool.conflicts),
         routing=routing_details(data, pool, settings),
         teacher_labels=dict(zip(data.teachers, data.label_sets, strict=True)),
-        task_kind="multi-label", details=details)
+        teachers_kind="multi-label", details=details)
     if evaluation is not None and evaluation.gold is not None:
         eval_summary, extra = eval_figures(evaluation, settings)
         summary = replace(summary, eval=eval_summary, details={**details, "eval": extra})

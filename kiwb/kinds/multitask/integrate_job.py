@@ -127,7 +127,7 @@ def summary_of(integration: TaskIntegration, settings: IntegrationSettings) -> I
         margin_quantiles={str(q): float(np.quantile(shown, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margins),
         conflict_threshold=settings.conflict_threshold, conflicts=conflicts,
-        eval=evaluation, teacher_labels=heads, task_kind="multi-task",
+        eval=evaluation, teacher_labels=heads, teachers_kind="multi-task",
         details={"tasks": task_figures(integration),
                  "consensus": "mean of logits" if settings.method == MEAN else "MC uncertainty",
                  "texts": len(data.texts)})

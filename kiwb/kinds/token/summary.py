@@ -145,7 +145,7 @@ def token_summary(data: TokenData, pool: TokenPool, settings: IntegrationSetting
         routing=routing_details(data, pool, settings),
         teacher_labels={name: list(tag_set.types)
                         for name, tag_set in zip(data.teachers, data.tag_sets, strict=True)},
-        task_kind="token", token=token)
+        teachers_kind="token", token=token)
     eval_scores = None
     if evaluation is not None:
         eval_summary, extra = eval_figures(evaluation, pool, settings)

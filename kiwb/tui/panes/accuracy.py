@@ -277,7 +277,7 @@ def probe_rows_of(summary: IntegrationSummary | None) -> dict[str, dict]:
     """An embedding integration's untrained references on the eval set: each teacher alone,
     their concatenation and their average, {row: {probe: value}}."""
     evaluation = ((summary.details or {}).get("eval") or {}) if summary is not None else {}
-    return evaluation.get("rows") or {} if summary and summary.task_kind == "embedding" else {}
+    return evaluation.get("rows") or {} if summary and summary.teachers_kind == "embedding" else {}
 
 
 def probe_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:

@@ -51,7 +51,7 @@ class Pane(Vertical):
         """The teachers' kind: the one kiwb.toml declares (known before anything ran), else
         the kind of `summary`, the integration shown (None: the default kind)."""
         declared = declared_kind(self.config) if self.config is not None else None
-        return declared or kind_named(summary.task_kind if summary is not None else None)
+        return declared or kind_named(summary.teachers_kind if summary is not None else None)
 
     def apply_changes(self, changes: StoreChanges) -> None:
         """New events and the current jobs, score sets and integration (called each poll)."""

@@ -161,7 +161,7 @@ class ConflictsPane(Pane):
     @property
     def kind(self) -> TeacherKind:
         """The kind of the teachers integrated: how a conflict with details reads."""
-        return kind_named(self.integration.summary.task_kind if self.integration else None)
+        return kind_named(self.integration.summary.teachers_kind if self.integration else None)
 
     def apply_changes(self, changes: StoreChanges) -> None:
         if changes.integration is None:

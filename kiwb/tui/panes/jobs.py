@@ -313,7 +313,7 @@ def teachers_kind(config: ProjectConfig) -> TeacherKind:
 
 def integration_note(summary: IntegrationSummary) -> str:
     """What an integration did: its routing, the texts each teacher won, and the conflicts."""
-    own = kind_named(summary.task_kind).integrated_line(summary)
+    own = kind_named(summary.teachers_kind).integrated_line(summary)
     if own is not None:
         return f"{own}; see Uncertainty (4) and Conflicts (6)"
     routing = summary.routing.name if summary.routing is not None else None

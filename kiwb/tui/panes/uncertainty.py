@@ -92,7 +92,7 @@ class UncertaintyPane(Pane):
         teachers = self.histograms.teachers(order)
         kind = self.teachers_kind(self.summary)
         title, (left, right) = kind.histogram_title, kind.histogram_names
-        if self.summary is not None and self.summary.task_kind == "token":
+        if self.summary is not None and self.summary.teachers_kind == "token":
             title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
                      "MC dropout | plain entropy")
         if not teachers:
