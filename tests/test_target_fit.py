@@ -23,6 +23,7 @@ from kiwb.core.target_fit import (
     correlation,
     decisive_yes,
     micro_f1,
+    per_teacher_agreement,
     thresholded_fit,
 )
 from kiwb.kinds.multilabel.student import MultiLabelStudent
@@ -147,3 +148,16 @@ def test_the_check_counts_a_label_taught_only_where_its_targets_decide_yes():
     steps, why = MultiLabelStudent().min_steps(
         SimpleNamespace(label_ids=None, targets=rare, labels=["a", "b"]), 32, 300)
     assert steps == 1200 and "its rarest, b (yes on 2.5% of the texts)" in why
+
+
+def test_a_uhc_students_fit_reads_each_teachers_labels_by_hand():
+    # Union (a, b, c, d); teacher 1 knows a, b and teacher 2 knows c, d. Two texts. The UHC
+    # targets: text 0: teacher 1 says a, teacher 2 says d; text 1: teacher 1 says b, teacher 2
+    # says c. The student's logits: text 0 tops a among (a, b) and c among (c, d); text 1
+    # tops b and c. Right on 3 of the 4 (text, teacher) pairs: 0.75.
+    coverage = torch.tensor([[True, True, False, False], [False, False, True, True]])
+    targets = torch.tensor([[[0.9, 0.1, 0.0, 0.0], [0.0, 0.0, 0.2, 0.8]],
+                            [[0.3, 0.7, 0.0, 0.0], [0.0, 0.0, 0.6, 0.4]]])
+    logits = torch.tensor([[2.0, 1.0, 0.5, 0.1], [0.0, 3.0, 1.0, -1.0]])
+    assert per_teacher_agreement(logits, targets, coverage) == 0.75
+    assert per_teacher_agreement(logits[:0], targets[:0], coverage) == 0.0

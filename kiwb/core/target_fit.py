@@ -38,6 +38,19 @@ def agreement(predicted: Tensor, taught: Tensor) -> float:
     return float((predicted == taught).double().mean())
 
 
+def per_teacher_agreement(logits: Tensor, targets: Tensor, coverage: Tensor) -> float:
+    """UHC fit: a UHC student is taught each teacher's distribution over that teacher's own
+    labels, not one distribution over the union. The share of (row, teacher) pairs whose
+    student's top class among the teacher's labels (coverage (N, |Y|)) is the top class of the
+    teacher's target (targets (n, N, |Y|)); logits (n, |Y|)."""
+    import torch  # here: the workbench reads this module's floor without torch
+
+    if not len(logits):
+        return 0.0
+    inside = logits.double().unsqueeze(1).masked_fill(~coverage.bool().unsqueeze(0), -torch.inf)
+    return float((inside.argmax(-1) == targets.argmax(-1)).double().mean())
+
+
 def micro_f1(decided: Tensor, truth: Tensor) -> float:
     """Micro F1 of (n, L) 0/1 decisions against (n, L) 0/1 truths; 1 when both are all no
     (nothing to find and nothing claimed)."""

@@ -8,7 +8,7 @@ import torch
 from kiwb.core.learning_check import LearningCheck, check_on_eval, check_on_pool
 from kiwb.core.losses import softmax_distillation_loss
 from kiwb.core.metrics import classification_report
-from kiwb.core.target_fit import agreement
+from kiwb.core.target_fit import agreement, per_teacher_agreement
 from kiwb.errors import KiwbError
 from kiwb.kinds import DEFAULT_KIND
 from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
@@ -143,6 +143,9 @@ class SequenceStudent:
                                 device, autocast_dtype)
         if data.logit_offsets is not None and data.label_ids is None:
             logits = logits + data.logit_offsets.float()
+        if data.label_ids is None and data.targets.dim() == 3:  # UHC: one target per teacher
+            return {"fit": per_teacher_agreement(logits.cpu(), data.targets[rows],
+                                                 data.coverage)}
         return {"fit": agreement(logits.argmax(-1), self.target_tops(data)[rows])}
 
     def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
