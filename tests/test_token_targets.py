@@ -14,6 +14,7 @@ from kiwb.kinds.token.integration import (
     decode_all,
     integrate_words,
 )
+from kiwb.kinds.token.student import per_teacher_entity_fit
 from kiwb.kinds.token.tags import Span, is_valid_bio, read_tag_set
 from kiwb.kinds.token.targets import placed_in_union, repair_bio, teacher_spans, union_coverage
 
@@ -147,3 +148,22 @@ def test_every_method_gives_valid_bio_on_random_teachers(method):
             result.targets.mean(1), union)
         assert is_valid_bio([union[i] for i in targets.argmax(1).tolist()])
         assert_close(targets.sum(1), torch.ones(words), rtol=0, atol=1e-5)
+
+
+def test_a_uhc_taggers_fit_reads_each_teachers_tags_by_hand():
+    # One sentence, "Paris Jean Luc". Teacher 0 knows LOC (Paris), teacher 1 PER (Jean Luc).
+    union = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    coverage = torch.tensor([[True, True, True, False, False], [True, False, False, True, True]])
+    one_hot = torch.eye(5)
+    targets = torch.stack([torch.stack([one_hot[1], one_hot[0]]),   # Paris: B-LOC · O
+                           torch.stack([one_hot[0], one_hot[3]]),   # Jean: O · B-PER
+                           torch.stack([one_hot[0], one_hot[4]])])  # Luc: O · I-PER
+    # Among teacher 0's tags the student says B-LOC O O: LOC found, F1 1. Among teacher 1's it
+    # says O B-PER B-PER: two one-word PER where the target has one two-word PER, F1 0.
+    logits = torch.tensor([[2.0, 5.0, 0.0, 1.0, 0.0],
+                           [3.0, 0.0, 0.0, 4.0, 0.0],
+                           [3.0, 0.0, 0.0, 4.0, 2.0]])
+    assert per_teacher_entity_fit(logits, targets, coverage, union, [3], ["LOC", "PER"]) == 0.5
+    right = logits.clone()
+    right[2, 4] = 5.0  # Luc: I-PER among teacher 1's tags
+    assert per_teacher_entity_fit(right, targets, coverage, union, [3], ["LOC", "PER"]) == 1.0

@@ -136,18 +136,48 @@ def predict_word_tags(model, tokenizer, texts_words: list[list[str]], max_length
 
 
 @torch.no_grad()
-def first_window_tags(model, tokenizer, rows: list[TextRow], device: torch.device,
-                      autocast_dtype: str = "float32") -> torch.Tensor:
-    """The student's tag id for every word of the rows' training windows, rows in order."""
+def first_window_logits(model, tokenizer, rows: list[TextRow], device: torch.device,
+                        autocast_dtype: str = "float32") -> torch.Tensor:
+    """The student's (words, |Y|) tag logits for every word of the rows' training windows,
+    rows in order."""
     was_training = model.training
     model.eval()
     try:
         with autocast_context(device, autocast_dtype):
-            found = [row_logits(model, tokenizer, rows[start:start + 16], device).argmax(-1).cpu()
+            found = [row_logits(model, tokenizer, rows[start:start + 16], device).float().cpu()
                      for start in range(0, len(rows), 16)]
     finally:
         model.train(was_training)
-    return torch.cat(found) if found else torch.zeros(0, dtype=torch.long)
+    return torch.cat(found) if found else torch.zeros(0, model.config.num_labels)
+
+
+def first_window_tags(model, tokenizer, rows: list[TextRow], device: torch.device,
+                      autocast_dtype: str = "float32") -> torch.Tensor:
+    """The student's tag id for every word of the rows' training windows, rows in order."""
+    return first_window_logits(model, tokenizer, rows, device, autocast_dtype).argmax(-1)
+
+
+def per_teacher_entity_fit(logits: torch.Tensor, targets: torch.Tensor, coverage: torch.Tensor,
+                           union: list[str], lengths: list[int], types: list[str]) -> float:
+    """A UHC tagger's fit: it is taught each teacher's tag distribution over that teacher's own
+    tags (O and its types), so per teacher, the entity F1 (over its types) of the student's top
+    tag among that teacher's tags against the teacher's target's top tag, word by word of texts
+    of `lengths` words; the mean over teachers. logits (words, |Y|), targets (words, N, |Y|),
+    coverage (N, |Y|)."""
+    def sentences(tags: list[int]) -> list[list[str]]:
+        found, start = [], 0
+        for count in lengths:
+            found.append([union[tag] for tag in tags[start:start + count]])
+            start += count
+        return found
+
+    fits = []
+    for teacher, own in enumerate(coverage.bool()):
+        inside = logits.masked_fill(~own, -torch.inf).argmax(-1).tolist()
+        known = [kind for kind in types if own[union.index(f"B-{kind}")]]
+        fits.append(entity_fit(sentences(targets[:, teacher].argmax(-1).tolist()),
+                               sentences(inside), known))
+    return sum(fits) / len(fits) if fits else 0.0
 
 
 def entity_fit(taught: list[list[str]], predicted: list[list[str]], types: list[str]) -> float:
@@ -293,11 +323,18 @@ class TokenStudent:
 
     def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
         """The entity F1 of the student's tags on the pool rows `rows` (the window it trains
-        on) against their target tags' top tag (the gold tags, supervised). {"fit": F1}."""
+        on) against their target tags' top tag (the gold tags, supervised; UHC: per teacher,
+        per_teacher_entity_fit). {"fit": F1}."""
         chosen = [features[int(row)] for row in rows]
-        predicted = first_window_tags(model, tokenizer, chosen, device, autocast_dtype).tolist()
         words = torch.cat([torch.arange(row.words.start, row.words.stop) for row in chosen]
                           or [torch.zeros(0, dtype=torch.long)])
+        if data.label_ids is None and data.targets.dim() == 3:  # UHC: one target per teacher
+            logits = first_window_logits(model, tokenizer, chosen, device, autocast_dtype)
+            return {"fit": per_teacher_entity_fit(logits, data.targets[words], data.coverage,
+                                                  list(data.labels),
+                                                  [len(row.words) for row in chosen],
+                                                  self.types)}
+        predicted = first_window_tags(model, tokenizer, chosen, device, autocast_dtype).tolist()
         taught = target_tags(data)[words].tolist()
         split = [len(row.words) for row in chosen]
 
