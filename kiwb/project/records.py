@@ -159,7 +159,7 @@ class IntegrationSettings(Record):
                               "power from 0 (off) to 1 (fully balanced)")
         if not 0 <= self.logit_adjustment <= 2:
             raise ConfigError(f"logit_adjustment {self.logit_adjustment:g} is out of range; give "
-                              "tau from 0 (off) to 2 (1 is the usual logit adjustment)")
+                              "a strength from 0 (off) to 2 (1 is the usual logit adjustment)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -108,8 +108,7 @@ class MultiLabelStudent(SequenceStudent):
     def min_steps(self, data, batch_size: int, configured: int) -> tuple[int, str]:
         """Raised until the rarest label its targets say yes to is seen often enough as a yes
         (kiwb.core.training_defaults.label_exposure_steps)."""
-        taught = data.label_ids if data.label_ids is not None else data.targets
-        yes_rates = (taught > DEFAULT_THRESHOLD).float().mean(0) if len(taught) else taught.sum(0)
+        yes_rates = _yes_shares(data, lambda taught: taught > DEFAULT_THRESHOLD)
         return exposure_minimum(yes_rates.tolist(), data.labels, batch_size, configured)
 
     def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
@@ -121,8 +120,7 @@ class MultiLabelStudent(SequenceStudent):
     def target_shares(self, data) -> torch.Tensor:
         """Per label, the share of taught texts whose target decidedly says yes (0.6 or more:
         kiwb.core.target_fit.decisive_yes; gold, supervised)."""
-        taught = data.label_ids if data.label_ids is not None else data.targets
-        return decisive_yes(taught).float().mean(0) if len(taught) else taught.sum(0)
+        return _yes_shares(data, decisive_yes)
 
     def eval_check(self, data, metrics: dict, target_shares: list[float]) -> LearningCheck:
         """A label the targets give often that the student predicts on no eval text."""
@@ -132,6 +130,13 @@ class MultiLabelStudent(SequenceStudent):
     def pool_check(self, data, predicted_counts: list[int],
                    target_shares: list[float]) -> LearningCheck:
         return check_label_rates(data.labels, predicted_counts, None, target_shares, "pool texts")
+
+
+def _yes_shares(data, says_yes) -> torch.Tensor:
+    """Per label, the share of taught texts (targets, or gold labels supervised) that
+    `says_yes` counts as a yes; zeros without texts."""
+    taught = data.label_ids if data.label_ids is not None else data.targets
+    return says_yes(taught).float().mean(0) if len(taught) else taught.sum(0)
 
 
 def exposure_minimum(yes_rates: list[float], names: list[str], batch_size: int,

@@ -164,20 +164,22 @@ def per_teacher_entity_fit(logits: torch.Tensor, targets: torch.Tensor, coverage
     tag among that teacher's tags against the teacher's target's top tag, word by word of texts
     of `lengths` words; the mean over teachers. logits (words, |Y|), targets (words, N, |Y|),
     coverage (N, |Y|)."""
-    def sentences(tags: list[int]) -> list[list[str]]:
-        found, start = [], 0
-        for count in lengths:
-            found.append([union[tag] for tag in tags[start:start + count]])
-            start += count
-        return found
-
     fits = []
     for teacher, own in enumerate(coverage.bool()):
         inside = logits.masked_fill(~own, -torch.inf).argmax(-1).tolist()
         known = [kind for kind in types if own[union.index(f"B-{kind}")]]
-        fits.append(entity_fit(sentences(targets[:, teacher].argmax(-1).tolist()),
-                               sentences(inside), known))
+        fits.append(entity_fit(as_sentences(targets[:, teacher].argmax(-1).tolist(), lengths, union),
+                               as_sentences(inside, lengths, union), known))
     return sum(fits) / len(fits) if fits else 0.0
+
+
+def as_sentences(tags: list[int], lengths: list[int], union: list[str]) -> list[list[str]]:
+    """A flat run of tag ids, cut into texts of `lengths` words, as tag names."""
+    found, start = [], 0
+    for count in lengths:
+        found.append([union[tag] for tag in tags[start:start + count]])
+        start += count
+    return found
 
 
 def entity_fit(taught: list[list[str]], predicted: list[list[str]], types: list[str]) -> float:
@@ -328,24 +330,15 @@ class TokenStudent:
         chosen = [features[int(row)] for row in rows]
         words = torch.cat([torch.arange(row.words.start, row.words.stop) for row in chosen]
                           or [torch.zeros(0, dtype=torch.long)])
+        lengths = [len(row.words) for row in chosen]
         if data.label_ids is None and data.targets.dim() == 3:  # UHC: one target per teacher
             logits = first_window_logits(model, tokenizer, chosen, device, autocast_dtype)
             return {"fit": per_teacher_entity_fit(logits, data.targets[words], data.coverage,
-                                                  list(data.labels),
-                                                  [len(row.words) for row in chosen],
-                                                  self.types)}
+                                                  list(data.labels), lengths, self.types)}
         predicted = first_window_tags(model, tokenizer, chosen, device, autocast_dtype).tolist()
         taught = target_tags(data)[words].tolist()
-        split = [len(row.words) for row in chosen]
-
-        def sentences(tags: list[int]) -> list[list[str]]:
-            found, start = [], 0
-            for count in split:
-                found.append([data.labels[tag] for tag in tags[start:start + count]])
-                start += count
-            return found
-
-        return {"fit": entity_fit(sentences(taught), sentences(predicted), self.types)}
+        return {"fit": entity_fit(as_sentences(taught, lengths, data.labels),
+                                  as_sentences(predicted, lengths, data.labels), self.types)}
 
     def _union_names(self, model) -> list[str]:
         return [model.config.id2label[i] for i in range(model.config.num_labels)]
