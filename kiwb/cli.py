@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -172,10 +173,18 @@ def main(argv: list[str] | None = None) -> int:
     from kiwb import commands
 
     try:
-        return getattr(commands, f"cmd_{args.command.replace('-', '_')}")(args) or 0
+        code = getattr(commands, f"cmd_{args.command.replace('-', '_')}")(args) or 0
+        sys.stdout.flush()  # a reader gone away shows here, inside the handlers below
+        return code
     except KiwbError as error:
         print(f"kiwb: error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kiwb: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # the reader went away (`kiwb evaluate --json | head`): nothing is left to tell it; point
+        # stdout at nothing so the exit's flush stays quiet too, and exit 1 as Rich does for
+        # what it prints (Console.on_broken_pipe) and as Python's own docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -316,3 +316,29 @@ def test_init_refuses_an_existing_project_unless_forced(tmp_path, teachers_dir, 
     forced = run_kiwb("init", "proj", "--name", "renamed", "--force", *options, cwd=tmp_path)
     assert forced.returncode == 0, forced.stderr
     assert 'name = "renamed"' in toml.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("command", [("init",), ("jobs", "--json")])
+def test_a_reader_that_went_away_ends_quietly(tmp_path, command):
+    """`kiwb ... | head -0`: the pipe's reader is gone before kiwb writes. That is not kiwb's
+    failure: no traceback, no 'Exception ignored', and exit 1 whether the output goes through
+    Rich (init) or a plain print (jobs --json)."""
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.store import Store
+
+    project = tmp_path / "p"
+    if command[0] != "init":
+        assert run_kiwb("init", project, cwd=tmp_path).returncode == 0
+        paths = ProjectPaths(project)
+        paths.make_layout()
+        Store(paths.store).close()
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run([sys.executable, "-m", "kiwb", *command, str(project)],
+                                stdout=write_end, stderr=subprocess.PIPE, text=True,
+                                cwd=tmp_path, timeout=60)
+    finally:
+        os.close(write_end)
+    assert (result.returncode, result.stderr) == (1, "")
+    assert (project / "kiwb.toml").is_file()  # the work was done; only its report was lost
