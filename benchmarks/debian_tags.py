@@ -472,7 +472,7 @@ def render(results: dict) -> list[str]:
                   f"owners disagreed on {test['details']['disagreements']:,}): ANT "
                   f"{percent(routing['chosen'])}%, MUKI-Hard by MC confidence "
                   f"{percent(routing['mc_dropout'])}%, by plain confidence "
-                  f"{percent(routing['plain_entropy'])}%."]
+                  f"{percent(routing['plain_confidence'])}%."]
     if students:
         lines += ["", "Aims:", *aims(results), "", *per_label(results)]
     return lines + ["", *cost(results)]

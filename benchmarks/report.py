@@ -39,7 +39,7 @@ def accuracy_table(results: dict) -> list[str]:
     routing = test["routing_accuracy"]
     lines += ["", "| teacher routing on test | accuracy (%) |", "|---|---|",
               f"| MC-dropout confidence (K = 16) | {100 * routing['mc_dropout']:.1f} |",
-              f"| plain entropy (deterministic) | {100 * routing['plain_entropy']:.1f} |"]
+              f"| plain confidence (deterministic) | {100 * routing['plain_confidence']:.1f} |"]
     return lines
 
 

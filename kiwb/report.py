@@ -99,7 +99,7 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
             facts.add_row(f"routing accuracy on {scope}{per}: MC confidence",
                           _percent(accuracy.mc_dropout))
             facts.add_row(f"routing accuracy on {scope}{per}: plain confidence",
-                          _percent(accuracy.plain_entropy))
+                          _percent(accuracy.plain_confidence))
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
         facts.add_row(f"Ensemble {kind.headline} on eval", _percent(evaluation.ensemble_accuracy))
     if summary.token is not None and "eval" in summary.token:

@@ -63,6 +63,23 @@ def wait_until(condition, *, timeout: float, what: str, every: float = 0.2):
     return found
 
 
+def wait_until_waiting(pid: int, *, timeout: float, what: str) -> None:
+    """Until process `pid` (all its threads) uses next to no CPU over half a second: it waits
+    (in a collective, on a lock) instead of computing. Read from /proc (Linux)."""
+    import time
+
+    def cpu_ticks() -> int:
+        after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return int(after_name[11]) + int(after_name[12])  # utime + stime, in clock ticks
+
+    def waiting() -> bool:
+        before = cpu_ticks()
+        time.sleep(0.5)
+        return cpu_ticks() - before <= 2  # 20 ms of 500: a heartbeat, not a step
+
+    wait_until(waiting, timeout=timeout, what=what, every=0)
+
+
 def rank_pid(log: Path) -> int:
     """The pid a rank that a --devices job started wrote in the first line of its log."""
     return int(next(line for line in log.read_text().splitlines()

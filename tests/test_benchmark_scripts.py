@@ -40,7 +40,7 @@ def _results(preset: str, muki: float) -> dict:
         "rows": {"teacher_train": 10, "train": 8, "dev": 4, "test": 6},
         "settings": debian8.PRESETS["cpu"],
         "test_integration": {"teacher_accuracy": {"A": 0.5, "B": 0.25}, "ensemble_accuracy": 0.5,
-                             "routing_accuracy": {"mc_dropout": 0.75, "plain_entropy": 0.5},
+                             "routing_accuracy": {"mc_dropout": 0.75, "plain_confidence": 0.5},
                              "wins": {"A": 4, "B": 2}},
         "accuracy": {"muki-hard": [muki, muki + 0.02]},
         "stages": {"score": {"seconds": 1.5, "peak_rss_mb": 300}},

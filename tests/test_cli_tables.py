@@ -134,7 +134,7 @@ def test_evaluation_and_demo_tables_at_80_columns():
     results = {"eval_texts": 200, "teachers": dict.fromkeys(TEACHERS, 0.5), "ensemble": 0.9,
                "students": {name: {"accuracy": 0.91, "macro_f1": 0.9} for name in STUDENTS},
                "routing": {"routing": "rank", "chosen": 0.9, "mc_dropout": 0.8,
-                           "plain_entropy": 0.7}}
+                           "plain_confidence": 0.7}}
     lines = rendered(results_table(results), 80)
     for name in STUDENTS:
         assert re.search(rf"│ student · {re.escape(name)}\s+│\s+91\.0% │\s+90\.0% │", "\n".join(lines))

@@ -53,7 +53,7 @@ DISJOINT_POSITIONS = [torch.tensor([0, 1]), torch.tensor([2, 3])]
 DISJOINT_PROBS = [t([[0.8, 0.2], [0.6, 0.4]]), t([[0.5, 0.5], [0.1, 0.9]])]
 # Text 0 trusts A by 0.4, text 1 trusts B by 0.4.
 MC_CONF = t([[0.9, 0.5], [0.3, 0.7]])
-# Plain-entropy confidences flip the routing: text 0 -> B (margin 0.2), text 1 -> A (0.6).
+# Plain-pass confidences flip the routing: text 0 -> B (margin 0.2), text 1 -> A (0.6).
 DET_CONF = t([[0.4, 0.6], [0.8, 0.2]])
 
 # Overlapping: A = (sports, world, business), B = (tech, business, sports).

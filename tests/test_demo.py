@@ -91,7 +91,7 @@ def test_demo_end_to_end_then_reused(tmp_path):
     first_seconds = time.perf_counter() - started
     assert "Reused corpus, base, teacher news, teacher lifestyle" in " ".join(first.stderr.split())
     for row in ("teacher news alone", "Ensemble (no training)", "teacher routing · MC dropout",
-                "teacher routing · plain entropy", *(f"student · {name}" for name in STUDENTS)):
+                "teacher routing · plain confidence", *(f"student · {name}" for name in STUDENTS)):
         assert row in first.stdout, row
     assert re.search(r"student · MUKI-Hard\s+│\s+\d+\.\d%", first.stdout)
 
@@ -126,7 +126,7 @@ FULL_RESULTS = os.environ.get("KIWB_DEMO_RESULTS")
 
 @pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
 def test_the_full_demo_is_honest():
-    """On the full demo, MC dropout routes better than plain entropy and the MUKI student
+    """On the full demo, MC dropout routes better than plain confidence and the MUKI student
     beats the untrained Ensemble, as the README says."""
     results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
     assert results["recipe"] == FULL.key()
@@ -136,7 +136,7 @@ def test_the_full_demo_is_honest():
     for method in ("MUKI-Hard", "MUKI-Soft"):
         assert results["students"][method]["accuracy"] > results["ensemble"]
         assert results["students"][method]["check"]["status"] == "ok"
-    assert results["routing"]["mc_dropout"] > results["routing"]["plain_entropy"]
+    assert results["routing"]["mc_dropout"] > results["routing"]["plain_confidence"]
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["ensemble"] + 0.10
     assert results["students"]["MUKI-Hard"]["accuracy"] > results["students"]["Vanilla KD"]["accuracy"]
     assert (results["students"]["MUKI-Hard"]["accuracy"]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from cli_helpers import ended_job, kiwb_env, rank_pid, run_kiwb, wait_until
+from cli_helpers import ended_job, kiwb_env, rank_pid, run_kiwb, wait_until, wait_until_waiting
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -170,7 +170,9 @@ def test_a_rank_killed_while_rank_0_waits_in_a_collective_ends_the_job_lost_with
     job_id, rank_log = start_two_ranks(project, "waiting", tmp_path)
     pid = rank_pid(rank_log)
     os.kill(pid, signal.SIGSTOP)
-    time.sleep(2.0)  # rank 0 reaches the step's gradient average and waits there
+    with Store(ProjectPaths(project).store) as store:
+        rank_0 = store.jobs.get(job_id).pid  # the job's own process is rank 0
+    wait_until_waiting(rank_0, timeout=60, what="rank 0 to wait for rank 1 in a collective")
     killed = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     state = ended_job(project, job_id, timeout=60)

@@ -141,6 +141,42 @@ def test_the_integration_settings_are_declared_once():
     assert TrainSpec(method="ant").named(project).run == "ant-transfer"
 
 
+def test_the_workbench_forms_read_the_declaration_and_name_runs_as_the_cli_does():
+    """The forms' [integration] fields take their choices, flags and checks from kiwb.toml's
+    declaration; their answers become the same spec, and the same run name, as the flags."""
+    from kiwb.core.choices import DEFAULT_ROUTING, ROUTINGS
+    from kiwb.errors import ConfigError
+    from kiwb.project.integration_form import TRAIN_FORM, form_overrides
+
+    by_name = {setting.name: setting for setting in TRAIN_FORM}
+    assert by_name["routing"].choices() == tuple(ROUTINGS)  # never "auto": a job resolves it
+    assert [s.name for s in TRAIN_FORM if s.flag] == ["reweight", "use_mc", "labels"]
+    project = IntegrationConfig(routing=DEFAULT_ROUTING, transfer=True)
+    answers = {"method": "muki-soft", "routing": DEFAULT_ROUTING, "tau": "0.5",
+               "reweight": False, "use_mc": True, "labels": False}
+    chosen = form_overrides(project, TRAIN_FORM, answers, "the train form")
+    # what equals kiwb.toml's is left to kiwb.toml, as `kiwb train` without the flag leaves it
+    assert chosen == {"method": "muki-soft", "tau": 0.5, "reweight": False}
+    parser = argparse.ArgumentParser()
+    TrainSpec.add_arguments(parser)
+    flags = parser.parse_args(["--method", "muki-soft", "--tau", "0.5", "--no-reweight"])
+    from_cli = TrainSpec(**{name: getattr(flags, name) for name in chosen})
+    assert TrainSpec(**chosen) == from_cli
+    assert TrainSpec(**chosen).named(project).run == from_cli.named(project).run
+    assert TrainSpec(method="ant").named(project).run == TrainSpec(
+        **form_overrides(project, TRAIN_FORM, {**answers, "method": "ant", "tau": "0.2",
+                                               "reweight": True}, "f")).named(project).run
+    # refused in kiwb.toml's words, naming the form and the key
+    for key, answer, words in (("tau", "0", "the train form: tau must be > 0, got 0.0"),
+                               ("tau", "sharp", 'the train form: tau must be a number, got "sharp"'),
+                               ("routing", "temperature", "the train form: routing = "
+                                '"temperature" was removed')):
+        with pytest.raises(ConfigError, match=words):
+            form_overrides(project, TRAIN_FORM, {**answers, key: answer}, "the train form")
+    assert form_overrides(project, TRAIN_FORM, {**answers, "method": "supervised"},
+                          "f")["method"] == "supervised"
+
+
 def test_the_given_labels_switch_keeps_its_old_spelling_hidden():
     """`--given-labels` (kiwb teach's `--labels` names labels); `--labels` still reads, unshown."""
     parser = argparse.ArgumentParser()

@@ -90,6 +90,34 @@ def done_shards(root: Path) -> int:
             f"WHERE status='done' AND {SCORES_ONLY}").fetchone()[0]
 
 
+def killed_once_a_shard_is_recorded(root: Path, job_id: int) -> int:
+    """SIGKILL job `job_id`'s worker as soon as the store holds a finished shard of it, with the
+    store's write lock held from that reading to the worker's death, so the worker records
+    nothing in between: the count returned is what the kill left (a worker blocked on the lock
+    dies waiting, its shard's file maybe written, its row not)."""
+    import sqlite3
+
+    wait_for(lambda: ProjectPaths(root).store.exists(), "the job's store")
+    pid = wait_for(lambda: job(root, job_id).pid, "the worker's pid")
+    db = sqlite3.connect(ProjectPaths(root).store, timeout=30, isolation_level=None)
+    try:
+        def locked_count() -> int:
+            db.execute("BEGIN IMMEDIATE")  # the worker's next write now waits for this one
+            found = db.execute("SELECT COUNT(*) FROM score_shards JOIN score_sets ON key = "
+                               f"score_key WHERE status='done' AND {SCORES_ONLY}").fetchone()[0]
+            if not found:
+                db.execute("ROLLBACK")
+            return found
+
+        recorded = wait_for(locked_count, "a finished shard")
+        os.kill(pid, signal.SIGKILL)
+        wait_for(lambda: not pid_alive(pid), "the killed worker to be gone")
+        db.execute("ROLLBACK")
+    finally:
+        db.close()
+    return recorded
+
+
 def assert_one_score_per_text(root: Path) -> None:
     paths = ProjectPaths(root)
     with Store(paths.store) as store:
@@ -108,9 +136,9 @@ def assert_one_score_per_text(root: Path) -> None:
 def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     root = make_project(tmp_path / "killed", models, texts=32)
     first = launch_job(root, ScoreSpec())
-    wait_for(lambda: ProjectPaths(root).store.exists() and done_shards(root) >= 1, "a finished shard")
-    os.kill(job(root, first).pid, signal.SIGKILL)
-    assert done_shards(root) < 16, "the kill must land mid-way"
+    recorded = killed_once_a_shard_is_recorded(root, first)
+    assert 1 <= recorded < 16  # mid-way, as the store says: nothing was recorded after the kill
+    assert done_shards(root) == recorded
 
     listed = json.loads(run_kiwb("jobs", root, "--json", cwd=tmp_path).stdout)
     lost = next(entry for entry in listed if entry["id"] == first)

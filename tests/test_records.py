@@ -28,6 +28,7 @@ from kiwb.project.records import (
     ScoreJobSummary,
     train_event,
 )
+from kiwb.project.schema import renamed_v6
 from kiwb.project.store import Store
 
 # An integration summary as the first kiwb release wrote it: no teachers, score keys, routing
@@ -50,10 +51,14 @@ def test_a_summary_written_today_reads_back_to_the_same_json():
 
 
 def test_a_first_release_summary_still_reads_and_writes_back_unchanged():
-    summary = IntegrationSummary.from_dict(FIRST_RELEASE_SUMMARY)
+    """Read as the store holds it after its migrations (version 6 renamed plain_entropy)."""
+    migrated = renamed_v6(FIRST_RELEASE_SUMMARY, summary=True)
+    assert migrated["routing_accuracy"] == {"mc_dropout": 0.9, "plain_confidence": 0.7}
+    assert migrated["eval"]["routing_accuracy"] == {"mc_dropout": 0.8, "plain_confidence": 0.6}
+    summary = IntegrationSummary.from_dict(migrated)
     assert summary.score_keys is None and summary.routing is None and summary.teacher_names == ["a", "b"]
     assert summary.routing_accuracy.chosen is None and summary.eval.teacher_accuracy is None
-    assert summary.to_dict() == FIRST_RELEASE_SUMMARY
+    assert summary.to_dict() == migrated
     # Its settings predate routing as a choice: they compared raw confidences.
     settings = IntegrationSettings.from_dict({"method": "muki-hard", "tau": 0.2, "reweight": True,
                                               "use_mc": True, "conflict_threshold": 0.1})
@@ -62,10 +67,12 @@ def test_a_first_release_summary_still_reads_and_writes_back_unchanged():
 
 def test_a_summary_that_named_the_teachers_kind_task_kind_reads_under_its_new_name():
     older = {**FIRST_RELEASE_SUMMARY, "task_kind": "token"}
-    summary = IntegrationSummary.from_dict(older)
+    summary = IntegrationSummary.from_dict(renamed_v6(older, summary=True))
     assert summary.teachers_kind == "token"
     written = summary.to_dict()
     assert written["teachers_kind"] == "token" and "task_kind" not in written
+    # only a summary's own key: a key of that name deeper down (a job's settings) is not a kind
+    assert renamed_v6({"settings": {"task_kind": "x"}}) == {"settings": {"task_kind": "x"}}
 
 
 @pytest.mark.parametrize(("record", "data", "message"), [
@@ -123,7 +130,7 @@ def test_an_integration_from_before_score_keys_falls_back_to_the_teachers_score_
     with Store(ProjectPaths(root).store) as store:
         store.record_integration("old", dataset="unlabeled", settings={
             "method": "muki-hard", "tau": 0.2, "reweight": True, "use_mc": True,
-            "conflict_threshold": 0.1}, summary=FIRST_RELEASE_SUMMARY)
+            "conflict_threshold": 0.1}, summary=renamed_v6(FIRST_RELEASE_SUMMARY, summary=True))
         integration = IntegrationRecord.from_dict(store.integration("old"))
         views = teacher_views(root, store, integration, 2)
     assert [view.teacher for view in views] == ["a", "b"]

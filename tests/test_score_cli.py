@@ -78,7 +78,7 @@ def test_init_score_integrate(project):
     assert sum(summary["wins"].values()) == summary["num_texts"] == 48
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
-    assert set(routing) == {"mc_dropout", "plain_entropy", "chosen", "routing"}
+    assert set(routing) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
     assert routing["routing"] == DEFAULT_ROUTING  # the project sets none
 
     shard_times = {p: p.stat().st_mtime_ns for p in ProjectPaths(project).scores.rglob("*.npz")}

@@ -4,6 +4,7 @@ torch here: seconds."""
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 import sqlite3
@@ -20,7 +21,7 @@ from kiwb.project.instances import count, page, replace_instances
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
 from kiwb.project.labels import text_hash
 from kiwb.project.processes import pid_alive, process_running, process_start, with_this_kiwb
-from kiwb.project.schema import SCHEMA_VERSION
+from kiwb.project.schema import MIGRATIONS, SCHEMA_VERSION
 from kiwb.project.store import Store
 
 # Schema version 1 exactly as the first release wrote it; never edit (migrations start here).
@@ -99,7 +100,7 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 5
+        assert store.schema_version == SCHEMA_VERSION == 6
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         assert store.score_set("k1")["meta"] == {"labels": ["x"]}
@@ -110,6 +111,40 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with Store(path) as again:  # opening a current store changes nothing
         assert again.schema_version == SCHEMA_VERSION
         assert [job.id for job in again.jobs.all()] == [1]
+
+
+def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
+    """Version 6 renamed two keys of stored records: a summary's task_kind (it holds the teachers'
+    kind) and a routing accuracy's plain_entropy (a plain pass's confidence). A store written
+    before holds the old keys in integration summaries and train.eval events."""
+    path = tmp_path / "store.sqlite"
+    older_summary = {"task_kind": "token", "num_texts": 3,
+                     "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7},
+                     "eval": {"routing_accuracy": {"mc_dropout": 0.8, "plain_entropy": 0.6}}}
+    older_eval = {"step": 5, "routing_accuracy": {"mc_dropout": 0.5, "plain_entropy": 0.25},
+                  "settings": {"task_kind": "kept: not a summary's key"}}
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_DDL.replace("VALUES ('schema_version', '1')",
+                                        "VALUES ('schema_version', '5')"))
+        for migrate_step in (2, 3, 4, 5):  # the tables versions 2 to 5 added, as they built them
+            dict(MIGRATIONS)[migrate_step](db)
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
+                   (json.dumps(older_summary),))
+        db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
+                   "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(older_eval),))
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 6
+        summary = store.integration("i")["summary"]
+        assert summary == {"teachers_kind": "token", "num_texts": 3,
+                           "routing_accuracy": {"mc_dropout": 0.9, "plain_confidence": 0.7},
+                           "eval": {"routing_accuracy": {"mc_dropout": 0.8,
+                                                         "plain_confidence": 0.6}}}
+        (event,) = [e for e in store.events_after(0) if e["kind"] == "train.eval"]
+        assert event["data"] == {"step": 5,
+                                 "routing_accuracy": {"mc_dropout": 0.5, "plain_confidence": 0.25},
+                                 "settings": {"task_kind": "kept: not a summary's key"}}
+        assert store.done_shards("k1") == {0}  # the rest untouched
 
 
 def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):

@@ -79,7 +79,7 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     assert set(last["per_class_accuracy"]) == {"sports", "politics", "music", "cooking"}
     assert len(last["confusion"]) == 4 and sum(map(sum, last["confusion"])) == 40
     assert 0.0 <= last["macro_f1"] <= 1.0
-    assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_entropy", "chosen", "routing"}
+    assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
     assert last["routing_accuracy"]["routing"] == DEFAULT_ROUTING  # the project sets none
 
     run_dir = ProjectPaths(project).run_dir("hard")

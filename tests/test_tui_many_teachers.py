@@ -89,7 +89,7 @@ def test_every_teacher_has_its_row_and_its_plots(project):
         plots = asyncio.run(look("uncertainty", size))
         for name in MANY_TEACHERS:
             assert f"{name} · MC dropout" in plots["teacher-confidence"], (name, size)
-            assert f"{name} · plain entropy" in plots["teacher-confidence"], (name, size)
+            assert f"{name} · plain confidence" in plots["teacher-confidence"], (name, size)
             assert f"{name}: won " in plots["routing-split"], (name, size)
 
 

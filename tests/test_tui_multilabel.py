@@ -10,7 +10,7 @@ import sqlite3
 import pytest
 from test_bad_input import run_kiwb
 from test_multilabel_cli import ml_root, write_ml_project  # noqa: F401  (ml_root: a fixture)
-from tui_support import cells, run_async, text_of, wait_for, workbench
+from tui_support import cells, fill_form, run_async, text_of, wait_for, workbench
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.tui.panes.conflicts import ConflictsPane
@@ -134,7 +134,7 @@ async def test_the_train_form_and_the_cli_name_a_run_alike(integrated, tmp_path)
             app = workbench(project)
             async with app.run_test(size=SIZE) as pilot:
                 await pilot.press("3", "t")
-                form = app.screen
+                form = await fill_form(pilot)
                 form.query_one("#field-method", Select).value = "ant"
                 await pilot.press("ctrl+s")
                 await wait_for(pilot, lambda app=app, form=form: app.screen is not form,

@@ -14,6 +14,7 @@ from tui_support import (
     UNION,
     cells,
     drawn_cells,
+    fill_form,
     integration_summary,
     record_integration,
     record_notifications,
@@ -49,14 +50,6 @@ def project(tmp_path):
 
 def table(app, selector: str) -> DataTable:
     return app.screen.query_one(selector, DataTable)
-
-
-async def fill_form(pilot, **values) -> FormScreen:
-    form = pilot.app.screen
-    assert isinstance(form, FormScreen)
-    for name, value in values.items():
-        form.query_one(f"#field-{name}", Input).value = value
-    return form
 
 
 def choose(form: FormScreen, **values: str) -> None:
@@ -303,8 +296,7 @@ async def test_a_form_submitted_twice_quickly_starts_one_job(project):
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "s")
-        form = app.screen
-        assert isinstance(form, FormScreen)
+        form = await fill_form(pilot)
         # A busy store (a job writing) holds the launch, so the second press lands during it.
         with Store(ProjectPaths(project).store) as busy, busy.transaction():
             await pilot.press("ctrl+s", "ctrl+s")
@@ -384,16 +376,16 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "i")
-        form = app.screen
-        assert isinstance(form, FormScreen)
+        form = await fill_form(pilot)
         assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING
-        choose(form, method="uhc", routing="rank")
+        choose(form, method="uhc", routing="confidence")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
                        what="the integration job")
     job = last_job_cancelled(project)
     assert job.kind == "integrate" and job.label == "integrate"
-    assert job.spec == IntegrateSpec(method="uhc", routing="rank")
+    # what the form changed, as `kiwb integrate --method uhc --routing confidence` gives it
+    assert job.spec == IntegrateSpec(method="uhc", routing="confidence")
 
 
 @run_async
@@ -402,8 +394,7 @@ async def test_the_score_form_asks_for_representations_of_scores_made_without(pr
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "s")
-        form = app.screen
-        assert isinstance(form, FormScreen)
+        form = await fill_form(pilot)
         asked = form.query_one("#field-representations", Checkbox)
         assert asked.value is False
         asked.value = True
@@ -493,7 +484,7 @@ async def test_uncertainty_pane_is_live(tmp_path):
         await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=5)
         assert "0.3: 8 of 10 texts (80.0%)" in text_of(margins)
         routing = text_of(app.screen.query_one("#routing", Plot))
-        assert "routing accuracy: mixture 80.0% · MC dropout 90.0% · plain entropy 60.0%" in routing
+        assert "routing accuracy: mixture 80.0% · MC dropout 90.0% · plain confidence 60.0%" in routing
         shown = text_of(split)
         assert shown.startswith("Routing · mixture: each teacher's MC confidence, routed to it")
         assert "a: won 5 (50%) · est. in its labels 50% · split 0.62" in shown

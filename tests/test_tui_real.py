@@ -14,6 +14,7 @@ from textual.widgets import DataTable, Input, Select, TabbedContent
 from tiny import make_texts, write_jsonl
 from tui_support import (
     cells,
+    fill_form,
     record_notifications,
     run_async,
     text_of,
@@ -48,16 +49,6 @@ def private_copy(scored_project: Path, target: Path) -> Path:
     """A copy of the shared scored project to change (its scores; no runs, no exports)."""
     shutil.copytree(scored_project, target, ignore=shutil.ignore_patterns("runs", "exports"))
     return target
-
-
-async def fill_form(pilot, **values: str) -> FormScreen:
-    """Type into the open form's fields (text boxes and choices) by name."""
-    form = pilot.app.screen
-    assert isinstance(form, FormScreen)
-    for name, value in values.items():
-        form.query_one(f"#field-{name}").value = value
-    await pilot.pause()
-    return form
 
 
 @pytest.mark.slow

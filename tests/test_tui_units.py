@@ -101,11 +101,11 @@ def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
 
 
 @pytest.mark.parametrize(("routing", "line", "cell"), [
-    ({"mc_dropout": 0.703, "plain_entropy": 0.692, "chosen": 0.81, "routing": "mixture"},
-     "routing accuracy: mixture 81.0% · MC dropout 70.3% · plain entropy 69.2%",
+    ({"mc_dropout": 0.703, "plain_confidence": 0.692, "chosen": 0.81, "routing": "mixture"},
+     "routing accuracy: mixture 81.0% · MC dropout 70.3% · plain confidence 69.2%",
      "mixture 81.0% (MC 70.3%)"),
-    ({"mc_dropout": 0.703, "plain_entropy": 0.692},   # recorded by an older kiwb
-     "routing accuracy: MC dropout 70.3% · plain entropy 69.2%", "70.3% / 69.2%"),
+    ({"mc_dropout": 0.703, "plain_confidence": 0.692},   # recorded by an older kiwb
+     "routing accuracy: MC dropout 70.3% · plain confidence 69.2%", "70.3% / 69.2%"),
 ])
 def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, line, cell):
     routing = RoutingAccuracy.from_dict(routing)

@@ -35,6 +35,7 @@ from kiwb.project.records import (
     TrainStep,
 )
 from kiwb.project.store import Store
+from kiwb.tui.screens.forms import FormScreen
 
 LABELS_A = ("sports", "politics")
 LABELS_B = ("music", "cooking")
@@ -166,17 +167,17 @@ def integration_summary(margins) -> IntegrationSummary:
         margin_histogram=_histogram(margins), conflict_threshold=0.3,
         conflicts=int((np.asarray(margins) < 0.3).sum()),
         routing=routing_block(), teacher_labels={"a": list(LABELS_A), "b": list(LABELS_B)},
-        routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.7, chosen=0.95,
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7, chosen=0.95,
                                          routing=ROUTING),
         eval=EvalSummary(
             num_texts=10,
-            routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.6, chosen=0.8,
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.6, chosen=0.8,
                                              routing=ROUTING),
             ensemble_accuracy=0.55, teacher_accuracy={"a": 0.4, "b": 0.5},
             confidence_histograms={
                 "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
                                "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
-                "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
+                "plain_confidence": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
                                   "wrong_teacher": [0] * 10 + [1, 2, 3, 3, 2, 1, 0, 0, 0, 0]}}),
     )
 
@@ -220,7 +221,7 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
         store.append_event(record.kind, record.to_dict(), run=run)
 
     check = with_fit(check_on_eval(UNION, confusion), fit, FIT_FLOOR)
-    routing_accuracy = RoutingAccuracy(mc_dropout=0.9, plain_entropy=0.6)
+    routing_accuracy = RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.6)
     if routing is not None:
         routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85, routing=routing)
     total = 20
@@ -357,6 +358,19 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0
         await pilot.pause(0.05)
 
 
+async def fill_form(pilot, **values) -> FormScreen:
+    """Type into the form just opened, by field name (text boxes and choices), once its
+    fields are there: a form pushed by a key press is composed on a later turn."""
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, FormScreen)
+                   and all(pilot.app.screen.query(f"#field-{name}") for name in values),
+                   what="the form's fields")
+    form = pilot.app.screen
+    for name, value in values.items():
+        form.query_one(f"#field-{name}").value = value
+    await pilot.pause()
+    return form
+
+
 def record_notifications(app) -> list[str]:
     """Keep every notification's title and message (the toasts the user sees) in a list."""
     shown: list[str] = []
@@ -455,11 +469,11 @@ def _many_integration(store: Store, arrays) -> None:
         conflicts=int((np.asarray(margins) < 0.1).sum()),
         routing=RoutingDetails(name="rank", use_mc=True, labeled_texts=0, teachers=teachers),
         teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
-        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.55, chosen=0.75,
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75,
                                          routing="rank"),
         eval=EvalSummary(
             num_texts=len(MANY_TEXTS),
-            routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.5, chosen=0.75,
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5, chosen=0.75,
                                              routing="rank"),
             ensemble_accuracy=0.6,
             teacher_accuracy={name: round(0.1 + 0.02 * index, 2)
@@ -467,7 +481,7 @@ def _many_integration(store: Store, arrays) -> None:
             confidence_histograms={
                 "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
                                "wrong_teacher": [3, 5, 4, 2, 1] + [0] * 15},
-                "plain_entropy": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
+                "plain_confidence": {"right_teacher": [0] * 14 + [1, 2, 3, 4, 4, 2],
                                   "wrong_teacher": [0] * 10 + [2, 3, 4, 3, 2, 1, 0, 0, 0, 0]}}))
     rows = [(row, margins[row], routed[row],
              2 * routed[row] + int(arrays[routed[row]]["det_probs"][row].argmax()),
@@ -496,7 +510,7 @@ def _many_run(root: Path, store: Store) -> None:
         event(TrainStep(step=step, loss=1.0 / step, lr=1e-4, texts_per_s=80.0, total_steps=20))
         event(TrainEval(step=step, accuracy=accuracy, macro_f1=accuracy - 0.08,
                         per_class_accuracy=per_class, confusion=confusion, num_texts=20,
-                        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_entropy=0.5,
+                        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5,
                                                          chosen=0.75, routing="rank"),
                         check=check))
     event(TrainDone(step=20, best=BestCheckpoint(step=20, accuracy=accuracy, check=check)))

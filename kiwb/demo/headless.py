@@ -112,7 +112,7 @@ def results_table(results: dict) -> Table:
         title=f"kiwb demo · accuracy on {results['eval_texts']} labeled eval texts",
         caption="A teacher alone is right only on its own labels. Teacher routing: how "
         "often the teacher a routing picks knows the text's true label (the students "
-        "use the project's routing; MC dropout and plain entropy compare raw "
+        "use the project's routing; MC dropout and plain confidence compare raw "
         "confidences).")
     table.add_column("method", no_wrap=False)  # the names wrap; the figures keep their width
     table.add_column("accuracy", justify="right")
@@ -130,5 +130,5 @@ def results_table(results: dict) -> Table:
         table.add_row(f"teacher routing · {routing['routing']} (the students')",
                       _percent(routing["chosen"]), "")
     table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")
-    table.add_row("teacher routing · plain entropy", _percent(routing["plain_entropy"]), "")
+    table.add_row("teacher routing · plain confidence", _percent(routing["plain_confidence"]), "")
     return table

@@ -24,7 +24,7 @@ def results_table(results: dict) -> Table:
         "per label on these very texts, which flatters it there. A teacher alone says no to "
         "the labels it does not know. Shared labels decided right: how often the owners' "
         "integrated answer on a shared label matches the gold one (MC dropout and plain "
-        "entropy pick the most confident owner).")
+        "confidence pick the most confident owner).")
     table.add_column("method", no_wrap=False)
     table.add_column("micro F1", justify="right")
     table.add_column("macro F1", justify="right")
@@ -46,6 +46,6 @@ def results_table(results: dict) -> Table:
                       _percent(routing["chosen"]), "", "")
     table.add_row("shared labels decided right · MC dropout", _percent(routing.get("mc_dropout")),
                   "", "")
-    table.add_row("shared labels decided right · plain entropy",
-                  _percent(routing.get("plain_entropy")), "", "")
+    table.add_row("shared labels decided right · plain confidence",
+                  _percent(routing.get("plain_confidence")), "", "")
     return table

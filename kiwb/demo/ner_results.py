@@ -21,7 +21,7 @@ def results_table(results: dict) -> Table:
         title=f"kiwb NER demo · entity F1 on {results['eval_texts']} tagged eval sentences",
         caption="A teacher alone finds only its own entity types. Teacher routing: how often "
         "the teacher a routing picks for a gold entity's words knows its type (the students "
-        "use the project's routing; MC dropout and plain entropy compare raw confidences).")
+        "use the project's routing; MC dropout and plain confidence compare raw confidences).")
     table.add_column("method", no_wrap=False)  # the names wrap; the figures keep their width
     table.add_column("entity F1", justify="right")
     table.add_column("macro-F1", justify="right")
@@ -39,5 +39,5 @@ def results_table(results: dict) -> Table:
         table.add_row(f"teacher routing · {routing['routing']} (the students')",
                       _percent(routing["chosen"]), "")
     table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")
-    table.add_row("teacher routing · plain entropy", _percent(routing["plain_entropy"]), "")
+    table.add_row("teacher routing · plain confidence", _percent(routing["plain_confidence"]), "")
     return table

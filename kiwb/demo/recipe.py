@@ -25,7 +25,7 @@ TEACHERS = {
     "lifestyle": ("music", "cooking", "travel", "health"),
 }
 # The students the headless run trains (integration settings each), as the table names them;
-# the last one is the paper's ablation: MUKI-Hard routed by plain entropy.
+# the last one is the paper's ablation: MUKI-Hard routed by plain confidence.
 STUDENTS = {
     "Vanilla KD": {"method": "vanilla-kd"},
     "UHC": {"method": "uhc"},

@@ -74,8 +74,8 @@ class TeacherKind(ABC):
     stored_fields: tuple[str, ...] = ()
     histogram_fields: tuple[str, str] = ("mc_confidence", "det_confidence")
     # What those histograms show, for the Uncertainty pane: its title, and each side's name.
-    histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain entropy"
-    histogram_names: tuple[str, str] = ("MC dropout", "plain entropy")
+    histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain confidence"
+    histogram_names: tuple[str, str] = ("MC dropout", "plain confidence")
     routes: bool = True  # teachers are compared per text (routing): the routing plots apply
     # Scoring keeps each teacher's representation of each text (kiwb.workers.representation),
     # which the representation routings (mahalanobis, knn) read; [[teachers]] seen applies.

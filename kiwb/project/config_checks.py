@@ -25,7 +25,7 @@ from kiwb.project.config_schema import REMOVED_KEYS, ProjectConfig, rules_of
 class _Loc:
     """Where a table sits in kiwb.toml, to name its keys in error messages."""
 
-    file: Path
+    file: Path | str  # or what else holds the keys: a form of the workbench
     section: str = ""
     entry: bool = False  # inside a [[teachers]] entry, whose keys read teachers[1].path
 
@@ -117,6 +117,19 @@ def _convert(value: Any, hint: Any, f: dataclasses.Field, loc: _Loc) -> Any:
             raise loc.error(f.name, f"must be a list of strings, got {_describe(value)}{_fix(f)}")
         return _check_list(tuple(items), f, loc)
     return _check_rules(_check_type(value, hint, f, loc), f, loc)
+
+
+def checked_setting(cls: type, name: str, value: Any, where: str) -> Any:
+    """One key of the kiwb.toml table `cls` given elsewhere (`where`: a workbench form), as
+    text or a flag: typed as the table would type it, against the same rules, and refused in
+    the same words, naming `where` and the key."""
+    setting = next(each for each in dataclasses.fields(cls) if each.name == name)
+    hint = typing.get_type_hints(cls)[name]
+    kind = optional_inner(hint)
+    if isinstance(value, str) and kind is not str:  # a form's text: "0.2" for a number
+        typed = _coerce(value, kind)
+        value = value if typed is None else typed
+    return _convert(value, hint, setting, _Loc(where))
 
 
 def _expect(value: Any, kind: type, words: str, loc: _Loc, name: str, fix: str) -> Any:

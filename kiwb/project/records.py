@@ -20,22 +20,22 @@ from kiwb.core.learning_check import LearningCheck
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import ProjectConfig, check_routing
+from kiwb.project.config_schema import IntegrationConfig as _DECLARED
 from kiwb.project.teacher_kinds import with_kind_defaults
 
 _ABSENT = "absent"      # metadata: the value of a key that records written before it lack
 _OMIT_NONE = "omit"     # metadata: None is written by leaving the key out
-_FORMER = "former"      # metadata: the name the key had in records written before a rename
 _RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
 _EACH = "each"          # metadata: the value maps names to records of this class
 
 
 def since(absent: Any = None, *, record: type | None = None, each: type | None = None,
-          omit_none: bool = True, default: Any = None, former: str | None = None) -> Any:
+          omit_none: bool = True, default: Any = None) -> Any:
     """A key added after the first version: older records read as `absent`; None is left out
-    of the JSON (unless `omit_none` is False). `former`: the key's earlier name, read from
-    records written under it."""
+    of the JSON (unless `omit_none` is False). A renamed key is not read here: the store's
+    migrations rewrite it (kiwb.project.schema)."""
     return field(default=default, metadata={_ABSENT: absent, _OMIT_NONE: omit_none,
-                                            _RECORD: record, _EACH: each, _FORMER: former})
+                                            _RECORD: record, _EACH: each})
 
 
 def nested(record: type | None = None, *, each: type | None = None) -> Any:
@@ -65,11 +65,8 @@ class Record:
             raise KiwbError(f"{cls.what}: expected a JSON object, found {type(data).__name__}")
         values = {}
         for spec in fields(cls):
-            former = spec.metadata.get(_FORMER)
             if spec.name in data:
                 values[spec.name] = _load(spec, data[spec.name])
-            elif former is not None and former in data:
-                values[spec.name] = _load(spec, data[former])
             elif _ABSENT in spec.metadata:
                 values[spec.name] = spec.metadata[_ABSENT]
             else:
@@ -106,18 +103,20 @@ class IntegrationSettings(Record):
 
     what: ClassVar[str] = "integration settings"
 
-    method: str = "muki-hard"
-    tau: float = 0.2
-    reweight: bool = True
-    use_mc: bool = True
-    conflict_threshold: float = 0.1
+    # The fields of kiwb.toml's [integration] table (IntegrationConfig, where each is described
+    # and its default given once), as a job resolved them: routing is never "auto" here.
+    method: str = _DECLARED.method
+    tau: float = _DECLARED.tau
+    reweight: bool = _DECLARED.reweight
+    use_mc: bool = _DECLARED.use_mc
+    conflict_threshold: float = _DECLARED.conflict_threshold
     # Integrations recorded before routing was a choice compared raw confidences (MUKI).
     routing: str = since("confidence", omit_none=False, default=DEFAULT_ROUTING)
     # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
-    labels: bool = since(False, default=False)
+    labels: bool = since(False, default=_DECLARED.labels)
     # Rare classes (kiwb.core.class_priors): off in integrations recorded before them.
-    class_weighting: float = since(0.0, default=0.0)
-    logit_adjustment: float = since(0.0, default=0.0)  # read by training only
+    class_weighting: float = since(0.0, default=_DECLARED.class_weighting)
+    logit_adjustment: float = since(0.0, default=_DECLARED.logit_adjustment)  # read by training
     # Multi-label teachers: revise each teacher's answers through its label dependencies before
     # integrating (kiwb.kinds.multilabel.transfer); None (left out of records and keys) is off.
     transfer: bool | None = since()
@@ -170,7 +169,7 @@ class RoutingAccuracy(Record):
     what: ClassVar[str] = "routing accuracy"
 
     mc_dropout: float
-    plain_entropy: float
+    plain_confidence: float
     chosen: float | None = since()
     routing: str | None = since()
 
@@ -195,7 +194,9 @@ class TeacherRouting(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class RoutingDetails(Record):
-    """The routing an integration used and what it found per teacher."""
+    """The routing an integration used and what it found per teacher. It names the routing it
+    describes, as resolved: not always the settings' (each task of a multi-task integration
+    resolves its own kind's, rank for one task and confidence for another)."""
 
     what: ClassVar[str] = "routing details"
 
@@ -348,7 +349,7 @@ class IntegrationSummary(Record):
     # A token integration's units are conflict clusters (num_texts, wins, margins and
     # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
     # in the accuracy fields, and `token` holds what only it has. Named task_kind before.
-    teachers_kind: str | None = since(former="task_kind")
+    teachers_kind: str | None = since()
     token: dict | None = since()
     # What only its kind has, for kinds after the token kind (whose `token` came first): a
     # multi-label integration's texts, shared labels, labeled pairs and eval figures.

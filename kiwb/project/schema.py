@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kiwb.errors import KiwbError
 from kiwb.project.labels import text_hash
@@ -190,6 +192,39 @@ def _add_text_labels(db: sqlite3.Connection) -> None:
     _run_script(db, _V5_LABELS)
 
 
+# Version 6: keys of stored records renamed to say what they hold, rewritten in place so the
+# records' readers know one spelling. Each rename: (the record's JSON object, old key, new key).
+# - an integration summary's "task_kind" holds the teachers' kind: "teachers_kind";
+# - a routing accuracy's "plain_entropy" holds the accuracy of routing by one plain pass's
+#   confidence (beside "mc_dropout"), in a summary, its eval part and a train.eval event:
+#   "plain_confidence".
+
+
+def renamed_v6(record: Any, *, summary: bool = False) -> Any:
+    """A record's JSON (an integration summary when `summary`, else any) under version 6's
+    key names; what has none of the old keys comes back equal."""
+    if isinstance(record, list):
+        return [renamed_v6(item) for item in record]
+    if not isinstance(record, dict):
+        return record
+    found = {key: renamed_v6(value) for key, value in record.items()}
+    if summary and "task_kind" in found:
+        found["teachers_kind"] = found.pop("task_kind")
+    if "mc_dropout" in found and "plain_entropy" in found:  # a routing accuracy
+        found["plain_confidence"] = found.pop("plain_entropy")
+    return found
+
+
+def _rename_record_keys(db: sqlite3.Connection) -> None:
+    for table, column, key_column, as_summary in (("integrations", "summary_json", "key", True),
+                                                  ("events", "data_json", "id", False)):
+        rows = db.execute(f"SELECT {key_column}, {column} FROM {table} "
+                          f"WHERE {column} LIKE '%plain_entropy%' OR {column} LIKE '%task_kind%'")
+        for key, text in rows.fetchall():
+            db.execute(f"UPDATE {table} SET {column} = ? WHERE {key_column} = ?",
+                       (json.dumps(renamed_v6(json.loads(text), summary=as_summary)), key))
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -198,6 +233,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (3, _add_process_starts),
     (4, _add_instances_and_free_job_kinds),
     (5, _add_text_labels),
+    (6, _rename_record_keys),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

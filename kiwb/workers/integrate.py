@@ -457,11 +457,11 @@ def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[st
 
 def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor,
                        fitted: routes.FittedRouting | None = None) -> dict:
-    """How often the top-scored teacher knows the true label: MC vs plain entropy, and the
+    """How often the top-scored teacher knows the true label: MC vs plain confidence, and the
     chosen routing (`routing` names it)."""
     found = {
         "mc_dropout": integ.routing_accuracy(scores.mc_confidence, true_ids, scores.coverage),
-        "plain_entropy": integ.routing_accuracy(scores.det_confidence, true_ids, scores.coverage),
+        "plain_confidence": integ.routing_accuracy(scores.det_confidence, true_ids, scores.coverage),
     }
     if fitted is not None:
         found["chosen"] = integ.routing_accuracy(scores.routing_scores(fitted), true_ids,
@@ -471,14 +471,14 @@ def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor,
 
 
 def confidence_histograms(scores: TeacherScores) -> dict[str, dict[str, list[int]]]:
-    """The paper's figure 2: confidence of the right vs the wrong teacher, MC vs plain entropy.
+    """The paper's figure 2: confidence of the right vs the wrong teacher, MC vs plain confidence.
 
     A teacher is "right" for a text when its label set holds the text's gold label.
     """
     true_ids = scores.true_label_ids()
     covers = scores.coverage[:, true_ids].T  # (n, N): teacher i knows text x's gold label
     result = {}
-    for name, confidences in (("mc_dropout", scores.mc_confidence), ("plain_entropy", scores.det_confidence)):
+    for name, confidences in (("mc_dropout", scores.mc_confidence), ("plain_confidence", scores.det_confidence)):
         result[name] = {
             side: unit_histogram(confidences[mask])
             for side, mask in (("right_teacher", covers), ("wrong_teacher", ~covers))

@@ -86,7 +86,7 @@ def eval_figures(evaluation: LabelData, settings: IntegrationSettings) -> tuple[
     if scores.shared.any():
         routing = RoutingAccuracy(
             mc_dropout=shared_decisions_right(evaluation, integrated("muki-hard", True)),
-            plain_entropy=shared_decisions_right(evaluation, integrated("muki-hard", False)),
+            plain_confidence=shared_decisions_right(evaluation, integrated("muki-hard", False)),
             chosen=shared_decisions_right(evaluation, chosen), routing=settings.routing)
     summary = EvalSummary(num_texts=len(evaluation.texts), routing_accuracy=routing,
                           ensemble_accuracy=ensemble["micro_f1"], teacher_accuracy=alone)

@@ -83,7 +83,7 @@ def routing_per_entity(evaluation: TokenData, decoded, chosen: torch.Tensor,
 
     mc = torch.stack([f.mc_confidence for f in features], dim=1)
     plain = torch.stack([f.det_confidence for f in features], dim=1)
-    return {"chosen": right(chosen), "mc_dropout": right(mc), "plain_entropy": right(plain),
+    return {"chosen": right(chosen), "mc_dropout": right(mc), "plain_confidence": right(plain),
             "gold_entities": len(gold), "touched": len(reached)}
 
 
@@ -108,7 +108,7 @@ def eval_figures(evaluation: TokenData, pool: TokenPool,
              for number, name in enumerate(evaluation.teachers)}
     routing = routing_per_entity(evaluation, decoded, chosen, features)
     accuracy = RoutingAccuracy(mc_dropout=routing["mc_dropout"] or 0.0,
-                               plain_entropy=routing["plain_entropy"] or 0.0,
+                               plain_confidence=routing["plain_confidence"] or 0.0,
                                chosen=routing["chosen"], routing=pool.fitted.name)
     summary = EvalSummary(num_texts=evaluation.scores.num_texts, routing_accuracy=accuracy,
                           ensemble_accuracy=ensemble["f1"], teacher_accuracy=alone)

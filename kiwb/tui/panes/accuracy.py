@@ -336,12 +336,12 @@ def task_table(tasks: dict) -> RichTable:
 
 def _routing(routing: RoutingAccuracy | None) -> str:
     """The chosen routing's accuracy with MC dropout's beside it (runs recorded by older
-    versions of kiwb have only MC dropout and plain entropy)."""
+    versions of kiwb have only MC dropout and plain confidence)."""
     if routing is None:
         return "–"
     if routing.chosen is not None and routing.routing:
         return f"{routing.routing} {_percent(routing.chosen)} (MC {_percent(routing.mc_dropout)})"
-    return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_entropy)}"
+    return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_confidence)}"
 
 
 def label_figures(evaluation) -> Text:

@@ -13,10 +13,10 @@ from textual.widgets import DataTable, Static
 from kiwb.core.choices import (
     DEFAULT_MERGE_METHOD,
     MERGE_METHODS,
-    ROUTINGS,
 )
 from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, kind_named
+from kiwb.project import integration_form
 from kiwb.project.config import ProjectConfig
 from kiwb.project.job_specs import (
     IntegrateSpec,
@@ -188,15 +188,9 @@ class JobsPane(Pane):
         config = with_kind_defaults(config)  # the routing shown is the one the job would use
         integration, training = config.integration, config.training
         kind = teachers_kind(config)
+        methods = (*kind.methods, *(("supervised",) if kind.supervised else ()))
         fields = [
-            Field("method", "method", integration.method,
-                  choices=(*kind.methods, *(("supervised",) if kind.supervised else ()))),
-            Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
-            Field("tau", "tau", str(integration.tau)),
-            Field("reweight", "re-weighting", integration.reweight, "weight texts by margin", flag=True),
-            Field("use_mc", "MC dropout", integration.use_mc, "route by MC confidence", flag=True),
-            Field("labels", "given labels", integration.labels, "use the labels given in "
-                  "Conflicts (6)", flag=True),
+            *integration_fields(integration_form.TRAIN_FORM, integration, methods),
             Field("epochs", "epochs", str(training.epochs)),
             Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
@@ -211,19 +205,15 @@ class JobsPane(Pane):
         root = self.root
 
         def start(values: dict) -> int:
-            tau, epochs = _number(values["tau"], "tau"), _number(values["epochs"], "epochs")
-            min_steps = _steps(values["min_steps"])
-            method, routing = values["method"], values["routing"]
+            chosen = integration_form.form_overrides(integration, integration_form.TRAIN_FORM,
+                                                     values, "the train form")
+            epochs, min_steps = _number(values["epochs"], "epochs"), _steps(values["min_steps"])
             student = values["student"] and config_edit.typed_path(config, values["student"])
             if not student:
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
                                   "google-bert/bert-base-uncased")
             spec = TrainSpec(
-                run=values["run"] or None, method=method, tau=tau,
-                routing=routing if routing != integration.routing else None,
-                reweight=values["reweight"], use_mc=values["use_mc"],
-                labels=values["labels"] if values["labels"] != integration.labels else None,
-                student=student or None, epochs=epochs,
+                run=values["run"] or None, **chosen, student=student or None, epochs=epochs,
                 min_steps=min_steps if min_steps != training.min_steps else None,
                 device=values["device"] or None, devices=_devices(values["devices"]),
                 init_from_merge=values["init_from_merge"].strip() or None,
@@ -268,18 +258,14 @@ class JobsPane(Pane):
             return
         config = with_kind_defaults(config)
         integration = config.integration
-        fields = [Field("method", "method", integration.method,
-                        choices=teachers_kind(config).methods),
-                  Field("routing", "routing", integration.routing, choices=tuple(ROUTINGS)),
-                  Field("labels", "given labels", integration.labels, "use the labels given "
-                        "in Conflicts (6)", flag=True)]
+        fields = integration_fields(integration_form.INTEGRATE_FORM, integration,
+                                    teachers_kind(config).methods)
 
         root = self.root
 
         def start(values: dict) -> int:
-            spec = IntegrateSpec(
-                method=values["method"], routing=values["routing"],
-                labels=values["labels"] if values["labels"] != integration.labels else None)
+            spec = IntegrateSpec(**integration_form.form_overrides(
+                integration, integration_form.INTEGRATE_FORM, values, "the integrate form"))
             spec.check_routing(config)
             return launcher.launch(root, spec)
 
@@ -300,6 +286,16 @@ class JobsPane(Pane):
             self.notify(f"started job {job_id}; it keeps running if the workbench closes",
                         title="Job started")
             self.request_refresh()
+
+
+def integration_fields(shown: tuple[integration_form.FormSetting, ...], integration,
+                       methods: tuple[str, ...]) -> list[Field]:
+    """A form's fields for [integration] settings, from their declaration: each starts at the
+    project's value; the methods offered are the teachers' kind's."""
+    return [Field(setting.name, setting.label, setting.shown(integration), setting.describe,
+                  choices=methods if setting.name == "method" else setting.choices(),
+                  flag=setting.flag)
+            for setting in shown]
 
 
 def teachers_kind(config: ProjectConfig) -> TeacherKind:

@@ -1,5 +1,5 @@
 """Uncertainty: each teacher's confidence, how the routing split it, MC dropout against plain
-entropy, and the margins."""
+confidence, and the margins."""
 
 from __future__ import annotations
 
@@ -94,7 +94,7 @@ class UncertaintyPane(Pane):
         title, (left, right) = kind.histogram_title, kind.histogram_names
         if self.summary is not None and self.summary.teachers_kind == "token":
             title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
-                     "MC dropout | plain entropy")
+                     "MC dropout | plain confidence")
         if not teachers:
             plot.show(title, lambda width, styles: Text(
                 "No scores yet: in Jobs (3) press s to score; histograms fill in as shards finish.",
@@ -222,12 +222,12 @@ class UncertaintyPane(Pane):
 
     def _draw_routing(self) -> None:
         plot = self.query_one("#routing", Plot)
-        title = "Right vs wrong teacher on the eval set: MC dropout | plain entropy"
+        title = "Right vs wrong teacher on the eval set: MC dropout | plain confidence"
         evaluation = self.summary.eval if self.summary is not None else None
         histograms = evaluation.confidence_histograms if evaluation is not None else None
         if not histograms:
             note = ("No labeled evaluation set: add one in Data (2) to compare MC dropout with plain "
-                    "entropy." if self.summary else "After integrating (Jobs, i): how confident the "
+                    "confidence." if self.summary else "After integrating (Jobs, i): how confident the "
                     "teacher that knows the label is, against the others.")
             plot.show(title, lambda width, styles: Text(note, "dim"), 2)
             return
@@ -238,7 +238,7 @@ class UncertaintyPane(Pane):
             blocks = [plots.mirrored_histogram(
                 histograms[name]["right_teacher"], histograms[name]["wrong_teacher"], half,
                 ROUTING_ROWS, upper_style=styles.right, lower_style=styles.wrong)
-                for name in ("mc_dropout", "plain_entropy")]
+                for name in ("mc_dropout", "plain_confidence")]
             text = plots.side_by_side(blocks, [half, half])
             text.append("\n")
             text.append("▄ right teacher", styles.right)
@@ -352,7 +352,7 @@ def accuracy_line(routing: RoutingAccuracy) -> str:
     chosen = (f"{routing.routing} {_percent(routing.chosen)} · "
               if routing.chosen is not None and routing.routing else "")
     return (f"routing accuracy: {chosen}MC dropout {_percent(routing.mc_dropout)} · "
-            f"plain entropy {_percent(routing.plain_entropy)}")
+            f"plain confidence {_percent(routing.plain_confidence)}")
 
 
 def _percent(value: float | None) -> str:
