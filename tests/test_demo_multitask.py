@@ -65,13 +65,14 @@ FULL_RESULTS = os.environ.get("KIWB_MULTITASK_DEMO_RESULTS")
 @pytest.mark.skipif(not FULL_RESULTS,
                     reason="set KIWB_MULTITASK_DEMO_RESULTS to a full multi-task demo's results")
 def test_the_full_multitask_demo_is_honest():
-    """What the README says of the full multi-task demo: with kiwb's defaults the exported
-    student (MUKI + feature loss) passes the learning check, and every student's topic head
-    beats the topic Ensemble; the tags task is reported at 0.5, its Ensemble's terms."""
+    """What the README says of the full multi-task demo: with kiwb's defaults every student
+    passes the learning check, with the feature loss and without it (heads only), and every
+    student's topic head beats the topic Ensemble; the tags task is reported at 0.5, its
+    Ensemble's terms."""
     results = json.loads(Path(FULL_RESULTS).read_text(encoding="utf-8"))
     assert results["recipe"] == FULL.key()
-    assert results["students"][EXPORTED]["check"]["status"] == "ok"
     for name, report in results["students"].items():
+        assert report["check"]["status"] == "ok", (name, report["check"])
         tasks = report["tasks"]
         assert tasks["topic"]["headline"] > results["tasks"]["topic"]["ensemble"], name
         assert 0 < tasks["tags"]["at_half"]["micro_f1"] <= 1

@@ -207,3 +207,18 @@ def test_a_training_step_lowers_the_task_and_the_feature_losses_on_a_tiny_real_m
     after = {name: value.item() for name, value in parts().items()}
     for name in ("topic", "tags", "features"):
         assert after[name] < before[name], (name, before, after)
+
+
+def test_a_multi_task_student_takes_min_steps_for_each_task():
+    """Its heads learn from the same steps, each from its own slice of the loss: [training]
+    min_steps for each task; one task is a plain student's minimum, and 0 still means exactly
+    the epochs."""
+    from kiwb.kinds.multitask.student import MultiTaskStudent
+
+    two = MultiTaskStudent(laid_out([("topic", "single-label", ["a", "b"]),
+                                     ("tags", "multi-label", ["x", "y", "z"])]))
+    steps, why = two.min_steps(None, 32, 300)
+    assert steps == 600 and why == "2 task heads learn from the same steps: min_steps for each"
+    assert two.min_steps(None, 32, 0) == (0, "")
+    one = MultiTaskStudent(laid_out([("topic", "single-label", ["a", "b"])]))
+    assert one.min_steps(None, 32, 300) == (300, "")
