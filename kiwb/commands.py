@@ -435,7 +435,6 @@ def _check_teacher_destination(out, force: bool) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     quiet_libraries()
     from kiwb.console import stdout
-    from kiwb.kinds import TOKEN
     from kiwb.project.config import load_config
     from kiwb.report import evaluation_table
     from kiwb.workers.evaluate import evaluate_checkpoint
@@ -444,16 +443,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from kiwb.workers.runtime import prepare_device, resolve_device
 
     config = load_config(args.project)
-    if args.data is not None and project_kind(config) == TOKEN.name:
-        from kiwb.kinds.token.data import load_word_table
-
-        spec = config.data.eval
-        table = load_word_table(
-            str(args.data), text_column=args.text_column,
-            tokens_column=args.tokens_column or (spec and spec.tokens_column) or "tokens",
-            tags_column=args.tags_column or (spec and spec.tags_column) or "tags",
-            role="evaluate")
-    elif args.data is not None:  # read as the kind reads its eval set, with --data's columns
+    if args.data is not None:  # read as the kind reads its eval set, with --data's columns
         from kiwb.kinds import run_seam
         from kiwb.project.config import DatasetConfig
 
@@ -464,6 +454,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             label_column=args.label_column or (spec and spec.label_column) or (
                 None if pairs else "label"),
             label_separator=spec.label_separator if spec else None,
+            tokens_column=args.tokens_column or (spec and spec.tokens_column) or None,
+            tags_column=args.tags_column or (spec and spec.tags_column) or None,
             tasks=spec.tasks if spec else None, pair_column=pairs), "evaluate", config)
     else:
         table = load_dataset_role(config, "eval")

@@ -106,7 +106,7 @@ def export_labels(args: argparse.Namespace) -> int:
 
 def import_labels(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
-    from kiwb.kinds import TOKEN
+    from kiwb.kinds import kind_named, run_seam
     from kiwb.project.label_files import file_format, read_label_file
     from kiwb.project.labels import give_labels, replace_all
     from kiwb.workers.project_inputs import project_kind
@@ -116,8 +116,9 @@ def import_labels(args: argparse.Namespace) -> int:
     with store:
         decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
                                     label_column=args.label_column)
-        if project_kind(config) == TOKEN.name:  # refused before anything is written
-            check_spans(args.file, decisions, config)
+        kind = project_kind(config)
+        if "check_labels" in kind_named(kind).seams:  # refused before anything is written
+            run_seam(kind, "check_labels", args.file, decisions, config)
         if args.replace:
             replace_all(store.connection, decisions)
         else:
@@ -139,29 +140,6 @@ def import_labels(args: argparse.Namespace) -> int:
     return 0
 
 
-def check_spans(file, decisions, config) -> None:
-    """A token project's labels name a span of a sentence (⟦ ⟧ marks it, as the conflicts
-    list writes it): refuse one whose marks are broken or whose span is not a span of any
-    text of the project's data, naming it."""
-    from kiwb.kinds.token.units import read_marked
-    from kiwb.workers.project_inputs import load_datasets
-
-    sentences = {" ".join(words): len(words) for table in load_datasets(config).values()
-                 for words in table.words}
-    for decision in decisions:
-        marked = read_marked(decision.text)
-        shown = decision.text if len(decision.text) <= 60 else decision.text[:57] + "..."
-        if marked is None:
-            raise KiwbError(f"{file}: {shown!r} marks no span: a label of an NER project names "
-                            "one span of a sentence between ⟦ and ⟧, as kiwb labels export "
-                            "writes it")
-        sentence, start, end = marked
-        if sentence not in sentences or end > sentences[sentence]:
-            raise KiwbError(f"{file}: the span of {shown!r} no longer matches a text of the "
-                            "project's data (the sentence changed, or its words are split "
-                            "otherwise); label it again in the Conflicts pane or fix the text")
-
-
 def project_text_hashes(config) -> set[str] | None:
     """Hashes of every text of the project's data sets (None: a data file cannot be read now,
     which kiwb score says in full; the labels are stored either way)."""
@@ -175,21 +153,16 @@ def project_text_hashes(config) -> set[str] | None:
 
 
 def matched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
-    """How many labeled texts match no text of the project (None: unknown now); a token
-    project's labels name spans of sentences, matched by their sentence."""
-    from kiwb.kinds import TOKEN
-    from kiwb.kinds.token.units import read_marked
-    from kiwb.workers.project_inputs import load_datasets, project_kind
+    """How many labeled texts match no text of the project (None: unknown now); a kind whose
+    labels name parts of texts matches them itself (token: spans, by their sentence)."""
+    from kiwb.kinds import kind_named, run_seam
+    from kiwb.workers.project_inputs import project_kind
 
-    if project_kind(config) != TOKEN.name:
-        known = project_text_hashes(config)
-        return len(hashes - known) if known is not None else None
-    try:
-        sentences = {" ".join(words) for table in load_datasets(config).values()
-                     for words in table.words}
-    except KiwbError:
-        return None
-    return sum(1 for key in hashes if (read_marked(texts[key]) or ("",))[0] not in sentences)
+    kind = project_kind(config)
+    if "unmatched_labels" in kind_named(kind).seams:
+        return run_seam(kind, "unmatched_labels", config, hashes, texts)
+    known = project_text_hashes(config)
+    return len(hashes - known) if known is not None else None
 
 
 def known_labels(config) -> list[str]:

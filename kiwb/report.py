@@ -9,6 +9,7 @@ from rich.table import Table
 
 from kiwb.console import FittedTable
 from kiwb.kinds import kind_named, run_seam
+from kiwb.project.config_schema import SINGLE_LABEL_TASK
 from kiwb.project.records import (
     POOL_COLUMNS,
     RECALL_COLUMNS,
@@ -31,8 +32,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     if "report_tables" in kind_named(summary.teachers_kind).seams:  # a kind with tables of its own
         return run_seam(summary.teachers_kind, "report_tables", integration)
     routing = summary.routing
-    routing_name = routing.name if routing is not None else (
-        "per task" if summary.teachers_kind == "multi-task" else "?")
+    routing_name = (routing.name if routing is not None
+                    else kind_named(summary.teachers_kind).routing_unrecorded)
     probabilistic = routing is not None and routing.name != "confidence"
     head = FittedTable(title=f"Integration · {settings.method} · routing {routing_name}"
                        + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
@@ -170,24 +171,23 @@ def _quantile_name(quantile: str) -> str:
 def evaluation_table(report: dict) -> Table:
     """Overall and per-class accuracy of one evaluation."""
     table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
-    token = report.get("kind") == "token"
-    table.add_column("type" if token else "label")
-    table.add_column("F1" if token else "accuracy", justify="right")
+    kind = kind_named(report.get("kind"))
+    name, figure = kind.per_class_columns
+    table.add_column(name)
+    table.add_column(figure, justify="right")
     for label, value in report["per_class_accuracy"].items():
         table.add_row(label, _percent(value))
     table.add_section()
     for task, figures in (report.get("tasks") or {}).items():  # a multi-task student's
-        headline = "accuracy" if figures["kind"] == "single-label" else "micro F1"
+        headline = "accuracy" if figures["kind"] == SINGLE_LABEL_TASK else "micro F1"
         table.add_row(f"[bold]{task}[/bold] {headline}", f"[bold]{_percent(figures['headline'])}[/bold]")
         if figures.get("at_half"):
             table.add_row(f"{task} micro F1 at 0.5", _percent(figures["at_half"]["micro_f1"]))
-    overall = "entity F1" if token else ("mean task score" if report.get("tasks") else "overall")
-    table.add_row(f"[bold]{overall}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
+    table.add_row(f"[bold]{kind.overall_row}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
     if report.get("at_half"):  # a multi-label student's figures without its tuned thresholds
         table.add_row("micro F1 at 0.5", _percent(report["at_half"]["micro_f1"]))
-    if token:
-        entity = report["entity"]
+    if entity := report.get("entity"):  # a tagger's span figures
         table.add_row("strict IOB2 F1", _percent(entity["strict"]["f1"]))
         table.add_row("precision · recall", f"{_percent(entity['precision'])} · "
                                             f"{_percent(entity['recall'])}")

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import re
+from pathlib import Path
 
 import pytest
 
@@ -43,3 +45,44 @@ def test_an_unknown_seam_is_a_callers_error_named_with_the_known_ones():
         run_seam("sequence", "evaluat")
     with pytest.raises(ValueError, match="the sequence kind provides no 'export'"):
         run_seam("sequence", "export")
+
+
+# The modules every kind shares: the CLI, the core math, the project, the workers, the
+# workbench. A kind's own code lives in kiwb/kinds/<name>/; the demos build one kind each.
+SHARED = [path for path in sorted((Path(__file__).parent.parent / "kiwb").rglob("*.py"))
+          if path.parent.name != "demo" and "kinds" not in path.parts]
+
+
+def kind_name_branches(source: str) -> list[str]:
+    """Lines of `source` that branch on a teacher kind by its name (a comparison with it, a
+    test of membership in a literal naming it) or import one kind's code."""
+    names = "|".join(re.escape(kind) for kind in KINDS)
+    quoted = rf"""["']({names})["']"""
+    branch = re.compile(rf"(==|!=)\s*{quoted}|{quoted}\s*(==|!=)|\bin\s*[(\[{{][^)\]}}]*{quoted}"
+                        r"|from kiwb\.kinds\.(?!base\b|seams\b)[\w.]+ import"
+                        r"|from kiwb\.kinds import [^\n]*\b(SEQUENCE|TOKEN|MULTI_LABEL|MULTI_TASK"
+                        r"|EMBEDDING)\b")
+    found = [line.strip() for line in source.splitlines() if branch.search(line)]
+    # an import in parentheses, over several lines
+    found += [match.group(0) for match in re.finditer(
+        r"from kiwb\.kinds import \([^)]*\b(SEQUENCE|TOKEN|MULTI_LABEL|MULTI_TASK|EMBEDDING)\b"
+        r"[^)]*\)", source)]
+    return found
+
+
+def test_the_grep_finds_a_branch_on_a_kind():
+    assert kind_name_branches('    if kind == "token":\n    x = 1\n') == ['if kind == "token":']
+    assert kind_name_branches("if 'embedding' != summary.kind:") != []
+    assert kind_name_branches('if kind in ("multi-task", "x"):') != []
+    assert kind_name_branches("    from kiwb.kinds.token.tags import read_tag_set") != []
+    assert kind_name_branches("from kiwb.kinds import TOKEN, kind_named") != []
+    assert kind_name_branches("from kiwb.kinds import (\n    EMBEDDING,\n    KINDS,\n)") != []
+    assert kind_name_branches('if figures["kind"] == SINGLE_LABEL_TASK:') == []
+    assert kind_name_branches("from kiwb.kinds import kind_named, run_seam") == []
+
+
+@pytest.mark.parametrize("path", SHARED, ids=lambda path: str(path.relative_to(path.parents[1])))
+def test_a_shared_module_branches_on_no_kind_by_name(path):
+    """What differs per kind is a kind attribute or seam (kiwb/kinds/base.py), so that a new
+    kind is a package beside the others, not branches through the shared code."""
+    assert kind_name_branches(path.read_text(encoding="utf-8")) == []

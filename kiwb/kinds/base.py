@@ -14,7 +14,10 @@ lives in the kind's own package, `kiwb/kinds/<name>/`:
                has words.py, tags.py, scoring.py, clusters.py, integration.py, targets.py,
                student.py, metrics.py and the seams in data.py, integrate_job.py, training.py.
 
-The sequence kind's seams are kiwb's original code paths (kiwb/workers, kiwb/core). A kind is
+The shared modules (kiwb/*.py, core, project, workers, tui) never branch on a kind's name or
+import one kind's code: what differs is an attribute or a method of TeacherKind, or a seam
+(tests/test_kind_seams.py greps them). The sequence kind's seams are kiwb's original code paths
+(kiwb/workers, kiwb/core). A kind is
 read from the teachers (`architectures` in config.json: the model class names the head; a
 sequence classifier's `problem_type` says single-label or multi-label) and must be the same for
 every teacher of a project. To add one: write its package, with `seams`
@@ -77,6 +80,19 @@ class TeacherKind(ABC):
     histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain confidence"
     histogram_names: tuple[str, str] = ("MC dropout", "plain confidence")
     routes: bool = True  # teachers are compared per text (routing): the routing plots apply
+    # The routing named in an integration's report where its summary records none (a kind
+    # that routes per part, as multi-task per task)
+    routing_unrecorded: str = "?"
+    # An evaluation table's per-class columns: what a class is, and its figure
+    per_class_columns: tuple[str, str] = ("label", "accuracy")
+    # An evaluation table's bold overall row (the run's "accuracy")
+    overall_row: str = "overall"
+    # How a table names the figures an evaluation of this kind adds (its "details"): key ->
+    # words (an embedding student's probes: "knn_accuracy" -> "kNN accuracy")
+    figure_names: Mapping[str, str] = {}
+    # Why a teacher of this kind cannot join a project that does not declare the kind (None:
+    # it can, or the kind is never read from a checkpoint alone)
+    undeclared_refusal: str | None = None
     # Scoring keeps each teacher's representation of each text (kiwb.workers.representation),
     # which the representation routings (mahalanobis, knn) read; [[teachers]] seen applies.
     keeps_representation: bool = False
@@ -128,6 +144,17 @@ class TeacherKind(ABC):
         """The labels a conflict may be given (the number keys, the picker): all of them, or
         (multi-task) those of the conflict's task."""
         return list(labels)
+
+    def knowledge_line(self, classes: Sequence[str], scheme: str | None) -> str:
+        """What a teacher knows, in the Teachers pane's detail: its labels."""
+        return f"labels: {', '.join(classes)}"
+
+    def checkpoint_facts(self, model_config: Mapping, folder, teacher
+                         ) -> tuple[tuple[str, ...], str | None] | None:
+        """For a kind that reads its teachers' checkpoints its own way (embedding: bare
+        encoders), what the Teachers pane shows in place of labels, and what stops the teacher
+        (None: nothing); None: read as its head says. Torch-free."""
+        return None
 
     def best_text(self, best: Mapping) -> str:
         """A run's best evaluation (its "accuracy" and "macro_f1") in its closing log line."""

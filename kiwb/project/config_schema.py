@@ -398,7 +398,9 @@ class TrainingConfig:
         return values
 
 
-TASK_KINDS = ("single-label", "multi-label")
+# A task's kind (a multi-task project's [[tasks]] kind): how its slice of a head answers.
+SINGLE_LABEL_TASK, MULTI_LABEL_TASK = "single-label", "multi-label"
+TASK_KINDS = (SINGLE_LABEL_TASK, MULTI_LABEL_TASK)
 
 
 @dataclass(frozen=True)

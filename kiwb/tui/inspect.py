@@ -17,7 +17,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from kiwb.kinds import DEFAULT_KIND, KINDS, kind_of_checkpoint, unmatched_checkpoint
+from kiwb.kinds import (
+    DEFAULT_KIND,
+    KINDS,
+    declared_kind,
+    kind_of_checkpoint,
+    unmatched_checkpoint,
+)
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
 from kiwb.project.head_clash import HeadShape, head_shape
 from kiwb.project.teach_report import untrained_teacher_problem
@@ -78,8 +84,13 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       model_type=str(model_config.get("model_type", "")),
                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
                       kind=kind.name)
-    if config.embedding is not None:  # a sentence encoder: its width and pooling, not labels
-        return encoder_summary(summary, model_config, folder, teacher)
+    declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
+    facts = declared.checkpoint_facts(model_config, folder, teacher) if declared else None
+    if facts is not None:
+        labels, problem = facts
+        return replace(summary, kind=declared.name, labels=labels,
+                       architecture=architectures[0] if architectures else summary.architecture,
+                       problem=f"{folder} {problem}" if problem else None)
     if kind.override_key == "labels":
         labels, problem, scheme = *_labels(model_config, teacher), None
     else:
@@ -90,30 +101,6 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     head = head_shape(teacher.name, model_config,
                       list(teacher.labels) if teacher.labels is not None else None)
     return replace(summary, labels=labels, problem=problem, scheme=scheme, head=head)
-
-
-def encoder_summary(summary: TeacherSummary, model_config: dict, folder: Path,
-                    teacher: TeacherConfig) -> TeacherSummary:
-    """An embedding project's teacher: its width and pooling in place of labels, and what
-    stops it (a classifier's head or keys, no pooling rule), as kiwb score would say it."""
-    from kiwb.kinds.embedding import EMBEDDING
-    from kiwb.kinds.embedding.encoders import classifier_keys, encoder_refusal, read_pooling_rule
-
-    architectures = list(model_config.get("architectures") or [])
-    problem = encoder_refusal(architectures, model_config.get("problem_type"),
-                              classifier_keys(teacher))
-    pooling = None
-    if problem is None:
-        try:
-            pooling = read_pooling_rule(folder, teacher.pooling).pooling
-        except ValueError as error:
-            problem = str(error)
-    width = model_config.get("hidden_size")
-    facts = tuple(fact for fact in (f"{width} wide" if width else None,
-                                    f"{pooling} pooling" if pooling else None) if fact)
-    return replace(summary, kind=EMBEDDING.name, labels=facts,
-                   architecture=architectures[0] if architectures else summary.architecture,
-                   problem=f"{folder} {problem}" if problem else None)
 
 
 def _knowledge(kind, model_config: dict, teacher: TeacherConfig):

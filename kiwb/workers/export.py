@@ -276,7 +276,7 @@ def _evaluation_lines(manifest: dict) -> list[str]:
     if check is not None:  # a user about to ship this model should see a collapse here too
         lines.append(f"- kiwb's learning check: {check.status}"
                      + (f" ({check.problem}{check.cause_text()})" if check.flagged else ""))
-    name, figure = (("type", "F1") if manifest.get("kind") == "token" else ("label", "accuracy"))
+    name, figure = kind_named(manifest.get("kind")).per_class_columns
     lines += ["", f"| {name} | {figure} |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():
         lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")

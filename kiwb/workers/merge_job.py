@@ -202,22 +202,23 @@ def _record_events(session: JobSession, run: str, method: str, metrics: dict | N
     its end; a run replaced with --force starts over from the start event."""
     events = [TrainStart(step=0, total_steps=0, method=f"merge-{method}")]
     if metrics is not None:
-        events.append(TrainEval.from_dict(eval_event_data(metrics, kind)))
+        events.append(TrainEval.from_dict(eval_event_data(metrics)))
     events.append(TrainDone(step=0, best=BestCheckpoint(
         step=0, accuracy=metrics["accuracy"] if metrics else None)))
     for event in events:
         session.store.append_event(event.kind, event.to_dict(), job_id=session.job.id, run=run)
 
 
-def eval_event_data(metrics: dict, kind: str) -> dict:
-    """A train.eval event's fields from an evaluation seam's figures; a multi-label model's
-    other figures go into details, as its training run's do."""
+def eval_event_data(metrics: dict) -> dict:
+    """A train.eval event's fields from an evaluation seam's figures; a kind's other figures
+    (a multi-label model's Hamming loss, thresholds...) go into details, as its training
+    run's do."""
     fields = {field.name for field in dataclasses.fields(TrainEval)}
     data = {"step": 0, "confusion": [], "routing_accuracy": None,
             **{key: value for key, value in metrics.items() if key in fields}}
-    if kind == "multi-label":
-        data["details"] = {key: value for key, value in metrics.items()
-                           if key not in fields and key != "kind"}
+    if others := {key: value for key, value in metrics.items()
+                  if key not in fields and key != "kind"}:
+        data["details"] = others
     return data
 
 

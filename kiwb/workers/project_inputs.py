@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kiwb.errors import DataError, TeacherError
-from kiwb.kinds import MULTI_TASK, declared_kind, run_seam
+from kiwb.kinds import declared_kind, kind_named, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable
@@ -66,10 +66,8 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         )
         for teacher in config.teachers
     ]
-    for info in found:
-        if info.kind == MULTI_TASK.name:  # its heads answer tasks: the project must name them
-            raise TeacherError(f"teacher {info.name!r} is a kiwb multi-task model (task_heads in "
-                               "its config.json); add the [[tasks]] it answers to kiwb.toml and "
-                               "name them in its entry with tasks = [...]")
+    for info in found:  # a kind read from its table (multi-task's [[tasks]]) that is missing
+        if (refusal := kind_named(info.kind).undeclared_refusal) is not None:
+            raise TeacherError(f"teacher {info.name!r} {refusal}")
     return found
 

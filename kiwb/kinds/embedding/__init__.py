@@ -94,6 +94,33 @@ class EmbeddingKind(TeacherKind):
         "report_tables": "kiwb.kinds.embedding.report:integration_tables",
     }
 
+    def checkpoint_facts(self, model_config, folder, teacher):
+        """A sentence encoder's width and pooling, and what stops it (a classifier's head or
+        keys, no pooling rule), as kiwb score would say it."""
+        from kiwb.kinds.embedding.encoders import (
+            classifier_keys,
+            encoder_refusal,
+            read_pooling_rule,
+        )
+
+        problem = encoder_refusal(list(model_config.get("architectures") or []),
+                                  model_config.get("problem_type"), classifier_keys(teacher))
+        pooling = None
+        if problem is None:
+            try:
+                pooling = read_pooling_rule(folder, teacher.pooling).pooling
+            except ValueError as error:
+                problem = str(error)
+        width = model_config.get("hidden_size")
+        facts = tuple(fact for fact in (f"{width} wide" if width else None,
+                                        f"{pooling} pooling" if pooling else None) if fact)
+        return facts, problem
+
+    figure_names = PROBE_NAMES
+
+    def knowledge_line(self, classes, scheme) -> str:
+        return f"sentence encoder · {', '.join(classes)}"
+
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:
         """An encoder has no outputs to name: what it knows is its embedding space."""

@@ -38,6 +38,11 @@ class MultiTaskKind(TeacherKind):
     config_key = CONFIG_KEY
     declared_by = "tasks"
     adaptive_passes = False  # each task settles on its own
+    routing_unrecorded = "per task"  # each task's part records its own routing
+    overall_row = "mean task score"
+    undeclared_refusal = ("is a kiwb multi-task model (task_heads in its config.json); add the "
+                          "[[tasks]] it answers to kiwb.toml and name them in its entry with "
+                          "tasks = [...]")
     # "mean" is VENUS' consensus: the teachers' logits (multi-label: probabilities) averaged.
     methods = ("muki-hard", "muki-soft", "mean")
     default_routing = "rank"  # a single-label task's; multi-label tasks compare per label

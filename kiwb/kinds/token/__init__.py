@@ -36,6 +36,10 @@ class TokenKind(TeacherKind):
     classes_title = "entity types"
     override_key = "types"
     reads_words = True
+    per_class_columns = ("type", "F1")
+    overall_row = "entity F1"
+    histogram_title = ("Teacher confidence over its entity tags, on the words it tags as an "
+                       "entity: MC dropout | plain confidence")
     adaptive_passes = False  # its routing settles per span, not per text
     seams = {
         "score_shard": "kiwb.kinds.token.scoring:score_task_rows",
@@ -44,6 +48,8 @@ class TokenKind(TeacherKind):
         "prepare_training": "kiwb.kinds.token.training:prepare_token",
         "evaluate": "kiwb.kinds.token.student:evaluate_tagger",
         "predict": "kiwb.kinds.token.student:predicted_entities",
+        "check_labels": "kiwb.kinds.token.labels:check_labels",
+        "unmatched_labels": "kiwb.kinds.token.labels:unmatched_labels",
     }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -55,6 +61,9 @@ class TokenKind(TeacherKind):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """BIO2 tags: O, then B- and I- of every entity type, in teacher then type order."""
         return union_tags([entity_type for types in classes for entity_type in types])
+
+    def knowledge_line(self, classes, scheme) -> str:
+        return f"{self.title} · entity types: {', '.join(classes)} · tags read as {scheme}"
 
     def conflict_row(self, text, details, teachers) -> str:
         """A cluster: its kind, the marked sentence, each teacher's tags and confidence."""

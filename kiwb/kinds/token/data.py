@@ -91,11 +91,15 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
 
 
 def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
+    """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`; a
+    file given to `kiwb evaluate --data` (role "evaluate") reads the words and gold tags from
+    columns "tokens" and "tags" unless named."""
     if role in ("eval", "labeled") and spec.tags_column is None:
         raise DataError(f"{path}: [data.{role}] of a project of NER teachers needs each word's "
                         'gold tag: set tags_column = "tags" (and tokens_column = "tokens" for '
                         "the words they belong to); label_column is for text classifiers")
-    return load_word_table(path, text_column=spec.text_column, tokens_column=spec.tokens_column,
-                           tags_column=spec.tags_column, split=spec.split, limit=spec.limit,
-                           role=role)
+    tokens, tags = spec.tokens_column, spec.tags_column
+    if role == "evaluate":
+        tokens, tags = tokens or "tokens", tags or "tags"
+    return load_word_table(path, text_column=spec.text_column, tokens_column=tokens,
+                           tags_column=tags, split=spec.split, limit=spec.limit, role=role)

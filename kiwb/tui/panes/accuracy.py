@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from rich.console import Group
@@ -14,7 +15,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import DataTable, Static
 
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
-from kiwb.kinds.embedding import PROBE_NAMES
+from kiwb.project.config_schema import SINGLE_LABEL_TASK
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
 from kiwb.tui import plots
@@ -130,11 +131,12 @@ class AccuracyPane(Pane):
             return
         probes = probes_of(latest)  # an embedding student's: the probes, no classes
         if probes is not None:
-            shown = [(PROBE_NAMES.get(name, name), value) for name, value in probes.items()]
+            names = self.teachers_kind(self.summary).figure_names
+            shown = [(names.get(name, name), value) for name, value in probes.items()]
             per_class.show(f"Probes at step {latest.step}",
                            lambda width, styles: plots.labelled_bars(shown, width,
                                                                      style=styles.bar), len(shown))
-            confusion.update(probe_table(run.run, probes, self.summary))
+            confusion.update(probe_table(run.run, probes, self.summary, names))
             return
         classes = list(latest.per_class_accuracy.items())
         token = latest.entity is not None  # a tagger's: F1 per type, the entity confusion
@@ -274,10 +276,11 @@ def task_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
 
 
 def probe_rows_of(summary: IntegrationSummary | None) -> dict[str, dict]:
-    """An embedding integration's untrained references on the eval set: each teacher alone,
-    their concatenation and their average, {row: {probe: value}}."""
+    """An integration's untrained references on the eval set as probes read them (an
+    embedding integration's: each teacher alone, their concatenation and their average),
+    {row: {probe: value}}; none where its eval details hold no probe rows."""
     evaluation = ((summary.details or {}).get("eval") or {}) if summary is not None else {}
-    return evaluation.get("rows") or {} if summary and summary.teachers_kind == "embedding" else {}
+    return evaluation.get("rows") or {}
 
 
 def probe_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
@@ -299,14 +302,15 @@ def probes_of(evaluation) -> dict | None:
     return (evaluation.details or {}).get("probes") if evaluation.details else None
 
 
-def probe_table(run: str, probes: dict, summary: IntegrationSummary | None) -> RichTable:
-    """The run's probes beside the untrained references'."""
+def probe_table(run: str, probes: dict, summary: IntegrationSummary | None,
+                words: Mapping[str, str]) -> RichTable:
+    """The run's probes beside the untrained references' (`words`: the kind's names of them)."""
     table = RichTable(title="Probes on the eval set: the student against the teachers",
                       title_justify="left")
     names = list(probes)
     table.add_column("")
     for name in names:
-        table.add_column(PROBE_NAMES.get(name, name), justify="right")
+        table.add_column(words.get(name, name), justify="right")
     table.add_row(run, *(_percent(probes[name]) for name in names), style="bold")
     for row, figures in probe_rows_of(summary).items():
         table.add_row(row, *(_percent(figures.get(name)) for name in names))
@@ -325,7 +329,7 @@ def task_table(tasks: dict) -> RichTable:
     for column in ("task", "kind", "headline", "macro F1", "tuned micro F1", "texts"):
         table.add_column(column, justify="left" if column in ("task", "kind") else "right")
     for task, figures in tasks.items():
-        single = figures["kind"] == "single-label"
+        single = figures["kind"] == SINGLE_LABEL_TASK
         table.add_row(task, figures["kind"],
                       f"{'accuracy' if single else 'micro F1'} {_percent(figures['headline'])}",
                       _percent(figures["macro_f1"]),

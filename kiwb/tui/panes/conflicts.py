@@ -19,7 +19,7 @@ from textual.containers import Horizontal
 from textual.timer import Timer
 from textual.widgets import DataTable, Input, Select, Static
 
-from kiwb.kinds import SEQUENCE, TeacherKind, kind_named
+from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project.instances import Instance, InstanceFilter, key_of
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import (
@@ -521,9 +521,10 @@ class ConflictsPane(Pane):
 
 
 def row_cells(item: Instance, teachers: list[str], labels: list[str],
-              kind: TeacherKind = SEQUENCE) -> tuple:
+              kind: TeacherKind | None = None) -> tuple:
+    """A conflicts list row (`kind`: the teachers', None: the default kind's)."""
     text = item.text.replace("\n", " ")
-    if item.details is not None:  # what the kind adds: a cluster's tags, a label's owners
+    if item.details is not None and kind is not None:  # what the kind adds: a cluster's tags, a label's owners
         text = kind.conflict_row(text, item.details, teachers)
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", won_by(item, teachers), _name(labels, item.target), gold,

@@ -212,13 +212,9 @@ def detail(summary: TeacherSummary) -> Text:
     if summary.architecture:
         text.append(f"\n{summary.architecture} ({summary.model_type}) · tokenizer {summary.tokenizer}"
                     f" · weights {human_size(summary.size_bytes)}", "dim")
-    if summary.labels and KINDS[summary.kind].reads_words:
-        text.append(f"\n{KINDS[summary.kind].title} · entity types: {', '.join(summary.labels)}"
-                    f" · tags read as {summary.scheme}", "dim")
-    elif summary.labels and summary.kind == "embedding":
-        text.append(f"\nsentence encoder · {', '.join(summary.labels)}", "dim")
-    elif summary.labels:
-        text.append(f"\nlabels: {', '.join(summary.labels)}", "dim")
+    if summary.labels:
+        text.append(f"\n{KINDS[summary.kind].knowledge_line(summary.labels, summary.scheme)}",
+                    "dim")
     if summary.tasks:
         text.append(f"\nanswers tasks: {', '.join(summary.tasks)}", "dim")
     if summary.seen:

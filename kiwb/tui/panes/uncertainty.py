@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.containers import VerticalScroll
 from textual.widgets import Static
 
+from kiwb.project.config_schema import MULTI_LABEL_TASK, SINGLE_LABEL_TASK
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
 from kiwb.tui import plots
@@ -92,9 +93,6 @@ class UncertaintyPane(Pane):
         teachers = self.histograms.teachers(order)
         kind = self.teachers_kind(self.summary)
         title, (left, right) = kind.histogram_title, kind.histogram_names
-        if self.summary is not None and self.summary.teachers_kind == "token":
-            title = ("Teacher confidence over its entity tags, on the words it tags as an entity: "
-                     "MC dropout | plain confidence")
         if not teachers:
             plot.show(title, lambda width, styles: Text(
                 "No scores yet: in Jobs (3) press s to score; histograms fill in as shards finish.",
@@ -296,7 +294,7 @@ def task_rows(task: dict) -> int:
     summary = task.get("summary")
     if summary is None:
         return 2
-    if task["kind"] == "multi-label":
+    if task["kind"] == MULTI_LABEL_TASK:
         histograms = (summary.get("details") or {}).get("label_histograms") or {}
         return 1 + sum(len(labels) + 1 for labels in histograms.values())
     return 1 + 2 * len((summary.get("routing") or {}).get("teachers") or {})
@@ -312,9 +310,9 @@ def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
         text.append("\n")
         return text
     text.append(f"{summary['conflicts']:,} conflicts of {summary['num_texts']:,} "
-                f"{'texts' if task['kind'] == 'single-label' else 'pairs'}")
+                f"{'texts' if task['kind'] == SINGLE_LABEL_TASK else 'pairs'}")
     column = max(width - 28, 8)
-    if task["kind"] == "multi-label":
+    if task["kind"] == MULTI_LABEL_TASK:
         histograms = (summary.get("details") or {}).get("label_histograms") or {}
         for teacher, labels in histograms.items():
             text.append(f"\n  {teacher}", "bold")

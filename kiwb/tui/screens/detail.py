@@ -12,7 +12,7 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from kiwb.kinds import SEQUENCE, TeacherKind
+from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project.instances import Instance
 from kiwb.project.queries import TeacherView
 from kiwb.tui import plots
@@ -44,10 +44,10 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
                 Binding("p", "pick", "Every label", show=False)]
 
     def __init__(self, instance: Instance, views: list[TeacherView], teachers: list[str],
-                 labels: list[str], kind: TeacherKind = SEQUENCE):
+                 labels: list[str], kind: TeacherKind | None = None):
         super().__init__()
         self.instance, self.views, self.teachers, self.labels = instance, views, teachers, labels
-        self.kind = kind
+        self.kind = kind if kind is not None else kind_named(None)  # None: the default kind
 
     def compose(self) -> ComposeResult:
         item = self.instance

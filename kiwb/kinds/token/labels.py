@@ -1,0 +1,43 @@
+"""The labels a user gives a token project's conflicts: each names one span of a sentence
+(marked with ⟦ ⟧, as the conflicts list and `kiwb labels export` write it). The token kind's
+`check_labels` and `unmatched_labels` seams."""
+
+from __future__ import annotations
+
+from kiwb.errors import KiwbError
+
+
+def check_labels(file, decisions, config) -> None:
+    """A token project's labels name a span of a sentence (⟦ ⟧ marks it, as the conflicts
+    list writes it): refuse one whose marks are broken or whose span is not a span of any
+    text of the project's data, naming it."""
+    from kiwb.kinds.token.units import read_marked
+    from kiwb.workers.project_inputs import load_datasets
+
+    sentences = {" ".join(words): len(words) for table in load_datasets(config).values()
+                 for words in table.words}
+    for decision in decisions:
+        marked = read_marked(decision.text)
+        shown = decision.text if len(decision.text) <= 60 else decision.text[:57] + "..."
+        if marked is None:
+            raise KiwbError(f"{file}: {shown!r} marks no span: a label of an NER project names "
+                            "one span of a sentence between ⟦ and ⟧, as kiwb labels export "
+                            "writes it")
+        sentence, start, end = marked
+        if sentence not in sentences or end > sentences[sentence]:
+            raise KiwbError(f"{file}: the span of {shown!r} no longer matches a text of the "
+                            "project's data (the sentence changed, or its words are split "
+                            "otherwise); label it again in the Conflicts pane or fix the text")
+
+
+def unmatched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
+    """How many labeled spans lie in no sentence of the project's data (None: unknown now)."""
+    from kiwb.kinds.token.units import read_marked
+    from kiwb.workers.project_inputs import load_datasets
+
+    try:
+        sentences = {" ".join(words) for table in load_datasets(config).values()
+                     for words in table.words}
+    except KiwbError:
+        return None
+    return sum(1 for key in hashes if (read_marked(texts[key]) or ("",))[0] not in sentences)
