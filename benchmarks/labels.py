@@ -86,13 +86,13 @@ def give(project: Path, texts: list[dict], rows: list[int]) -> None:
 
 def routing_figures(project: Path, test_view: Path, routing: str) -> dict:
     """Routing accuracy of `routing` fitted on the pool with the stored labels, on dev and test."""
-    from kiwb.project.config import load_config
-    from kiwb.project.store import Store
-    from kiwb.workers.integrate import (
+    from kiwb.kinds.sequence.integration import (
         IntegrationSettings,
         integrate_pool,
         routing_accuracies,
     )
+    from kiwb.project.config import load_config
+    from kiwb.project.store import Store
 
     pool = scores_of(project, "unlabeled")
     texts = [json.loads(line)["text"] for line in open(load_config(project).resolve(
@@ -163,7 +163,7 @@ def base_routing(project: Path, test_view: Path) -> dict:
     """The default label-free routing's accuracy on dev and test, for the 0-label row."""
     from kiwb.core import routing as routes
     from kiwb.core.choices import DEFAULT_ROUTING
-    from kiwb.workers.integrate import routing_accuracies
+    from kiwb.kinds.sequence.integration import routing_accuracies
 
     pool = scores_of(project, "unlabeled")
     fitted = routes.fit_routing(DEFAULT_ROUTING, pool.features(), teacher_names=pool.teachers)

@@ -98,8 +98,8 @@ def integration_figures(folder: Path, test_view: Path) -> dict:
 
     from kiwb.core.class_funnel import target_top_classes
     from kiwb.core.metrics import classification_report
+    from kiwb.kinds.sequence.integration import class_funnel_of, integrate_pool
     from kiwb.project.store import Store
-    from kiwb.workers.integrate import class_funnel_of, integrate_pool
 
     pool = scores_of(folder, "unlabeled")
     texts = [json.loads(line)["text"] for line in open(OUT / "train.jsonl", encoding="utf-8")]

@@ -29,9 +29,9 @@ RELATIVE = (False, True)
 
 def scores_of(project: Path, role: str, representation: bool = True):
     """A project's scores of one data set, with the teachers' representations."""
+    from kiwb.kinds.sequence.integration import scores_from_tasks
     from kiwb.project.config import load_config
     from kiwb.project.store import Store
-    from kiwb.workers.integrate import scores_from_tasks
     from kiwb.workers.score import plan_scoring
 
     config = load_config(project)

@@ -102,7 +102,7 @@ def first_rows(scores, count: int):
 def measure(routing: str, use_mc: bool, features: str | None, pool, labeled, splits: dict) -> dict:
     """Routing accuracy of one fitted routing on each split, and who wins the test texts."""
     from kiwb.core import routing as routes
-    from kiwb.workers.integrate import routing_accuracies
+    from kiwb.kinds.sequence.integration import routing_accuracies
 
     fitted = routes.fit_routing(
         routing, pool.features(), use_mc=use_mc,

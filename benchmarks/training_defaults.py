@@ -118,7 +118,7 @@ def ensembles(project: Path, data: dict | None) -> dict:
     sys.path.insert(0, str(HERE))
     from routing import scores_of
 
-    from kiwb.workers.integrate import ensemble_accuracy
+    from kiwb.kinds.sequence.integration import ensemble_accuracy
 
     result = {"eval": ensemble_accuracy(scores_of(project, "eval"))}
     if data is not None:

@@ -59,9 +59,13 @@ def test_integration_with_labels_fits_trust_on_them_and_trains_them_one_hot(proj
     assert all(labels[targets[i]] == POOL[i]["label"] for i in LABELED_ROWS)
 
     # The same targets as the student sees them: one-hot at full weight, none at weight 0.
+    from kiwb.kinds.sequence.integration import (
+        IntegrationSettings,
+        integrate_pool,
+        scores_from_tasks,
+    )
     from kiwb.project.config import load_config
     from kiwb.project.store import Store
-    from kiwb.workers.integrate import IntegrationSettings, integrate_pool, scores_from_tasks
     from kiwb.workers.score import plan_scoring
 
     config = load_config(project)

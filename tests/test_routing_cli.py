@@ -143,9 +143,9 @@ FULL_DEMO = os.environ.get("KIWB_DEMO_RESULTS")  # CI builds the full demo befor
 
 def routed_on_eval(project: Path, routing: str):
     """Routing decisions and routing accuracy on the eval texts, fitted on the pool."""
+    from kiwb.kinds.sequence.integration import IntegrationSettings, fit_routing, scores_from_tasks
     from kiwb.project.config import load_config
     from kiwb.project.store import Store
-    from kiwb.workers.integrate import IntegrationSettings, fit_routing, scores_from_tasks
     from kiwb.workers.score import plan_scoring
 
     config = load_config(project)

@@ -39,7 +39,7 @@ def _trainer(store: Store, project: Path, run: str, method: str = "muki-hard", r
              ablation: dict | None = None, **overrides):
     """A set-up Trainer of `run` in this process, writing to `store`."""
     from kiwb.project.config import load_config
-    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.project.records import IntegrationSettings
     from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
 
     config = with_training_overrides(load_config(project), **overrides)

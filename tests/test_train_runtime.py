@@ -90,7 +90,7 @@ def train(project: Path, run: str, student: Path, fail_over: int | None = None, 
     """Train `run` in this process for one epoch (10 steps of 16); returns the trainer and
     the progress it reported."""
     from kiwb.project.config import load_config
-    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.project.records import IntegrationSettings
     from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
 
     config = with_training_overrides(load_config(project), student=str(student), epochs=1.0,

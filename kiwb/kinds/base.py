@@ -16,12 +16,13 @@ lives in the kind's own package, `kiwb/kinds/<name>/`:
 
 The shared modules (kiwb/*.py, core, project, workers, tui) never branch on a kind's name or
 import one kind's code: what differs is an attribute or a method of TeacherKind, or a seam
-(tests/test_kind_seams.py greps them). The sequence kind's seams are kiwb's original code paths
-(kiwb/workers, kiwb/core). A kind is
-read from the teachers (`architectures` in config.json: the model class names the head; a
-sequence classifier's `problem_type` says single-label or multi-label) and must be the same for
-every teacher of a project. To add one: write its package, with `seams`
-naming its functions, and add KIND to `KINDS` in kiwb/kinds/__init__.py.
+(tests/test_kind_seams.py greps them). The sequence kind integrates and prepares training in
+its own package (integration.py, training.py); its scoring, data, evaluation and prediction
+seams are the shared workers' plain paths, which the other kinds build on. A kind is read from
+the teachers (`architectures` in config.json: the model class names the head; a sequence
+classifier's `problem_type` says single-label or multi-label) and must be the same for every
+teacher of a project. To add one: write its package, with `seams` naming its functions, and
+add KIND to `KINDS` in kiwb/kinds/__init__.py.
 """
 
 from __future__ import annotations

@@ -57,7 +57,8 @@ def integrate(session: JobSession) -> Outcome:
     quiet_libraries()
     import torch
 
-    from kiwb.workers.integrate import IntegrationSettings, run_integration
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.workers.integrate import run_integration
 
     spec: IntegrateSpec = session.job.spec
     config = with_kind_defaults(session.config())
@@ -88,7 +89,7 @@ def integrate(session: JobSession) -> Outcome:
 
 def train(session: JobSession) -> Outcome:
     quiet_libraries()
-    from kiwb.workers.integrate import IntegrationSettings
+    from kiwb.project.records import IntegrationSettings
     from kiwb.workers.ranks import launched_rank
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.train import TrainRequest

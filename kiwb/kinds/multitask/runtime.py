@@ -2,7 +2,7 @@
 own kind's pieces, from the heads' stored arrays.
 
 A single-label task answered by several teachers is routed as a single-label project is (MUKI
-routing, kiwb.workers.integrate: the routing fitted on the pool, margins, given labels); a
+routing, kiwb.kinds.sequence.integration: the routing fitted on the pool, margins, given labels); a
 multi-label task is integrated per label (kiwb.kinds.multilabel). A task with one teacher takes
 that teacher's answers at weight 1. [integration] method "mean" is VENUS' consensus instead:
 the mean of the teachers' logits (multi-label: of the owners' probabilities), weight 1.
@@ -28,10 +28,10 @@ from kiwb.kinds.multitask.data import check_known
 from kiwb.kinds.multitask.heads import Head, output_name
 from kiwb.kinds.multitask.scoring import FEATURES
 from kiwb.kinds.multitask.teachers import task_labels, task_teachers
+from kiwb.kinds.sequence.integration import TeacherScores, integrate_pool, scores_from_arrays
 from kiwb.project.config import ProjectConfig, TaskConfig
 from kiwb.project.records import GoldLabelUse, IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.workers.integrate import TeacherScores, integrate_pool, scores_from_arrays
 from kiwb.workers.score import ScoreTask, load_scores
 
 MEAN = "mean"  # VENUS' consensus
@@ -166,7 +166,7 @@ def integrate_task(part: TaskPart, settings: IntegrationSettings, store: Store,
 
 
 def _integrate_single(part, settings, store, evaluation) -> TaskTargets:
-    from kiwb.workers.integrate import eval_summary, summarize
+    from kiwb.kinds.sequence.integration import eval_summary, summarize
 
     scores = part.single_scores()
     if len(part.teachers) == 1:
@@ -267,7 +267,7 @@ def task_eval(part: TaskPart, settings: IntegrationSettings) -> dict | None:
 
         figures, _ = eval_figures(part.label_data(), task_settings(settings, part))
         return {"ensemble": figures.ensemble_accuracy, "teachers": figures.teacher_accuracy}
-    from kiwb.workers.integrate import ensemble_accuracy, teacher_accuracies
+    from kiwb.kinds.sequence.integration import ensemble_accuracy, teacher_accuracies
 
     scores = part.single_scores()
     return {"ensemble": ensemble_accuracy(scores),

@@ -55,8 +55,8 @@ class SequenceKind(TeacherKind):
     seams = {
         "score_shard": "kiwb.workers.shard_scoring:score_task_rows",
         "load_table": "kiwb.workers.data:load_role_table",
-        "integrate": "kiwb.workers.integrate:integrate_texts",
-        "prepare_training": "kiwb.workers.train:prepare_texts",
+        "integrate": "kiwb.kinds.sequence.integration:integrate_texts",
+        "prepare_training": "kiwb.kinds.sequence.training:prepare_texts",
         "evaluate": "kiwb.workers.evaluate:evaluate_classifier",
         "predict": "kiwb.workers.predict:predicted_labels",
     }
