@@ -86,3 +86,20 @@ def test_a_shared_module_branches_on_no_kind_by_name(path):
     """What differs per kind is a kind attribute or seam (kiwb/kinds/base.py), so that a new
     kind is a package beside the others, not branches through the shared code."""
     assert kind_name_branches(path.read_text(encoding="utf-8")) == []
+
+
+def test_a_kind_is_described_by_three_concerns_each_of_its_own_attributes():
+    """TeacherKind is how a checkpoint is read, how results are worded and what the jobs do
+    (its seams); every attribute belongs to one of them, and every kind gives each one's
+    attributes that have no default."""
+    from kiwb.kinds.base import CheckpointReading, JobBehaviour, ResultWording, TeacherKind
+
+    parts = (CheckpointReading, ResultWording, JobBehaviour)
+    assert all(issubclass(TeacherKind, part) for part in parts)
+    declared = [set(part.__annotations__) for part in parts]
+    assert all(not (a & b) for number, a in enumerate(declared) for b in declared[number + 1:])
+    for part in parts:
+        required = [name for name in part.__annotations__ if not hasattr(part, name)]
+        assert required, part  # each concern asks something of a kind
+        for kind in KINDS.values():
+            assert all(hasattr(kind, name) for name in required), (kind.name, part.__name__)

@@ -43,27 +43,16 @@ class TeacherKnowledge:
     scheme: str | None = None  # how outputs name classes, where a kind has schemes (tags)
 
 
-class TeacherKind(ABC):
-    """The torch-free description of a kind of teacher (and of the student it makes)."""
+class CheckpointReading(ABC):
+    """How a kind's teacher checkpoints are recognised and read (config.json and kiwb.toml's
+    override), and what loads them and the student they make."""
 
     name: str                 # as recorded: "sequence", "token"
-    title: str                # in words, for tables and the model card
     architecture_suffix: str  # the model class a checkpoint's architectures must end with
     auto_model: str           # the transformers Auto class that loads it
     pipeline_tag: str         # the Hub's pipeline tag of the exported student
-    unit: str                 # what a conflict is: "text", "span"
-    units: str                # what an integration counts, plural: "texts", "clusters"
-    headline: str             # a student's headline figure: "accuracy", "entity F1"
-    second_figure: str = "macro-F1"  # the figure beside it (an evaluation's "macro_f1")
-    # The Accuracy pane's two figure columns (a run's "accuracy" and "macro_f1")
-    accuracy_columns: tuple[str, str] = ("accuracy", "macro-F1")
-    routing_unit: str         # what routing accuracy is counted over: "texts", "gold entities"
-    labels_routing: str       # the routing the workbench fits on labels given to conflicts
-    short_title: str = ""     # beside a model class in the Teachers pane: "NER", "multi-label"
-    classes_title: str = "labels"  # what a teacher knows, in words: "labels", "entity types"
     override_key: str = "labels"   # the [[teachers]] key that renames what a teacher knows
     reads_words: bool = False  # texts are read as words (a fast tokenizer's word alignment)
-    adaptive_passes: bool = True  # mc_passes = "auto" applies (routing settles per text)
     # The config.json problem_type this kind's checkpoints have (None: any); kiwb.toml's
     # problem_type in a [[teachers]] entry stands in for a checkpoint that names none.
     problem_type: str | None = None
@@ -73,40 +62,11 @@ class TeacherKind(ABC):
     # The kiwb.toml key whose presence makes a project this kind's, whatever its teachers' heads
     # (multi-task: [[tasks]]; embedding: [embedding]); read before the teachers' config.json.
     declared_by: str | None = None
-    # What its score shards hold beyond the shared arrays (kiwb.workers.shard_scoring's), and
-    # the arrays the live histograms count (MC, then dropout-off), values in [0, 1].
-    stored_fields: tuple[str, ...] = ()
-    histogram_fields: tuple[str, str] = ("mc_confidence", "det_confidence")
-    # What those histograms show, for the Uncertainty pane: its title, and each side's name.
-    histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain confidence"
-    histogram_names: tuple[str, str] = ("MC dropout", "plain confidence")
-    routes: bool = True  # teachers are compared per text (routing): the routing plots apply
-    # The routing named in an integration's report where its summary records none (a kind
-    # that routes per part, as multi-task per task)
-    routing_unrecorded: str = "?"
-    # An evaluation table's per-class columns: what a class is, and its figure
-    per_class_columns: tuple[str, str] = ("label", "accuracy")
-    # An evaluation table's bold overall row (the run's "accuracy")
-    overall_row: str = "overall"
-    # How a table names the figures an evaluation of this kind adds (its "details"): key ->
-    # words (an embedding student's probes: "knn_accuracy" -> "kNN accuracy")
-    figure_names: Mapping[str, str] = {}
-    # Why a teacher of this kind cannot join a project that does not declare the kind (None:
-    # it can, or the kind is never read from a checkpoint alone)
-    undeclared_refusal: str | None = None
-    # Scoring keeps each teacher's representation of each text (kiwb.workers.representation),
-    # which the representation routings (mahalanobis, knn) read; [[teachers]] seen applies.
-    keeps_representation: bool = False
     # Weight-name prefixes a teacher may lack, its kind never reading them (an encoder's
     # pooler, where sentences are pooled from the last hidden states)
     unused_weights: tuple[str, ...] = ()
     # What a teacher must be, said when a folder lacks trained weights
     trained_teacher: str = "a fine-tuned classifier, not a bare encoder"
-    methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
-    supervised: bool = True  # a student may train on gold labels instead (kiwb train --method)
-    # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
-    # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
-    default_routing: str = DEFAULT_ROUTING
 
     @abstractmethod
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
@@ -118,18 +78,52 @@ class TeacherKind(ABC):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """The student's output names for teachers that know these classes."""
 
-    # Where the shared jobs hand the kind its work: seam name -> "module:function". Named, not
-    # imported, so this description stays torch-free (kiwb.kinds.run_seam calls them). What
-    # each seam takes and gives: kiwb/kinds/seams.py, which a test holds every kind to.
-    seams: dict[str, str] = {}
+    def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
+        """The architecture of this kind among a checkpoint's, or None. A sequence classifier's
+        head is single-label or multi-label by its problem_type, not its class name."""
+        if self.problem_type is not None and problem_type != self.problem_type:
+            return None
+        return next((name for name in architectures if name.endswith(self.architecture_suffix)),
+                    None)
 
+    def checkpoint_facts(self, model_config: Mapping, folder, teacher
+                         ) -> tuple[tuple[str, ...], str | None] | None:
+        """For a kind that reads its teachers' checkpoints its own way (embedding: bare
+        encoders), what the Teachers pane shows in place of labels, and what stops the teacher
+        (None: nothing); None: read as its head says. Torch-free."""
+        return None
+
+
+class ResultWording:
+    """How tables, logs, the workbench and the model card speak of a kind's teachers, its
+    conflicts and its students' figures."""
+
+    title: str                # in words, for tables and the model card
+    short_title: str = ""     # beside a model class in the Teachers pane: "NER", "multi-label"
+    classes_title: str = "labels"  # what a teacher knows, in words: "labels", "entity types"
+    unit: str                 # what a conflict is: "text", "span"
+    units: str                # what an integration counts, plural: "texts", "clusters"
+    headline: str             # a student's headline figure: "accuracy", "entity F1"
+    second_figure: str = "macro-F1"  # the figure beside it (an evaluation's "macro_f1")
+    # The Accuracy pane's two figure columns (a run's "accuracy" and "macro_f1")
+    accuracy_columns: tuple[str, str] = ("accuracy", "macro-F1")
+    routing_unit: str         # what routing accuracy is counted over: "texts", "gold entities"
+    # What the live histograms show, for the Uncertainty pane: its title, and each side's name.
+    histogram_title: str = "Teacher confidence on the unlabeled texts: MC dropout | plain confidence"
+    histogram_names: tuple[str, str] = ("MC dropout", "plain confidence")
+    # The routing named in an integration's report where its summary records none (a kind
+    # that routes per part, as multi-task per task)
+    routing_unrecorded: str = "?"
+    # An evaluation table's per-class columns: what a class is, and its figure
+    per_class_columns: tuple[str, str] = ("label", "accuracy")
+    # An evaluation table's bold overall row (the run's "accuracy")
+    overall_row: str = "overall"
+    # How a table names the figures an evaluation of this kind adds (its "details"): key ->
+    # words (an embedding student's probes: "knn_accuracy" -> "kNN accuracy")
+    figure_names: Mapping[str, str] = {}
     # How the exported student's model card speaks of it: summary, unit, labels (its heading),
     # pipeline and call (the usage example).
     card: Mapping[str, str] = {}
-    takes_transfer: bool = False  # [integration] transfer applies (multi-label: ANT's transfer)
-    # Why `kiwb merge` refuses teachers of this kind (one line, with what to do instead), or
-    # None: their heads are one linear layer over named outputs, placed row by row.
-    merge_refusal: str | None = None
 
     # -- how the workbench shows a conflict whose record has details (kiwb.project.instances):
     # plain strings, so the description stays free of the UI.
@@ -141,21 +135,9 @@ class TeacherKind(ABC):
         """The detail view's lines below the text, as (line, style) pairs: "bold" or "dim"."""
         return []
 
-    def conflict_labels(self, details: Mapping | None, labels: Sequence[str]) -> list[str]:
-        """The labels a conflict may be given (the number keys, the picker): all of them, or
-        (multi-task) those of the conflict's task."""
-        return list(labels)
-
     def knowledge_line(self, classes: Sequence[str], scheme: str | None) -> str:
         """What a teacher knows, in the Teachers pane's detail: its labels."""
         return f"labels: {', '.join(classes)}"
-
-    def checkpoint_facts(self, model_config: Mapping, folder, teacher
-                         ) -> tuple[tuple[str, ...], str | None] | None:
-        """For a kind that reads its teachers' checkpoints its own way (embedding: bare
-        encoders), what the Teachers pane shows in place of labels, and what stops the teacher
-        (None: nothing); None: read as its head says. Torch-free."""
-        return None
 
     def best_text(self, best: Mapping) -> str:
         """A run's best evaluation (its "accuracy" and "macro_f1") in its closing log line."""
@@ -172,6 +154,44 @@ class TeacherKind(ABC):
         """What an integration of this kind did, in one line for its log and the workbench;
         None: the shared wording (texts each teacher won, the routing, the conflicts)."""
         return None
+
+
+class JobBehaviour:
+    """What the shared jobs do for a kind: the seams that hand it its part of the work, what
+    scoring keeps, the integration methods and routings it takes, and what labels, transfer
+    and merging may do with it."""
+
+    # Where the shared jobs hand the kind its work: seam name -> "module:function". Named, not
+    # imported, so this description stays torch-free (kiwb.kinds.run_seam calls them). What
+    # each seam takes and gives: kiwb/kinds/seams.py, which a test holds every kind to.
+    seams: dict[str, str] = {}
+    # What its score shards hold beyond the shared arrays (kiwb.workers.shard_scoring's), and
+    # the arrays the live histograms count (MC, then dropout-off), values in [0, 1].
+    stored_fields: tuple[str, ...] = ()
+    histogram_fields: tuple[str, str] = ("mc_confidence", "det_confidence")
+    adaptive_passes: bool = True  # mc_passes = "auto" applies (routing settles per text)
+    # Scoring keeps each teacher's representation of each text (kiwb.workers.representation),
+    # which the representation routings (mahalanobis, knn) read; [[teachers]] seen applies.
+    keeps_representation: bool = False
+    routes: bool = True  # teachers are compared per text (routing): the routing plots apply
+    methods: tuple[str, ...] = INTEGRATION_METHODS  # the integration methods it takes
+    supervised: bool = True  # a student may train on gold labels instead (kiwb train --method)
+    # The routing a project of this kind uses when kiwb.toml sets none (measured per kind on
+    # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
+    default_routing: str = DEFAULT_ROUTING
+    labels_routing: str       # the routing the workbench fits on labels given to conflicts
+    takes_transfer: bool = False  # [integration] transfer applies (multi-label: ANT's transfer)
+    # Why `kiwb merge` refuses teachers of this kind (one line, with what to do instead), or
+    # None: their heads are one linear layer over named outputs, placed row by row.
+    merge_refusal: str | None = None
+    # Why a teacher of this kind cannot join a project that does not declare the kind (None:
+    # it can, or the kind is never read from a checkpoint alone)
+    undeclared_refusal: str | None = None
+
+    def conflict_labels(self, details: Mapping | None, labels: Sequence[str]) -> list[str]:
+        """The labels a conflict may be given (the number keys, the picker): all of them, or
+        (multi-task) those of the conflict's task."""
+        return list(labels)
 
     def configured_method(self, config) -> str:
         """The integration method a project of this kind uses when a job names none: its
@@ -199,10 +219,9 @@ class TeacherKind(ABC):
             raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
                              f"choose one of {', '.join(self.methods)} (or supervised)")
 
-    def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
-        """The architecture of this kind among a checkpoint's, or None. A sequence classifier's
-        head is single-label or multi-label by its problem_type, not its class name."""
-        if self.problem_type is not None and problem_type != self.problem_type:
-            return None
-        return next((name for name in architectures if name.endswith(self.architecture_suffix)),
-                    None)
+
+class TeacherKind(CheckpointReading, ResultWording, JobBehaviour):
+    """The torch-free description of a kind of teacher (and of the student it makes), by
+    concern: how its checkpoints are read (CheckpointReading), how its results are worded
+    (ResultWording), and what the shared jobs do for it (JobBehaviour: its seams). A new kind
+    gives each part's attributes without a default, and overrides what differs."""
