@@ -175,6 +175,11 @@ def test_the_workbench_forms_read_the_declaration_and_name_runs_as_the_cli_does(
             form_overrides(project, TRAIN_FORM, {**answers, key: answer}, "the train form")
     assert form_overrides(project, TRAIN_FORM, {**answers, "method": "supervised"},
                           "f")["method"] == "supervised"
+    # an embedding project's methods are its pair weightings, which [integration] never lists
+    pairs = dataclasses.replace(project, method="mc")
+    assert "method" not in form_overrides(pairs, TRAIN_FORM, {**answers, "method": "mc"}, "f")
+    assert form_overrides(pairs, TRAIN_FORM, {**answers, "method": "maskout"},
+                          "f")["method"] == "maskout"
 
 
 def test_the_given_labels_switch_keeps_its_old_spelling_hidden():

@@ -134,7 +134,7 @@ async def test_the_train_form_and_the_cli_name_a_run_alike(integrated, tmp_path)
             app = workbench(project)
             async with app.run_test(size=SIZE) as pilot:
                 await pilot.press("3", "t")
-                form = await fill_form(pilot)
+                form = await fill_form(pilot, wait=("method",))
                 form.query_one("#field-method", Select).value = "ant"
                 await pilot.press("ctrl+s")
                 await wait_for(pilot, lambda app=app, form=form: app.screen is not form,

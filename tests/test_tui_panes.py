@@ -296,7 +296,7 @@ async def test_a_form_submitted_twice_quickly_starts_one_job(project):
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "s")
-        form = await fill_form(pilot)
+        form = await fill_form(pilot, wait=("representations",))
         # A busy store (a job writing) holds the launch, so the second press lands during it.
         with Store(ProjectPaths(project).store) as busy, busy.transaction():
             await pilot.press("ctrl+s", "ctrl+s")
@@ -376,7 +376,7 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "i")
-        form = await fill_form(pilot)
+        form = await fill_form(pilot, wait=("routing",))
         assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING
         choose(form, method="uhc", routing="confidence")
         await pilot.press("ctrl+s")
@@ -394,7 +394,7 @@ async def test_the_score_form_asks_for_representations_of_scores_made_without(pr
     notifications = record_notifications(app)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "s")
-        form = await fill_form(pilot)
+        form = await fill_form(pilot, wait=("representations",))
         asked = form.query_one("#field-representations", Checkbox)
         assert asked.value is False
         asked.value = True

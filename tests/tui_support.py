@@ -358,11 +358,13 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0
         await pilot.pause(0.05)
 
 
-async def fill_form(pilot, **values) -> FormScreen:
+async def fill_form(pilot, wait: tuple[str, ...] = (), **values) -> FormScreen:
     """Type into the form just opened, by field name (text boxes and choices), once its
-    fields are there: a form pushed by a key press is composed on a later turn."""
+    fields are there (those typed into and those named in `wait`): a form pushed by a key
+    press is composed on a later turn."""
+    names = (*values, *wait)
     await wait_for(pilot, lambda: isinstance(pilot.app.screen, FormScreen)
-                   and all(pilot.app.screen.query(f"#field-{name}") for name in values),
+                   and all(pilot.app.screen.query(f"#field-{name}") for name in names),
                    what="the form's fields")
     form = pilot.app.screen
     for name, value in values.items():

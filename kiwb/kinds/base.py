@@ -86,13 +86,6 @@ class CheckpointReading(ABC):
         return next((name for name in architectures if name.endswith(self.architecture_suffix)),
                     None)
 
-    def checkpoint_facts(self, model_config: Mapping, folder, teacher
-                         ) -> tuple[tuple[str, ...], str | None] | None:
-        """For a kind that reads its teachers' checkpoints its own way (embedding: bare
-        encoders), what the Teachers pane shows in place of labels, and what stops the teacher
-        (None: nothing); None: read as its head says. Torch-free."""
-        return None
-
 
 class ResultWording:
     """How tables, logs, the workbench and the model card speak of a kind's teachers, its

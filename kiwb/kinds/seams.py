@@ -53,6 +53,11 @@ SEAMS: dict[str, Seam] = {seam.name: seam for seam in (
     Seam("report_tables", ("integration",), "list[rich Table]",
          "kiwb integrate's tables, where the shared ones (routing, wins) do not apply; "
          "torch-free", required=False),
+    Seam("checkpoint_facts", ("model_config", "folder", "teacher"),
+         "tuple[tuple[str, ...], str | None]",
+         "for a kind that reads checkpoints its own way (embedding: bare encoders), what the "
+         "Teachers pane shows in place of labels and what stops the teacher; torch-free",
+         required=False),
     Seam("check_labels", ("file", "decisions", "config"), "None",
          "refuse, before anything is stored, labels from `kiwb labels import` that this kind's "
          "conflicts cannot be (one line naming the file and the label)", required=False),

@@ -54,11 +54,12 @@ def form_overrides(integration: IntegrationConfig, shown: tuple[FormSetting, ...
     """The settings a form's answers change, typed and checked as kiwb.toml's would be (a
     refusal names `where` and the key). An answer equal to the project's value is left out,
     as `kiwb train` without that flag leaves it: the job reads it from kiwb.toml.
-    "supervised", a method that is no integration, passes unchecked."""
+    The method passes unchecked: the form offers only the teachers' kind's (an embedding
+    project's pair weightings, supervised), and the job checks it against the kind."""
     found = {}
     for setting in shown:
         answer = answers[setting.name]
-        if not (setting.name == "method" and answer == "supervised"):
+        if setting.name != "method":
             answer = checked_setting(IntegrationConfig, setting.name, answer, where)
         if answer != getattr(integration, setting.name):
             found[setting.name] = answer

@@ -22,6 +22,7 @@ from kiwb.kinds import (
     KINDS,
     declared_kind,
     kind_of_checkpoint,
+    run_seam,
     unmatched_checkpoint,
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
@@ -85,9 +86,9 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
                       kind=kind.name)
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
-    facts = declared.checkpoint_facts(model_config, folder, teacher) if declared else None
-    if facts is not None:
-        labels, problem = facts
+    if declared is not None and "checkpoint_facts" in declared.seams:
+        labels, problem = run_seam(declared.name, "checkpoint_facts", model_config, folder,
+                                   teacher)
         return replace(summary, kind=declared.name, labels=labels,
                        architecture=architectures[0] if architectures else summary.architecture,
                        problem=f"{folder} {problem}" if problem else None)

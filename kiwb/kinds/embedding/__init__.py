@@ -83,6 +83,7 @@ class EmbeddingKind(TeacherKind):
                'model = SentenceTransformer("PATH/TO/THIS/FOLDER")\n'
                'print(model.encode(["your text here"]).shape)'}
     seams = {
+        "checkpoint_facts": "kiwb.kinds.embedding.encoders:checkpoint_facts",
         "score_shard": "kiwb.kinds.embedding.scoring:score_task_rows",
         "load_table": "kiwb.kinds.embedding.data:load_role_table",
         "integrate": "kiwb.kinds.embedding.integrate_job:run_embedding_integration",
@@ -93,28 +94,6 @@ class EmbeddingKind(TeacherKind):
         "export": "kiwb.kinds.embedding.export:export_encoder",
         "report_tables": "kiwb.kinds.embedding.report:integration_tables",
     }
-
-    def checkpoint_facts(self, model_config, folder, teacher):
-        """A sentence encoder's width and pooling, and what stops it (a classifier's head or
-        keys, no pooling rule), as kiwb score would say it."""
-        from kiwb.kinds.embedding.encoders import (
-            classifier_keys,
-            encoder_refusal,
-            read_pooling_rule,
-        )
-
-        problem = encoder_refusal(list(model_config.get("architectures") or []),
-                                  model_config.get("problem_type"), classifier_keys(teacher))
-        pooling = None
-        if problem is None:
-            try:
-                pooling = read_pooling_rule(folder, teacher.pooling).pooling
-            except ValueError as error:
-                problem = str(error)
-        width = model_config.get("hidden_size")
-        facts = tuple(fact for fact in (f"{width} wide" if width else None,
-                                        f"{pooling} pooling" if pooling else None) if fact)
-        return facts, problem
 
     figure_names = PROBE_NAMES
 

@@ -113,3 +113,21 @@ def encoder_refusal(architectures: list[str], problem_type: str | None,
     return (f"is {what} ({heads[0]}); an embedding project ([embedding] in kiwb.toml) merges "
             "sentence encoders: point path at one (a sentence-transformers folder, or a bare "
             "encoder with pooling set), or remove [embedding] to integrate classifiers")
+
+
+def checkpoint_facts(model_config: dict, folder: Path, teacher) -> tuple[tuple[str, ...], str | None]:
+    """The embedding kind's `checkpoint_facts` seam: a sentence encoder's width and pooling,
+    which the Teachers pane shows in place of labels, and what stops it (a classifier's head or
+    keys, no pooling rule; None: nothing), as kiwb score would say it."""
+    problem = encoder_refusal(list(model_config.get("architectures") or []),
+                              model_config.get("problem_type"), classifier_keys(teacher))
+    pooling = None
+    if problem is None:
+        try:
+            pooling = read_pooling_rule(folder, teacher.pooling).pooling
+        except ValueError as error:
+            problem = str(error)
+    width = model_config.get("hidden_size")
+    facts = tuple(fact for fact in (f"{width} wide" if width else None,
+                                    f"{pooling} pooling" if pooling else None) if fact)
+    return facts, problem
