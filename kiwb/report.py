@@ -183,7 +183,8 @@ def evaluation_table(report: dict) -> Table:
         table.add_row(f"[bold]{task}[/bold] {headline}", f"[bold]{_percent(figures['headline'])}[/bold]")
         if figures.get("at_half"):
             table.add_row(f"{task} micro F1 at 0.5", _percent(figures["at_half"]["micro_f1"]))
-    table.add_row(f"[bold]{kind.overall_row}[/bold]", f"[bold]{_percent(report['accuracy'])}[/bold]")
+    table.add_row(f"[bold]{kind.overall_row}[/bold]",
+                  f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
     if report.get("at_half"):  # a multi-label student's figures without its tuned thresholds
         table.add_row("micro F1 at 0.5", _percent(report["at_half"]["micro_f1"]))

@@ -4,9 +4,9 @@ every text to one teacher, or routes far worse than MC confidence on labeled tex
 The counterpart of kiwb.core.learning_check for the step before training: a routing fitted
 on a handful of labels can scale one teacher's confidence so far down that it never wins a
 text (the temperature routing kiwb had, on five labels, gave a teacher T = 54.6 and 0 of
-1,200 texts), and the student then learns that teacher's labels from nobody. Pure Python on counts and shares
-(no torch), so the CLI, the workbench and the model card read the same verdict the workers
-write.
+1,200 texts), and the student then learns that teacher's labels from nobody. Pure Python on
+counts and shares (no torch), so the CLI, the workbench and the model card read the same
+verdict the workers write.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ from typing import Any
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
-from kiwb.project.config_schema import REMOVED_KEYS, ProjectConfig, rules_of
+from kiwb.project.config_schema import REMOVED_KEYS, ProjectConfig, declared_setting, rules_of
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def checked_setting(cls: type, name: str, value: Any, where: str) -> Any:
     """One key of the kiwb.toml table `cls` given elsewhere (`where`: a workbench form), as
     text or a flag: typed as the table would type it, against the same rules, and refused in
     the same words, naming `where` and the key."""
-    setting = next(each for each in dataclasses.fields(cls) if each.name == name)
+    setting = declared_setting(cls, name)
     hint = typing.get_type_hints(cls)[name]
     kind = optional_inner(hint)
     if isinstance(value, str) and kind is not str:  # a form's text: "0.2" for a number

@@ -73,6 +73,11 @@ def _setting(
                  metadata={"help": text, "rules": Rules(**rules)})
 
 
+def declared_setting(cls: type, name: str) -> dataclasses.Field:
+    """The field of the settings dataclass `cls` (a kiwb.toml table) named `name`."""
+    return next(each for each in dataclasses.fields(cls) if each.name == name)
+
+
 def rules_of(setting: dataclasses.Field) -> Rules:
     """The validation rules of a settings field."""
     return setting.metadata.get("rules") or Rules()

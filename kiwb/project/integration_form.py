@@ -5,13 +5,12 @@ from kiwb.toml's declaration (IntegrationConfig), so a form cannot drift from th
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.project.config_checks import checked_setting
-from kiwb.project.config_schema import IntegrationConfig, rules_of
+from kiwb.project.config_schema import IntegrationConfig, declared_setting, rules_of
 
 
 @dataclass(frozen=True)
@@ -66,5 +65,5 @@ def form_overrides(integration: IntegrationConfig, shown: tuple[FormSetting, ...
     return found
 
 
-def _declared(name: str) -> dataclasses.Field:
-    return next(each for each in dataclasses.fields(IntegrationConfig) if each.name == name)
+def _declared(name: str):
+    return declared_setting(IntegrationConfig, name)

@@ -182,8 +182,8 @@ class _MethodOptions(JobSpec):
     tau: float | None = flag("--tau", "MUKI-Soft temperature", type=float)
     reweight: bool | None = flag("--no-reweight", "ablation: every text counts the same (no "
                                  "margin weights)", type=bool, negative=True)
-    use_mc: bool | None = flag("--no-mc", "ablation: route by one plain (deterministic) pass's confidence",
-                               type=bool, negative=True)
+    use_mc: bool | None = flag("--no-mc", "ablation: route by one plain (deterministic) "
+                               "pass's confidence", type=bool, negative=True)
     transfer: bool | None = flag("--transfer", "multi-label teachers: revise each teacher's "
                                  "labels through its label dependencies first (ANT)", type=bool)
     routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")

@@ -193,7 +193,7 @@ def _add_text_labels(db: sqlite3.Connection) -> None:
 
 
 # Version 6: keys of stored records renamed to say what they hold, rewritten in place so the
-# records' readers know one spelling. Each rename: (the record's JSON object, old key, new key).
+# records' readers know one spelling:
 # - an integration summary's "task_kind" holds the teachers' kind: "teachers_kind";
 # - a routing accuracy's "plain_entropy" holds the accuracy of routing by one plain pass's
 #   confidence (beside "mc_dropout"), in a summary, its eval part and a train.eval event:

@@ -16,7 +16,8 @@ from kiwb.project.records import ClassFunnel, IntegrationSettings, LabeledFunnel
 
 
 class TeacherScores(Protocol):
-    """What is read here of kiwb.kinds.sequence.integration.TeacherScores (which imports this module)."""
+    """What is read here of kiwb.kinds.sequence.integration.TeacherScores (which imports this
+    module)."""
 
     teachers: list[str]
     labels: list[str]

@@ -115,7 +115,8 @@ def encoder_refusal(architectures: list[str], problem_type: str | None,
             "encoder with pooling set), or remove [embedding] to integrate classifiers")
 
 
-def checkpoint_facts(model_config: dict, folder: Path, teacher) -> tuple[tuple[str, ...], str | None]:
+def checkpoint_facts(model_config: dict, folder: Path,
+                     teacher) -> tuple[tuple[str, ...], str | None]:
     """The embedding kind's `checkpoint_facts` seam: a sentence encoder's width and pooling,
     which the Teachers pane shows in place of labels, and what stops it (a classifier's head or
     keys, no pooling rule; None: nothing), as kiwb score would say it."""

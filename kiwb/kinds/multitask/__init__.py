@@ -3,8 +3,9 @@ into one student with a head per task (VENUS, thesis ch. 5).
 
 A project is multi-task when its kiwb.toml has [[tasks]]; each teacher names the tasks it
 answers. A task is single-label or multi-label, and is integrated by that kind's own pieces
-(MUKI routing, kiwb.kinds.sequence.integration; the per-label integrators, kiwb.kinds.multilabel), so a
-task answered by several teachers is a small single-kind project of its own. What is the
+(MUKI routing, kiwb.kinds.sequence.integration; the per-label integrators,
+kiwb.kinds.multilabel), so a task answered by several teachers is a small single-kind project
+of its own. What is the
 kind's own: which outputs answer which task (heads.py), reading the teachers' heads
 (teachers.py), each task's gold labels (data.py), scoring each head and the teachers' pooled
 features (scoring.py), the per-task integration and its record (runtime.py, summary.py,

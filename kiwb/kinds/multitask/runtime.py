@@ -2,10 +2,11 @@
 own kind's pieces, from the heads' stored arrays.
 
 A single-label task answered by several teachers is routed as a single-label project is (MUKI
-routing, kiwb.kinds.sequence.integration: the routing fitted on the pool, margins, given labels); a
-multi-label task is integrated per label (kiwb.kinds.multilabel). A task with one teacher takes
-that teacher's answers at weight 1. [integration] method "mean" is VENUS' consensus instead:
-the mean of the teachers' logits (multi-label: of the owners' probabilities), weight 1.
+routing, kiwb.kinds.sequence.integration: the routing fitted on the pool, margins, given
+labels); a multi-label task is integrated per label (kiwb.kinds.multilabel). A task with one
+teacher takes that teacher's answers at weight 1. [integration] method "mean" is VENUS'
+consensus instead: the mean of the teachers' logits (multi-label: of the owners'
+probabilities), weight 1.
 
 A task's texts are "[task] text" wherever the labels store is read, so a label given to a
 conflict of one task answers that task only.

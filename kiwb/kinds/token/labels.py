@@ -12,10 +12,8 @@ def check_labels(file, decisions, config) -> None:
     list writes it): refuse one whose marks are broken or whose span is not a span of any
     text of the project's data, naming it."""
     from kiwb.kinds.token.units import read_marked
-    from kiwb.workers.project_inputs import load_datasets
 
-    sentences = {" ".join(words): len(words) for table in load_datasets(config).values()
-                 for words in table.words}
+    sentences = sentence_lengths(config)
     for decision in decisions:
         marked = read_marked(decision.text)
         shown = decision.text if len(decision.text) <= 60 else decision.text[:57] + "..."
@@ -33,11 +31,18 @@ def check_labels(file, decisions, config) -> None:
 def unmatched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
     """How many labeled spans lie in no sentence of the project's data (None: unknown now)."""
     from kiwb.kinds.token.units import read_marked
-    from kiwb.workers.project_inputs import load_datasets
 
     try:
-        sentences = {" ".join(words) for table in load_datasets(config).values()
-                     for words in table.words}
+        sentences = sentence_lengths(config)
     except KiwbError:
         return None
     return sum(1 for key in hashes if (read_marked(texts[key]) or ("",))[0] not in sentences)
+
+
+def sentence_lengths(config) -> dict[str, int]:
+    """Every sentence of the project's data sets, its words joined by spaces (as a marked
+    span's sentence reads), and its number of words."""
+    from kiwb.workers.project_inputs import load_datasets
+
+    return {" ".join(words): len(words) for table in load_datasets(config).values()
+            for words in table.words}

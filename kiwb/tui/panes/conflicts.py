@@ -524,7 +524,8 @@ def row_cells(item: Instance, teachers: list[str], labels: list[str],
               kind: TeacherKind | None = None) -> tuple:
     """A conflicts list row (`kind`: the teachers', None: the default kind's)."""
     text = item.text.replace("\n", " ")
-    if item.details is not None and kind is not None:  # what the kind adds: a cluster's tags, a label's owners
+    # what the kind adds: a cluster's tags, a label's owners
+    if item.details is not None and kind is not None:
         text = kind.conflict_row(text, item.details, teachers)
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", won_by(item, teachers), _name(labels, item.target), gold,
