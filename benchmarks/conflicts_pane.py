@@ -48,7 +48,8 @@ def build(root: Path, texts: int, seed: int = 0) -> None:
         replace_instances(store.connection, KEY, rows())
         labels = ["sports", "politics", "music", "cooking"]
         summary = IntegrationSummary(
-            num_texts=texts, teachers=["a", "b"], labels=labels, overlapping_labels=[],
+            num_texts=texts, teachers=["a", "b"], score_keys={}, labels=labels,
+            overlapping_labels=[], teachers_kind="sequence",
             wins={"a": texts // 2, "b": texts - texts // 2}, margin_quantiles={},
             margin_histogram=[0] * 20, conflict_threshold=0.1, conflicts=0,
             teacher_labels={"a": labels[:2], "b": labels[2:]})

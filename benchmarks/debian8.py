@@ -348,8 +348,8 @@ def accuracy(out: Path, data: dict, teachers: dict, base: str, preset: dict, see
 
 def _run_state(run: Path) -> str:
     """'done' when the last checkpoint reached the run's final step, 'partial' when a
-    checkpoint exists short of it, 'new' otherwise (best.json alone says nothing: it is
-    written at every evaluation)."""
+    checkpoint exists short of it, 'new' otherwise (the best checkpoint alone says nothing:
+    it is named at every evaluation)."""
     checkpoints = sorted((run / "checkpoints").glob("step-*/progress.json"))
     if not checkpoints:
         return "new"

@@ -34,6 +34,8 @@ sys.path.insert(0, str(HERE))
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
 from report import percent, write_section  # noqa: E402
 
+from kiwb.project.run_folder import read_best  # noqa: E402
+
 DATA = HERE.parent.parent / "shared" / "data" / "debian-tags.jsonl.gz"
 OUT = HERE / "out" / "tags"
 RESULTS = OUT / "results.json"
@@ -330,7 +332,7 @@ def retune_thresholds(checkpoint: Path, dev: Path) -> dict[str, float]:
 def evaluate_run(project: Path, test: Path, run: str, previous: dict | None) -> dict:
     """The run's best checkpoint on test, its thresholds tuned on dev; the earlier report
     when it was of the same checkpoint and thresholds."""
-    best = json.loads((project / "runs" / run / "best.json").read_text())
+    best = read_best(project / "runs" / run)
     checkpoint = project / "runs" / run / "checkpoints" / best["checkpoint"]
     thresholds = retune_thresholds(checkpoint, test.parent / "dev.jsonl")
     if (previous and previous.get("checkpoint") == best["checkpoint"]

@@ -29,6 +29,8 @@ sys.path.insert(0, str(HERE))
 import debian8  # noqa: E402  (its splits, teachers, scored projects and runner)
 from report import percent, write_section  # noqa: E402
 
+from kiwb.project.run_folder import read_best  # noqa: E402
+
 OUT = HERE / "out" / "merge"
 TIMEOUT = 3 * 3600
 # (run, kiwb merge options, row title); the defaults are given, the dev-chosen left to kiwb
@@ -52,7 +54,7 @@ def merge_rows(project: Path, test: Path | None, log: Path, results: dict,
     """Every merge of MERGES in `project`, its wall time and figures on `test` (None: on the
     project's eval set)."""
     for run, options, _ in MERGES:
-        if not (project / "runs" / run / "best.json").exists():
+        if read_best(project / "runs" / run) is None:
             results.setdefault("seconds", {})[run] = kiwb("merge", project, "--run", run,
                                                           *options, "--foreground",
                                                           log=log)["seconds"]
@@ -121,7 +123,7 @@ def debian8_part(results: dict) -> None:
 def demo_part(results: dict) -> None:
     root = OUT / "demo"
     log = OUT / "demo.log"
-    if not (root / "runs" / "muki-hard" / "best.json").exists():
+    if read_best(root / "runs" / "muki-hard") is None:
         kiwb("demo", root, "--no-ui", log=log)
     part = results.setdefault("demo", {})
     demo = json.loads((root / "demo-results.json").read_text())
@@ -143,7 +145,7 @@ def ner_part(results: dict) -> None:
     merges = [entry for entry in MERGES if entry[0] in ("merge-average", "merge-ta-dev",
                                                         "merge-ties-dev")]
     for run, options_, _ in merges:
-        if not (root / "project" / "runs" / run / "best.json").exists():
+        if read_best(root / "project" / "runs" / run) is None:
             part.setdefault("seconds", {})[run] = kiwb(
                 "merge", root / "project", "--run", run, *options_, "--foreground",
                 log=log)["seconds"]

@@ -43,6 +43,8 @@ sys.path.insert(0, str(HERE))
 import debian8  # noqa: E402  (its runner of kiwb commands and the encoder's folder)
 from debian8 import minilm_path  # noqa: E402
 
+from kiwb.project.run_folder import read_best  # noqa: E402
+
 DATA = ROOT.parent / "shared" / "data"
 OUT = HERE / "out" / "multitask"
 SECTIONS = ["admin", "games", "graphics", "mail", "math", "net", "science", "sound"]
@@ -279,7 +281,7 @@ def share_scores(source: Path, project: Path) -> None:
 
 
 def best_of(project: Path, run: str) -> dict:
-    return json.loads((project / "runs" / run / "best.json").read_text())["metrics"]
+    return read_best(project / "runs" / run)["metrics"]
 
 
 def test_figures(project: Path, run: str, data: Path, log: Path) -> dict:
@@ -292,7 +294,7 @@ def test_figures(project: Path, run: str, data: Path, log: Path) -> dict:
 
 
 def train(project: Path, run: str, *options, log: Path) -> dict:
-    if not (project / "runs" / run / "best.json").is_file():
+    if read_best(project / "runs" / run) is None:
         kiwb("train", project, "--run", run, *options, "--foreground", log=log)
     return best_of(project, run)
 

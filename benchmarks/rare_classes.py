@@ -40,6 +40,8 @@ sys.path.insert(0, str(HERE))  # debian8, report and routing live beside this sc
 import debian8  # noqa: E402  (it puts this checkout's kiwb on sys.path)
 from report import percent, write_section  # noqa: E402
 
+from kiwb.project.run_folder import read_best  # noqa: E402
+
 OUT = HERE / "out" / "cpu"
 RESULTS = OUT / "rare_classes.json"
 VARIANTS = {  # in the order the students train: the likeliest winners on a tiny probe first
@@ -144,7 +146,7 @@ def student(folder: Path, data: dict, run: str, options: list[str], seed: int) -
         resume = ["--resume"] if state == "partial" else []
         seconds = debian8.kiwb("train", folder, "--run", run, *options, *resume, "--foreground",
                                log=log)["seconds"]
-    best = json.loads((folder / "runs" / run / "best.json").read_text(encoding="utf-8"))
+    best = read_best(folder / "runs" / run)
     test = json.loads(debian8.kiwb("evaluate", folder, "--run", run, "--data", data["test"],
                                    "--json", log=log)["stdout"])
     dev = best["metrics"]
@@ -187,7 +189,7 @@ def demo_figures(folder: Path) -> dict:
             if debian8._run_state(folder / "runs" / run) != "done":
                 debian8.kiwb("train", folder, "--run", run, "--method", method, *options,
                              "--foreground", log=log)
-            best = json.loads((folder / "runs" / run / "best.json").read_text(encoding="utf-8"))
+            best = read_best(folder / "runs" / run)
             found[f"{variant}/{method}"] = {key: best["metrics"][key] for key in
                                             ("accuracy", "macro_f1", "per_class_accuracy")}
     return found

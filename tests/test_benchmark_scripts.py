@@ -20,11 +20,11 @@ def _checkpoint(run: Path, step: int, total: int) -> None:
     (folder / "progress.json").write_text(json.dumps({"step": step, "total_steps": total}))
 
 
-def test_run_state_needs_the_final_checkpoint_not_best_json(tmp_path):
+def test_run_state_needs_the_final_checkpoint_not_a_best_one(tmp_path):
     run = tmp_path / "muki-hard-s0"
     assert debian8._run_state(run) == "new"
     run.mkdir()
-    (run / "best.json").write_text("{}")  # written at every evaluation: says nothing of the end
+    (run / "best.json").write_text("{}")  # as kiwb wrote at every evaluation: says nothing of the end
     assert debian8._run_state(run) == "new"
     _checkpoint(run, 100, 500)
     assert debian8._run_state(run) == "partial"

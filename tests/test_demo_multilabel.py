@@ -17,6 +17,7 @@ from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.demo.command import demo_parts, demo_students, results_table_of
 from kiwb.demo.multilabel_build import join_topics
 from kiwb.demo.multilabel_recipe import FULL, QUICK, STUDENTS, TEACHERS
+from kiwb.project.run_folder import read_best
 
 
 def test_texts_join_one_or_two_topics_and_carry_them_as_labels():
@@ -60,7 +61,7 @@ def test_the_quick_multilabel_demo_end_to_end(tmp_path):
     # classifier over the union (the shared labels' rows averaged), evaluated by micro F1.
     assert run_kiwb("merge", root, "--method", "average", "--foreground",
                     cwd=tmp_path).returncode == 0
-    merged = json.loads((root / "runs" / "merge-average" / "best.json").read_text())
+    merged = read_best(root / "runs" / "merge-average")
     assert merged["metrics"]["kind"] == "multi-label" and 0 <= merged["metrics"]["micro_f1"] <= 1
     config = json.loads((root / "runs" / "merge-average" / "checkpoints" / "step-0000000"
                          / "config.json").read_text())

@@ -21,6 +21,7 @@ from kiwb.demo.ner_corpus import (
 )
 from kiwb.demo.ner_recipe import FULL, QUICK, TEACHERS
 from kiwb.demo.recipe import STUDENTS
+from kiwb.project.run_folder import read_best
 
 SIZES = {"teach": 60, "pool": 40, "eval": 20}
 
@@ -140,7 +141,7 @@ def test_the_quick_ner_demo_end_to_end(tmp_path):
     # its head's tag rows in the union's slots ("O" averaged), evaluated and exported as a run.
     run_kiwb("merge", root, "--method", "ties", "--lambda", "1", "--top-k", "20",
              "--foreground", cwd=tmp_path)
-    merged = json.loads((root / "runs" / "merge-ties-lambda1-k20" / "best.json").read_text())
+    merged = read_best(root / "runs" / "merge-ties-lambda1-k20")
     assert 0 <= merged["metrics"]["accuracy"] <= 1 and merged["metrics"]["kind"] == "token"
     run_kiwb("export", root, "--run", "merge-ties-lambda1-k20", "--foreground", cwd=tmp_path)
     tag = pipeline("token-classification", model=str(root / "exports" / "merge-ties-lambda1-k20"),

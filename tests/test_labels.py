@@ -74,11 +74,12 @@ def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teache
     replace_instances(store.connection, key, [
         (row, margin, routed, target, None, [0.5, 0.5], f"text {row}")
         for row, margin, routed, target in rows])
-    summary = {"num_texts": len(rows), "teachers": ["A", "B"], "labels": LABELS,
+    summary = {"num_texts": len(rows), "teachers": ["A", "B"], "score_keys": {},
+               "teachers_kind": "sequence", "labels": LABELS,
                "overlapping_labels": [], "wins": {"A": 4, "B": 4}, "margin_quantiles": {},
                "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 5,
                "teacher_labels": {"A": LABELS[:2], "B": LABELS[2:]}}
-    if not teacher_labels:  # recorded before kiwb kept each teacher's labels in the summary
+    if not teacher_labels:  # as an integration recorded before kiwb kept them
         del summary["teacher_labels"]
     settings = IntegrationSettings(**(settings or {})).to_dict()
     store.record_integration(key, dataset="unlabeled", settings=settings, summary=summary)
@@ -160,15 +161,21 @@ def test_the_header_counts_labels_agreement_and_the_change_after_re_integration(
     assert progress.agreement == 1.0 and progress.before == pytest.approx(2 / 3)
 
 
-def test_an_integration_recorded_before_teacher_label_sets_reads_them_from_the_scores(store):
-    older = _integrate(store, teacher_labels=False)
-    assert older.summary.teacher_labels is None
-    for teacher, own in (("A", LABELS[:2]), ("B", LABELS[2:])):
-        store.register_score_set(f"scores-{teacher}", teacher=teacher, dataset="unlabeled",
-                                 num_texts=8, num_shards=1, meta={"labels": own})
-    give_labels(store.connection, [("text 0", "sports"), ("text 2", "sports"),
-                                   ("text 3", "politics")])
-    progress = label_progress(store, older)
+def test_an_integration_recorded_before_teacher_label_sets_reads_them_from_the_scores(tmp_path):
+    """Store version 7 gives such an integration its teachers' labels from their score sets."""
+    path = tmp_path / "older.sqlite"
+    with Store(path) as store:
+        _integrate(store, teacher_labels=False)
+        for teacher, own in (("A", LABELS[:2]), ("B", LABELS[2:])):
+            store.register_score_set(f"scores-{teacher}", teacher=teacher, dataset="unlabeled",
+                                     num_texts=8, num_shards=1, meta={"labels": own})
+        give_labels(store.connection, [("text 0", "sports"), ("text 2", "sports"),
+                                       ("text 3", "politics")])
+        store.connection.execute("UPDATE meta SET value = '6' WHERE key = 'schema_version'")
+    with Store(path) as store:  # reopened at version 6: migrated
+        older = IntegrationRecord.from_dict(store.integration("i1"))
+        assert older.summary.teacher_labels == {"A": LABELS[:2], "B": LABELS[2:]}
+        progress = label_progress(store, older)
     assert (progress.agree, progress.judged) == (2, 3)
 
 

@@ -16,6 +16,7 @@ from tiny_merge import build_merge_family
 
 from kiwb.core.choices import MERGE_SCALE_GRID, TIES_TOP_K_GRID
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.run_folder import read_best
 
 # Every test here runs kiwb in a subprocess, as their siblings marked slow do.
 pytestmark = pytest.mark.slow
@@ -83,7 +84,7 @@ def test_ties_is_chosen_on_the_eval_set_and_recorded(merged, family):
 
 def test_the_merge_evaluates_exports_and_predicts(merged, tmp_path):
     project, _ = merged
-    manifest = json.loads((ProjectPaths(project).run_dir("merge-ties") / "best.json").read_text())
+    manifest = read_best(ProjectPaths(project).run_dir("merge-ties"))
     report = json.loads(run_kiwb("evaluate", project, "--run", "merge-ties", "--json",
                                  cwd=project).stdout)
     assert report["accuracy"] == pytest.approx(manifest["metrics"]["accuracy"])

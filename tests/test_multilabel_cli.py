@@ -20,6 +20,8 @@ from tiny_multilabel import (
     make_tagged_texts,
 )
 
+from kiwb.project.run_folder import read_best
+
 pytestmark = pytest.mark.slow
 
 UNION = ["sports", "politics", "music", "cooking"]
@@ -141,7 +143,7 @@ def test_train_evaluate_export_and_the_pipeline(scored, ml_root, tmp_path):
         assert "eval micro F1" in done.stdout + done.stderr
     # The distilled student says yes where its targets do, at 0.5 (from a head bias of 0 the
     # demo's students never did: their heads now start at the labels' log-odds).
-    best = json.loads((project / "runs" / "hard" / "best.json").read_text())["metrics"]
+    best = read_best(project / "runs" / "hard")["metrics"]
     assert best["check"]["status"] == "ok" and best["details"]["micro_f1"] > 0.5
     report = json.loads(run_kiwb("evaluate", project, "--run", "hard", "--json",
                                  cwd=tmp_path).stdout)
@@ -208,7 +210,7 @@ def test_a_student_with_kiwbs_default_budget_fits_its_targets(scored, tmp_path):
     done = run_kiwb("train", project, "--run", "default", "--foreground", cwd=tmp_path)
     said = " ".join((done.stdout + done.stderr).split())
     assert "a sigmoid head learns each of its 4 outputs as its own yes or no, which takes 3x min_steps" in said
-    best = json.loads((project / "runs" / "default" / "best.json").read_text())["metrics"]
+    best = read_best(project / "runs" / "default")["metrics"]
     fits = [event["fit"] for event in _train_evals(project, "default")]
     assert fits[-1] >= 0.9 and best["check"]["status"] == "ok"
 

@@ -27,6 +27,8 @@ from tiny import (
 from tiny_multilabel import build_multilabel_teacher
 from tiny_multitask import make_multitask_texts
 
+from kiwb.project.run_folder import read_best
+
 pytestmark = pytest.mark.slow
 
 TOPICS = ["sports", "politics", "music", "cooking"]
@@ -129,7 +131,7 @@ def test_train_evaluate_export_predict_and_the_snippet(scored, mt_root, tmp_path
     assert "eval mean task score" in done.stdout + done.stderr
     manifest = json.loads((project / "runs" / "venus" / "manifest.json").read_text())
     assert manifest["kind"] == "multi-task" and manifest["feature_weight"] > 0
-    best = json.loads((project / "runs" / "venus" / "best.json").read_text())["metrics"]
+    best = read_best(project / "runs" / "venus")["metrics"]
     figures = best["details"]["tasks"]
     assert figures["topic"]["headline"] > 0.6 and figures["tags"]["headline"] > 0.5
     # heads only, and the gold-trained student

@@ -9,6 +9,8 @@ import shutil
 import pytest
 from test_cli_tables import piped_kiwb
 
+from kiwb.project.run_folder import read_best
+
 pytestmark = pytest.mark.slow
 
 
@@ -53,7 +55,7 @@ def _kept(project, run: str) -> tuple[dict, dict]:
     import json
 
     folder = project / "runs" / run
-    best = json.loads((folder / "best.json").read_text(encoding="utf-8"))["metrics"]
+    best = read_best(folder)["metrics"]
     funnel = json.loads((folder / "manifest.json").read_text(encoding="utf-8"))["class_funnel"]
     return best, funnel
 

@@ -1,10 +1,12 @@
-"""The typed store records: exact JSON both ways, older records still read, a missing key
-refused in one line, and lineage read from what an integration recorded."""
+"""The typed store records: exact JSON both ways, older records read once the store has
+migrated them, a missing key refused in one line, and lineage read from what an integration
+recorded."""
 
 from __future__ import annotations
 
 import io
 import json
+import sqlite3
 
 import numpy as np
 import pytest
@@ -25,6 +27,7 @@ from kiwb.project.records import (
     IntegrationRecord,
     IntegrationSettings,
     IntegrationSummary,
+    RoutingAccuracy,
     ScoreJobSummary,
     train_event,
 )
@@ -50,34 +53,51 @@ def test_a_summary_written_today_reads_back_to_the_same_json():
     assert json.dumps(IntegrationSummary.from_dict(stored).to_dict()) == json.dumps(stored)
 
 
-def test_a_first_release_summary_still_reads_and_writes_back_unchanged():
-    """Read as the store holds it after its migrations (version 6 renamed plain_entropy)."""
-    migrated = renamed_v6(FIRST_RELEASE_SUMMARY, summary=True)
-    assert migrated["routing_accuracy"] == {"mc_dropout": 0.9, "plain_confidence": 0.7}
-    assert migrated["eval"]["routing_accuracy"] == {"mc_dropout": 0.8, "plain_confidence": 0.6}
-    summary = IntegrationSummary.from_dict(migrated)
-    assert summary.score_keys is None and summary.routing is None and summary.teacher_names == ["a", "b"]
-    assert summary.routing_accuracy.chosen is None and summary.eval.teacher_accuracy is None
-    assert summary.to_dict() == migrated
-    # Its settings predate routing as a choice: they compared raw confidences.
-    settings = IntegrationSettings.from_dict({"method": "muki-hard", "tau": 0.2, "reweight": True,
-                                              "use_mc": True, "conflict_threshold": 0.1})
-    assert settings.routing == "confidence"
+FIRST_RELEASE_SETTINGS = {"method": "muki-hard", "tau": 0.2, "reweight": True, "use_mc": True,
+                          "conflict_threshold": 0.1}
 
 
-def test_a_summary_that_named_the_teachers_kind_task_kind_reads_under_its_new_name():
-    older = {**FIRST_RELEASE_SUMMARY, "task_kind": "token"}
-    summary = IntegrationSummary.from_dict(renamed_v6(older, summary=True))
-    assert summary.teachers_kind == "token"
-    written = summary.to_dict()
-    assert written["teachers_kind"] == "token" and "task_kind" not in written
-    # only a summary's own key: a key of that name deeper down (a job's settings) is not a kind
+def _stored_as_the_first_release_did(root, key: str, summary: dict, created_at: float) -> None:
+    """An integration row as the first release wrote it, in a store marked version 5: the next
+    open migrates it."""
+    with sqlite3.connect(ProjectPaths(root).store) as db:
+        db.execute("INSERT INTO integrations VALUES (?, 'unlabeled', ?, ?, ?)",
+                   (key, json.dumps(FIRST_RELEASE_SETTINGS), json.dumps(summary), created_at))
+        db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
+
+
+def test_a_first_release_integration_reads_as_this_release_writes_it_once_migrated(tmp_path):
+    """Versions 6 and 7 rewrite it: plain_entropy renamed, and the keys added since written in
+    with what the record meant (its teachers in the order of its wins, the sequence kind, the
+    score sets it read; settings that compared raw confidences and used no labels)."""
+    root = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
+    _stored_as_the_first_release_did(root, "old", FIRST_RELEASE_SUMMARY, 2e9)
+    with Store(ProjectPaths(root).store) as store:
+        stored = store.integration("old")
+        record = IntegrationRecord.from_dict(stored)
+    summary, settings = record.summary, record.settings
+    assert summary.teachers == ["a", "b"] and summary.teachers_kind == "sequence"
+    assert summary.score_keys == SCORE_KEYS  # the synthetic project's only score sets
+    assert summary.routing_accuracy == RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7)
+    assert summary.eval.routing_accuracy.plain_confidence == 0.6
+    assert summary.routing is None and summary.eval.teacher_accuracy is None
+    assert summary.to_dict() == stored["summary"]
+    assert (settings.routing, settings.labels, settings.class_weighting,
+            settings.logit_adjustment) == ("confidence", False, 0.0, 0.0)
+    assert settings.to_dict() == {**FIRST_RELEASE_SETTINGS, **stored["settings"]}
+
+
+def test_renaming_task_kind_touches_a_summarys_own_key_only():
+    renamed = renamed_v6({**FIRST_RELEASE_SUMMARY, "task_kind": "token"}, summary=True)
+    assert renamed["teachers_kind"] == "token" and "task_kind" not in renamed
+    # a key of that name deeper down (a job's settings) is not a kind
     assert renamed_v6({"settings": {"task_kind": "x"}}) == {"settings": {"task_kind": "x"}}
 
 
 @pytest.mark.parametrize(("record", "data", "message"), [
-    (IntegrationSummary, {k: v for k, v in FIRST_RELEASE_SUMMARY.items() if k != "wins"},
-     "integration summary has no 'wins' (it has: num_texts, labels, "),
+    (IntegrationSummary, {k: v for k, v in integration_summary([0.5]).to_dict().items()
+                          if k != "wins"},
+     "integration summary has no 'wins' (it has: num_texts, teachers, score_keys, labels, "),
     (ScoreJobSummary, {"precision": "float32"}, "score job summary has no 'texts' (it has: precision)"),
     (IntegrationSettings, {"method": "uhc"}, "integration settings has no 'tau' (it has: method)"),
 ])
@@ -125,13 +145,17 @@ def test_teacher_views_read_the_score_sets_the_integration_recorded(tmp_path):
     assert views[0].mc_confidence != pytest.approx(float(scores(0, len(TEXTS), seed=7)["mc_confidence"][1]))
 
 
-def test_an_integration_from_before_score_keys_falls_back_to_the_teachers_score_sets(tmp_path):
+def test_an_integration_from_before_score_keys_reads_the_score_sets_made_before_it(tmp_path):
+    """Version 7 names the score sets such an integration read: each teacher's newest complete
+    one of its size made before it, not a newer one made after."""
     root = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
     with Store(ProjectPaths(root).store) as store:
-        store.record_integration("old", dataset="unlabeled", settings={
-            "method": "muki-hard", "tau": 0.2, "reweight": True, "use_mc": True,
-            "conflict_threshold": 0.1}, summary=renamed_v6(FIRST_RELEASE_SUMMARY, summary=True))
+        made = store.score_set(SCORE_KEYS["a"])["created_at"]
+        _write_decoy_scores(root, store, "a", "later-a", made + 100.0)
+    _stored_as_the_first_release_did(root, "old", FIRST_RELEASE_SUMMARY, made + 50.0)
+    with Store(ProjectPaths(root).store) as store:
         integration = IntegrationRecord.from_dict(store.integration("old"))
+        assert integration.summary.score_keys == SCORE_KEYS
         views = teacher_views(root, store, integration, 2)
     assert [view.teacher for view in views] == ["a", "b"]
     assert views[1].det_confidence == pytest.approx(

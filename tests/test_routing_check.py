@@ -145,16 +145,17 @@ def test_the_hint_says_what_to_try(routing, uses_labels, use_mc, hint):
     assert found.hint == hint
 
 
-def test_a_check_round_trips_and_older_summaries_have_none():
+def test_a_check_round_trips_and_summaries_without_one_have_none():
     from kiwb.project.records import IntegrationSummary
 
     found = check({"a": 1000, "b": 0}, {"a": 0.5, "b": 0.5})
     assert RoutingCheck.from_dict(found.to_dict()) == found
     assert RoutingCheck.from_dict(None) is None
     assert check({"a": 500, "b": 500}, {"a": 0.5, "b": 0.5}) == RoutingCheck(OK)
-    older = {"num_texts": 2, "labels": ["x"], "overlapping_labels": [], "wins": {"a": 2},
-             "margin_quantiles": {}, "margin_histogram": [], "conflict_threshold": 0.1,
-             "conflicts": 0}
+    older = {"num_texts": 2, "teachers": ["a"], "score_keys": {"a": "k"}, "labels": ["x"],
+             "overlapping_labels": [], "wins": {"a": 2}, "margin_quantiles": {},
+             "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 0,
+             "teachers_kind": "sequence"}
     assert IntegrationSummary.from_dict(older).check is None
     summary = IntegrationSummary.from_dict({**older, "check": found.to_dict()})
     assert summary.check == found and summary.to_dict()["check"] == found.to_dict()

@@ -100,10 +100,11 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 6
+        assert store.schema_version == SCHEMA_VERSION == 7
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
-        assert store.score_set("k1")["meta"] == {"labels": ["x"]}
+        # v7 names the kind its meta named only for kinds other than sequence
+        assert store.score_set("k1")["meta"] == {"labels": ["x"], "kind": "sequence"}
         job = store.jobs.create("train", "r", {"epochs": 1})
         assert store.jobs.get(job).status == "queued"
         ids = [event["id"] for event in store.events_after(0)]
@@ -134,9 +135,10 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
         db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
                    "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(older_eval),))
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 6
+        assert store.schema_version == SCHEMA_VERSION == 7
         summary = store.integration("i")["summary"]
-        assert summary == {"teachers_kind": "token", "num_texts": 3,
+        assert summary == {"teachers_kind": "token", "num_texts": 3, "teachers": [],
+                           "score_keys": {},  # (v7: no wins, so no teachers to look up)
                            "routing_accuracy": {"mc_dropout": 0.9, "plain_confidence": 0.7},
                            "eval": {"routing_accuracy": {"mc_dropout": 0.8,
                                                          "plain_confidence": 0.6}}}
@@ -158,6 +160,10 @@ def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):
         assert store.schema_version == SCHEMA_VERSION
         assert [(row.id, row.kind, row.status) for row in store.jobs.all()] == [
             (1, "score", "finished"), (2, "train", "running")]  # a tick-string start: alive
+        # version 7 made the tick strings unknown: the pid alone decides
+        starts = store.connection.execute("SELECT pid_start FROM jobs UNION ALL "
+                                          "SELECT pid_start FROM score_shards").fetchall()
+        assert {row[0] for row in starts} == {None}
         with pytest.raises(JobConflict, match="job 2 "):
             store.jobs.create("train", "r", {})
         assert store.jobs.create("train", "other", {}) == 8  # no recorded id is given again
@@ -208,7 +214,6 @@ def test_status_is_derived_from_events_and_signs_of_life(lifecycle, heartbeat_ag
 
 @pytest.mark.parametrize(("start", "running"), [
     (None, True),  # no start recorded: the pid alone decides
-    ("123456", True),  # clock ticks, as kiwb before psutil recorded them: cannot tell, so alive
     ("1.000", False),  # a process that started in 1970 is not this one
 ])
 def test_a_recorded_start_tells_a_process_apart_from_its_pid_successor(start, running):

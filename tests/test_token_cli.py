@@ -22,6 +22,7 @@ from tiny_ner import (
 
 from kiwb.project.config import load_config
 from kiwb.project.job_specs import TrainSpec
+from kiwb.project.run_folder import read_best
 from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 from kiwb.tui.labeling import integrate_with_labels, train_with_labels
 
@@ -320,5 +321,5 @@ def test_two_cpu_ranks_train_a_token_student_to_the_weights_one_process_does(ner
     assert two.returncode == 0, two.stderr
     assert "on 2 ranks (cpu, cpu)" in " ".join((two.stdout + two.stderr).split())
     assert_close(weights(project, "two"), weights(project, "one"))
-    best = json.loads((project / "runs" / "two" / "best.json").read_text(encoding="utf-8"))
+    best = read_best(project / "runs" / "two")
     assert best["step"] == 20 and "f1" in best["metrics"]["entity"]  # rank 0 evaluated it

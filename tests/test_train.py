@@ -210,7 +210,7 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
         "learning_rate": 0.006, "student_base": run_manifest["student"], "data": run_manifest["data"],
         "eval_data": run_manifest["eval_data"], "evaluation": metrics,
         "routing_check": run_manifest["routing_check"],
-        "class_funnel": run_manifest["class_funnel"],
+        "class_funnel": run_manifest["class_funnel"], "kind": "sequence",
     }
     # the run's routing check travels into the card, as the learning check does
     assert f"- kiwb's routing check: {run_manifest['routing_check']['status']}" in card
@@ -343,8 +343,10 @@ def test_which_evaluation_improves_on_the_best(best, metrics, better):
     assert improves(best, metrics) is better
 
 
-def test_best_json_left_behind_by_a_kill_is_put_right_before_anything_is_pruned(
+def test_the_best_checkpoint_is_the_one_the_newest_checkpoint_names(
         scored_project, tmp_path, monkeypatch):
+    """Stored once (kiwb.project.run_folder): a kill between two writes leaves no stale copy, and
+    a best.json an older kiwb wrote is not read."""
     from kiwb.workers.export import choose_checkpoint
 
     project = _copy_project(scored_project, tmp_path / "proj")
@@ -353,23 +355,28 @@ def test_best_json_left_behind_by_a_kill_is_put_right_before_anything_is_pruned(
         trainer = _trainer(store, project, "r", epochs=4.0, eval_every=10)
         trainer.run(should_stop=lambda: trainer.step == 30)
     run_dir = trainer.run_dir
-    best = ckpt.read_progress(ckpt.list_checkpoints(run_dir)[-1])["best"]
-    # Killed after saving a better checkpoint, before best.json named it: best.json still
-    # names an older step, which the next prune would delete.
-    stale = next(step for step in (10, 20, 30) if step != best["step"])
-    ckpt.write_best(run_dir, stale, {"accuracy": 0.0})
+    named = ckpt.read_progress(ckpt.list_checkpoints(run_dir)[-1])["best"]
+    stale = next(step for step in (10, 20, 30) if step != named["step"])
+    (run_dir / "best.json").write_text(json.dumps(  # as kiwb wrote it before, naming another
+        {"checkpoint": ckpt.step_name(stale), "step": stale, "metrics": {"accuracy": 0.0}}))
+    best = ckpt.read_best(run_dir)
+    assert best["checkpoint"] == ckpt.step_name(named["step"])
+    assert best["metrics"] == ckpt.read_progress(
+        ckpt.checkpoints_dir(run_dir) / best["checkpoint"])["evaluation"]
+    assert best["metrics"]["accuracy"] == named["accuracy"] and best["check"] == named["check"]
 
     with _store(project) as store:
         trainer = _trainer(store, project, "r", resume=True, epochs=4.0, eval_every=10)
-        assert ckpt.read_best(run_dir)["checkpoint"] == ckpt.step_name(best["step"])
-        assert ckpt.read_best(run_dir)["metrics"]["accuracy"] == best["accuracy"]
         trainer.run()
     final = ckpt.read_best(run_dir)
     assert choose_checkpoint(project, "r") == ckpt.checkpoints_dir(run_dir) / final["checkpoint"]
     assert final["step"] == ckpt.read_progress(ckpt.list_checkpoints(run_dir)[-1])["best"]["step"]
 
-    ckpt.write_best(run_dir, 15, {})  # a best.json naming a checkpoint that is gone
-    with pytest.raises(KiwbError, match="best.json names checkpoint step-0000015, which is gone"):
+    newest = ckpt.checkpoints_dir(run_dir) / ckpt.step_name(999)  # names a checkpoint deleted by hand
+    newest.mkdir()
+    (newest / ckpt.PROGRESS_FILE).write_text(json.dumps({"step": 999, "best": {"step": 15}}))
+    with pytest.raises(KiwbError, match="its newest checkpoint names step-0000015 the best, "
+                                        "which is gone"):
         choose_checkpoint(project, "r")
 
 

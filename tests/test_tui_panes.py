@@ -686,7 +686,7 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
 async def test_export_runs_table_widens_its_columns_as_a_run_writes_its_files(tmp_path):
     project = synthetic_project(tmp_path / "proj", trained=False)
     first = ProjectPaths(project).run_dir("muki-hard") / "checkpoints" / "step-0000010"
-    first.mkdir(parents=True)   # a first checkpoint, before the manifest and best.json
+    first.mkdir(parents=True)   # a first checkpoint being written, before the manifest
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("7")

@@ -167,6 +167,7 @@ def integration_summary(margins) -> IntegrationSummary:
         margin_histogram=_histogram(margins), conflict_threshold=0.3,
         conflicts=int((np.asarray(margins) < 0.3).sum()),
         routing=routing_block(), teacher_labels={"a": list(LABELS_A), "b": list(LABELS_B)},
+        teachers_kind="sequence",
         routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7, chosen=0.95,
                                          routing=ROUTING),
         eval=EvalSummary(
@@ -239,12 +240,20 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
     event(TrainDone(step=total, best=BestCheckpoint(step=20, accuracy=accuracies[-1], check=check,
                                                     fit=fit)))
     run_dir = ProjectPaths(root).run_dir(run)
-    for step in (10, 20):
-        (run_dir / "checkpoints" / f"step-{step:07d}").mkdir(parents=True, exist_ok=True)
-    (run_dir / "best.json").write_text(json.dumps(
-        {"checkpoint": "step-0000020", "step": 20, "metrics": {"accuracy": accuracies[-1]}}))
+    write_checkpoints(run_dir, (10, 20), {"accuracy": accuracies[-1]})
     (run_dir / "manifest.json").write_text(json.dumps(
         {"labels": UNION, "method": {"method": method}}))
+
+
+def write_checkpoints(run_dir: Path, steps, metrics: dict) -> None:
+    """Checkpoint folders as training leaves them, without weights: each one's progress.json
+    names the newest the best so far, with `metrics` its evaluation."""
+    best = {"step": steps[-1], "accuracy": metrics["accuracy"]}
+    for step in steps:
+        folder = run_dir / "checkpoints" / f"step-{step:07d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "progress.json").write_text(json.dumps(
+            {"step": step, "best": {**best, "step": step}, "evaluation": metrics}))
 
 
 JOB_CLOCK = 1_700_000_000.0   # a fixed start for the jobs whose durations are shown
@@ -471,6 +480,7 @@ def _many_integration(store: Store, arrays) -> None:
         conflicts=int((np.asarray(margins) < 0.1).sum()),
         routing=RoutingDetails(name="rank", use_mc=True, labeled_texts=0, teachers=teachers),
         teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
+        teachers_kind="sequence",
         routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75,
                                          routing="rank"),
         eval=EvalSummary(
@@ -517,8 +527,6 @@ def _many_run(root: Path, store: Store) -> None:
                         check=check))
     event(TrainDone(step=20, best=BestCheckpoint(step=20, accuracy=accuracy, check=check)))
     run_dir = ProjectPaths(root).run_dir(RUN)
-    (run_dir / "checkpoints" / "step-0000020").mkdir(parents=True, exist_ok=True)
-    (run_dir / "best.json").write_text(json.dumps(
-        {"checkpoint": "step-0000020", "step": 20, "metrics": {"accuracy": accuracy}}))
+    write_checkpoints(run_dir, (20,), {"accuracy": accuracy})
     (run_dir / "manifest.json").write_text(json.dumps(
         {"labels": list(MANY_LABELS), "method": {"method": "muki-hard"}}))

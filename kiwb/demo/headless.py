@@ -91,9 +91,8 @@ def train(store: Store, spec: TrainSpec) -> str:
 
 
 def learning_check(root: Path, run: str) -> dict | None:
-    """The learning check of the checkpoint a run keeps, as its last checkpoint records it."""
-    last = ckpt.list_checkpoints(ProjectPaths(root).run_dir(run))[-1]
-    return (ckpt.read_progress(last).get("best") or {}).get("check")
+    """The learning check of the checkpoint a run keeps, as the run settled it."""
+    return (ckpt.read_best(ProjectPaths(root).run_dir(run)) or {}).get("check")
 
 
 def _finished(checkpoint: Path) -> bool:

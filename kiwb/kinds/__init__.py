@@ -21,7 +21,7 @@ from kiwb.kinds.token import KIND as TOKEN
 # Sequence first: a sequence classifier is single-label unless its problem_type says otherwise.
 KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL,
                                                               MULTI_TASK, EMBEDDING)}
-DEFAULT_KIND = SEQUENCE.name  # what records written before kinds existed were
+DEFAULT_KIND = SEQUENCE.name  # a project's kind while nothing says another
 
 __all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
            "TeacherKnowledge",
@@ -30,7 +30,7 @@ __all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "S
 
 
 def kind_named(name: str | None) -> TeacherKind:
-    """The kind recorded under `name` (None: a record from before kinds, so sequence)."""
+    """The kind recorded under `name` (None: nothing recorded yet, so the default kind)."""
     if name is None:
         return SEQUENCE
     if name not in KINDS:

@@ -61,15 +61,9 @@ def _start_seconds(pid: int | None) -> float | None:
 
 
 def _recorded_start(start: str | None) -> float | None:
-    """A recorded start time in seconds, or None where it says nothing comparable.
-
-    Stores of schema version 3 written by kiwb before psutil recorded the start on Linux as
-    clock ticks since boot (digits only, no decimal point), which cannot be compared with a
-    time since the epoch. A worker of that kiwb may still be running when a newer kiwb reads
-    its records, so such a value counts as unknown, as it did where no start was recorded:
-    its pid alone decides, and a live worker is never taken for a lost one.
-    """
-    if start is None or "." not in start:
+    """A recorded start time in seconds since the epoch, or None where none was recorded (the
+    store's version 7 made the clock ticks older kiwb wrote unknown, kiwb.project.schema)."""
+    if start is None:
         return None
     try:
         return float(start)

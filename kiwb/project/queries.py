@@ -21,7 +21,7 @@ from kiwb.project.jobs import JobState
 from kiwb.project.labels import label_count
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
-from kiwb.project.shards import SCORES_ONLY
+from kiwb.project.run_folder import list_checkpoints, read_best
 from kiwb.project.store import Store
 
 # Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
@@ -172,24 +172,12 @@ def label_progress(store: Store, integration: IntegrationRecord) -> LabelProgres
 
 def _agreement(store: Store, integration: IntegrationRecord,
                decided: list[tuple]) -> tuple[int, int]:
-    teachers = integration.summary.teacher_names
-    own = integration.summary.teacher_labels or _scored_label_sets(store, teachers)
+    teachers = integration.summary.teachers
+    own = integration.summary.teacher_labels or {}
     judged = [(routed, label) for _hash, routed, label in decided if label is not None]
     agree = sum(1 for routed, label in judged
                 if routed < len(teachers) and label in own.get(teachers[routed], ()))
     return agree, len(judged)
-
-
-def _scored_label_sets(store: Store, teachers: list[str]) -> dict[str, list[str]]:
-    """Each teacher's labels as its newest score set recorded them: for integrations made
-    before kiwb recorded them (a project that was integrated, then upgraded)."""
-    found: dict[str, list[str]] = {}
-    rows = store.connection.execute(
-        f"SELECT teacher, meta_json FROM score_sets WHERE {SCORES_ONLY} ORDER BY created_at DESC")
-    for row in rows:
-        if row["teacher"] in teachers and row["teacher"] not in found:
-            found[row["teacher"]] = json.loads(row["meta_json"]).get("labels", [])
-    return found
 
 
 def _integration_without_labels(store: Store, before: float) -> IntegrationRecord | None:
@@ -227,8 +215,8 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
     paths = ProjectPaths(Path(root))
     summary = integration.summary
     views = []
-    for teacher in summary.teacher_names:
-        record = _score_set_of(store, summary, teacher, integration.created_at)
+    for teacher in summary.teachers:
+        record = _score_set_of(store, summary, teacher)
         if record is None:
             continue
         meta = json.loads(record["meta_json"])
@@ -249,26 +237,11 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
     return views
 
 
-def _score_set_of(store: Store, summary: IntegrationSummary, teacher: str,
-                  integrated_at: float) -> sqlite3.Row | None:
+def _score_set_of(store: Store, summary: IntegrationSummary, teacher: str) -> sqlite3.Row | None:
     """The score set of `teacher` that an integration read, as its summary records it."""
-    if summary.score_keys is not None:
-        key = summary.score_keys.get(teacher)
-        return None if key is None else store.connection.execute(
-            "SELECT key, meta_json FROM score_sets WHERE key = ?", (key,)).fetchone()
-    return _score_set_before_keys(store, teacher, summary.num_texts, integrated_at)
-
-
-def _score_set_before_keys(store: Store, teacher: str, num_texts: int,
-                           before: float) -> sqlite3.Row | None:
-    """For integrations recorded before kiwb recorded their score keys (the first release):
-    the teacher's newest complete unlabeled score set of that size made before it."""
-    rows = store.connection.execute(
-        "SELECT s.key, s.meta_json, s.created_at FROM score_sets s WHERE s.teacher = ? "
-        "AND s.dataset = 'unlabeled' AND s.num_texts = ? AND s.num_shards = (SELECT COUNT(*) "
-        "FROM score_shards d WHERE d.score_key = s.key AND d.status = 'done') "
-        "ORDER BY (s.created_at <= ?) DESC, s.created_at DESC", (teacher, num_texts, before))
-    return rows.fetchone()
+    key = summary.score_keys.get(teacher)
+    return None if key is None else store.connection.execute(
+        "SELECT key, meta_json FROM score_sets WHERE key = ?", (key,)).fetchone()
 
 
 # -- runs and checkpoints in the project folder --------------------------------------------
@@ -289,17 +262,13 @@ def run_folders(root: Path) -> list[RunFolder]:
     runs_dir = ProjectPaths(Path(root)).runs
     found = []
     for folder in sorted(runs_dir.iterdir()) if runs_dir.is_dir() else ():
-        checkpoints_dir = folder / "checkpoints"
-        if not checkpoints_dir.is_dir():
-            continue
-        checkpoints = sorted(p.name for p in checkpoints_dir.iterdir()
-                             if p.is_dir() and p.name.startswith("step-"))
+        checkpoints = [checkpoint.name for checkpoint in list_checkpoints(folder)]
         if not checkpoints:
             continue
         manifest = _read_json(folder / "manifest.json") or {}
         method = manifest.get("method")
         found.append(RunFolder(
-            run=folder.name, checkpoints=checkpoints, best=_read_json(folder / "best.json"),
+            run=folder.name, checkpoints=checkpoints, best=read_best(folder),
             method=method.get("method") if isinstance(method, dict) else method,
             labels=list(manifest.get("labels") or [])))
     return found

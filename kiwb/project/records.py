@@ -2,9 +2,10 @@
 integration summaries and settings, score-job summaries, and the events of scoring and training.
 
 Producers build these and store `to_dict()`; readers parse with `from_dict()`, so each key is
-spelt once. `to_dict()` gives the JSON kiwb has always written, and `from_dict()` reads what
-older versions wrote: a key added later is marked with `since(...)`, the value a record written
-before it reads as. Any other missing key is refused with one line naming the record and the key.
+spelt once. What older versions wrote, the store's migrations rewrite as this version writes it
+(kiwb.project.schema), so a record is read one way. A key a record may lack is marked
+`optional(...)`: it reads as None and None is left out. Any other missing key is refused with
+one line naming the record and the key.
 Pure Python: no torch, no textual.
 """
 
@@ -23,19 +24,15 @@ from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.config_schema import IntegrationConfig as _DECLARED
 from kiwb.project.teacher_kinds import with_kind_defaults
 
-_ABSENT = "absent"      # metadata: the value of a key that records written before it lack
-_OMIT_NONE = "omit"     # metadata: None is written by leaving the key out
+_OPTIONAL = "optional"  # metadata: a key a record may lack; None is written by leaving it out
 _RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
 _EACH = "each"          # metadata: the value maps names to records of this class
 
 
-def since(absent: Any = None, *, record: type | None = None, each: type | None = None,
-          omit_none: bool = True, default: Any = None) -> Any:
-    """A key added after the first version: older records read as `absent`; None is left out
-    of the JSON (unless `omit_none` is False). A renamed key is not read here: the store's
-    migrations rewrite it (kiwb.project.schema)."""
-    return field(default=default, metadata={_ABSENT: absent, _OMIT_NONE: omit_none,
-                                            _RECORD: record, _EACH: each})
+def optional(record: type | None = None, *, each: type | None = None) -> Any:
+    """A key a record may lack (what it holds does not apply to every record): it reads as
+    None, and None is left out of the JSON."""
+    return field(default=None, metadata={_OPTIONAL: True, _RECORD: record, _EACH: each})
 
 
 def nested(record: type | None = None, *, each: type | None = None) -> Any:
@@ -53,7 +50,7 @@ class Record:
         found = {}
         for spec in fields(self):
             value = getattr(self, spec.name)
-            if value is None and spec.metadata.get(_OMIT_NONE):
+            if value is None and spec.metadata.get(_OPTIONAL):
                 continue
             found[spec.name] = _dump(value)
         return found
@@ -67,8 +64,8 @@ class Record:
         for spec in fields(cls):
             if spec.name in data:
                 values[spec.name] = _load(spec, data[spec.name])
-            elif _ABSENT in spec.metadata:
-                values[spec.name] = spec.metadata[_ABSENT]
+            elif spec.metadata.get(_OPTIONAL):
+                values[spec.name] = None
             else:
                 raise KiwbError(f"{cls.what} has no {spec.name!r} (it has: "
                                 f"{', '.join(map(str, data)) or 'nothing'})")
@@ -110,20 +107,20 @@ class IntegrationSettings(Record):
     reweight: bool = _DECLARED.reweight
     use_mc: bool = _DECLARED.use_mc
     conflict_threshold: float = _DECLARED.conflict_threshold
-    # Integrations recorded before routing was a choice compared raw confidences (MUKI).
-    routing: str = since("confidence", omit_none=False, default=DEFAULT_ROUTING)
+    routing: str = DEFAULT_ROUTING
     # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
-    labels: bool = since(False, default=_DECLARED.labels)
-    # Rare classes (kiwb.core.class_priors): off in integrations recorded before them.
-    class_weighting: float = since(0.0, default=_DECLARED.class_weighting)
-    logit_adjustment: float = since(0.0, default=_DECLARED.logit_adjustment)  # read by training
+    labels: bool = _DECLARED.labels
+    # Rare classes (kiwb.core.class_priors).
+    class_weighting: float = _DECLARED.class_weighting
+    logit_adjustment: float = _DECLARED.logit_adjustment  # read by training
     # Multi-label teachers: revise each teacher's answers through its label dependencies before
     # integrating (kiwb.kinds.multilabel.transfer); None (left out of records and keys) is off.
-    transfer: bool | None = since()
+    transfer: bool | None = optional()
 
     def pinned(self) -> dict[str, Any]:
-        """Every setting, as integration keys and run manifests pin them; a setting newer than
-        a record (transfer) is left out while off, so older keys and manifests still match."""
+        """Every setting, as integration keys and run manifests pin them. Transfer is left out
+        while off: a key is a hash of these, which no migration can make again, so the keys and
+        manifests of integrations without it keep matching."""
         values = dataclasses.asdict(self)
         if not values["transfer"]:
             del values["transfer"]
@@ -164,14 +161,14 @@ class IntegrationSettings(Record):
 @dataclass(frozen=True, kw_only=True)
 class RoutingAccuracy(Record):
     """How often the top-scored teacher knows the true label: MC confidence, plain confidence,
-    and (since routing is a choice) the routing used, named."""
+    and the routing used, named."""
 
     what: ClassVar[str] = "routing accuracy"
 
     mc_dropout: float
     plain_confidence: float
-    chosen: float | None = since()
-    routing: str | None = since()
+    chosen: float | None = optional()
+    routing: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,11 +182,11 @@ class TeacherRouting(Record):
     split: float | None
     histogram_here: list[int]
     histogram_elsewhere: list[int]
-    calibration_error: float | None = since()   # with a labeled set of its labels
-    labeled_own: int | None = since()
+    calibration_error: float | None = optional()   # with a labeled set of its labels
+    labeled_own: int | None = optional()
     # representation routings: where its class means (or neighbours) came from, in words
     # ("seeded on 612 pool texts, refitted", "seen: 3,024 of its training texts")
-    reference: str | None = since()
+    reference: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -204,9 +201,9 @@ class RoutingDetails(Record):
     use_mc: bool
     labeled_texts: int
     teachers: dict[str, TeacherRouting] = nested(each=TeacherRouting)
-    # what the per-teacher histograms count: the confidence (None, as before), or the
+    # what the per-teacher histograms count: the confidence (None), or the
     # routing's own score where it reads something else (a representation routing's quantile)
-    score: str | None = since()
+    score: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -231,9 +228,9 @@ class EvalSummary(Record):
     num_texts: int
     routing_accuracy: RoutingAccuracy | None = nested(RoutingAccuracy)
     ensemble_accuracy: float | None
-    teacher_accuracy: dict[str, float] | None = since()
+    teacher_accuracy: dict[str, float] | None = optional()
     # method -> right_teacher / wrong_teacher -> counts (the paper's figure 2)
-    confidence_histograms: dict[str, dict[str, list[int]]] | None = since()
+    confidence_histograms: dict[str, dict[str, list[int]]] | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -265,7 +262,7 @@ class ClassFunnel(Record):
     target_texts: list[int]
     target_share: list[float]
     estimated_share: list[float]
-    labeled: LabeledFunnel | None = since(record=LabeledFunnel)
+    labeled: LabeledFunnel | None = optional(record=LabeledFunnel)
 
     def rows(self, student_recall: Mapping[str, float | None] | None = None) -> list[dict[str, str]]:
         """One row per class as text, for the CLI's tables, the model card and the workbench:
@@ -327,8 +324,8 @@ class IntegrationSummary(Record):
     what: ClassVar[str] = "integration summary"
 
     num_texts: int
-    teachers: list[str] | None = since()
-    score_keys: dict[str, str] | None = since()  # recorded since the workbench came
+    teachers: list[str]
+    score_keys: dict[str, str]  # the score set each teacher's answers were read from
     labels: list[str]
     overlapping_labels: list[str]
     wins: dict[str, int]
@@ -336,29 +333,23 @@ class IntegrationSummary(Record):
     margin_histogram: list[int]
     conflict_threshold: float
     conflicts: int
-    routing: RoutingDetails | None = since(record=RoutingDetails)
-    routing_accuracy: RoutingAccuracy | None = since(record=RoutingAccuracy)  # labeled pools
-    teacher_accuracy: dict[str, float] | None = since()
-    ensemble_accuracy: float | None = since()
-    eval: EvalSummary | None = since(record=EvalSummary)
-    teacher_labels: dict[str, list[str]] | None = since()  # each teacher's own labels
-    gold_labels: GoldLabelUse | None = since(record=GoldLabelUse)  # with settings.labels
-    check: RoutingCheck | None = since(record=RoutingCheck)  # kiwb.core.routing_check's verdict
-    funnel: ClassFunnel | None = since(record=ClassFunnel)  # where each class goes
-    # The kind of teachers integrated (kiwb.kinds); None: sequence, as before kinds existed.
-    # A token integration's units are conflict clusters (num_texts, wins, margins and
+    routing: RoutingDetails | None = optional(record=RoutingDetails)
+    routing_accuracy: RoutingAccuracy | None = optional(record=RoutingAccuracy)  # labeled pools
+    teacher_accuracy: dict[str, float] | None = optional()
+    ensemble_accuracy: float | None = optional()
+    eval: EvalSummary | None = optional(record=EvalSummary)
+    teacher_labels: dict[str, list[str]] | None = optional()  # each teacher's own labels
+    gold_labels: GoldLabelUse | None = optional(record=GoldLabelUse)  # with settings.labels
+    check: RoutingCheck | None = optional(record=RoutingCheck)  # kiwb.core.routing_check's verdict
+    funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where each class goes
+    # The kind of teachers integrated (kiwb.kinds). A token integration's units are conflict clusters (num_texts, wins, margins and
     # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
-    # in the accuracy fields, and `token` holds what only it has. Named task_kind before.
-    teachers_kind: str | None = since()
-    token: dict | None = since()
+    # in the accuracy fields, and `token` holds what only it has.
+    teachers_kind: str
+    token: dict | None = optional()
     # What only its kind has, for kinds after the token kind (whose `token` came first): a
     # multi-label integration's texts, shared labels, labeled pairs and eval figures.
-    details: dict | None = since()
-
-    @property
-    def teacher_names(self) -> list[str]:
-        """The teachers in the project's order."""
-        return list(self.teachers) if self.teachers is not None else list(self.wins)
+    details: dict | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -401,12 +392,12 @@ class ScoreJobSummary(Record):
     what: ClassVar[str] = "score job summary"
 
     texts: int
-    left: int | None = since()
-    precision: str | None = since()
-    strategy: str | None = since()
+    left: int | None = optional()
+    precision: str | None = optional()
+    strategy: str | None = optional()
     # mc_passes = "auto": the MC passes drawn, and the passes K = max_mc_passes would have drawn
-    passes_drawn: int | None = since()
-    passes_at_max: int | None = since()
+    passes_drawn: int | None = optional()
+    passes_at_max: int | None = optional()
 
 
 # -- training ------------------------------------------------------------------------------
@@ -419,9 +410,9 @@ class TrainStart(Record):
     step: int  # 0 for a fresh run, the checkpoint's step for a resumed one
     total_steps: int
     method: str
-    learning_rate: float | None = since()
-    precision: str | None = since()
-    funnel: ClassFunnel | None = since(record=ClassFunnel)  # where the targets' classes came from
+    learning_rate: float | None = optional()
+    precision: str | None = optional()
+    funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where the targets' classes came from
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -452,19 +443,19 @@ class TrainEval(Record):
     confusion: list[list[int]]
     num_texts: int
     routing_accuracy: RoutingAccuracy | None = nested(RoutingAccuracy)
-    check: LearningCheck | None = since(record=LearningCheck)
+    check: LearningCheck | None = optional(record=LearningCheck)
     # A token student's: `accuracy` holds its entity F1, `per_class_accuracy` F1 per type,
     # `confusion` words' types; here precision, recall, strict F1, word accuracy, the entity
     # confusion and boundary errors (kiwb.kinds.token.student.evaluation_figures).
-    entity: dict | None = since()
+    entity: dict | None = optional()
     # A multi-label student's (accuracy: micro F1 at its thresholds; per_class_accuracy: F1
     # per label; no confusion): Hamming loss, subset accuracy, support, the texts given each
     # label and the thresholds tuned on this eval set (kiwb.kinds.multilabel.student).
-    details: dict | None = since()
+    details: dict | None = optional()
     # How well the student reproduces its own training targets on a sample of the pool
     # (kiwb.core.target_fit, in the kind's terms); a multi-task student's per task beside it.
-    fit: float | None = since()
-    fit_per_task: dict[str, float] | None = since()
+    fit: float | None = optional()
+    fit_per_task: dict[str, float] | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -476,8 +467,8 @@ class TrainCheck(Record):
 
     step: int
     check: LearningCheck = nested(LearningCheck)
-    fit: float | None = since()
-    fit_per_task: dict[str, float] | None = since()
+    fit: float | None = optional()
+    fit_per_task: dict[str, float] | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -488,8 +479,8 @@ class BestCheckpoint(Record):
 
     step: int
     accuracy: float | None
-    check: LearningCheck | None = since(record=LearningCheck)
-    fit: float | None = since()
+    check: LearningCheck | None = optional(record=LearningCheck)
+    fit: float | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -225,6 +225,77 @@ def _rename_record_keys(db: sqlite3.Connection) -> None:
                        (json.dumps(renamed_v6(json.loads(text), summary=as_summary)), key))
 
 
+# Version 7: records as this release writes them. Keys that integration records gained after
+# the first release are written into older ones with what those meant, so the records'
+# readers hold no defaults for history:
+# - settings (and run manifests, which are files: kiwb.workers.checkpoints reads them through
+#   `completed_settings`): before routing was a choice MUKI compared raw confidences; before
+#   given labels and rare classes, neither was used;
+# - summaries: the teachers in the order of their wins; the sequence kind, whose summaries named
+#   no kind until this version; the score sets read, which the first release did not record:
+#   each teacher's newest complete unlabeled score set of the integration's size made before it;
+#   each sequence teacher's labels, which it did not record either: those of that score set
+#   (else of the teacher's newest);
+# - score sets' meta: the sequence kind, which it named only for other kinds until this version;
+# - process starts that kiwb before psutil wrote as clock ticks since boot (digits, no decimal
+#   point), which no time since the epoch can be compared with: unknown (NULL), as where none
+#   was recorded, so the pid alone decides and a live worker is never taken for a lost one.
+SETTINGS_BEFORE_V7 = {"routing": "confidence", "labels": False, "class_weighting": 0.0,
+                      "logit_adjustment": 0.0}
+SEQUENCE_KIND = "sequence"  # kiwb.kinds' default kind, which the store may not import
+
+
+def completed_settings(settings: dict) -> dict:
+    """Integration settings as version 7 stores them: a key an older record lacks, added with
+    what that record meant."""
+    return {**SETTINGS_BEFORE_V7, **settings}
+
+
+def _complete_records(db: sqlite3.Connection) -> None:
+    rows = db.execute("SELECT key, settings_json, summary_json, created_at FROM integrations")
+    for key, settings_text, summary_text, created_at in rows.fetchall():
+        settings, summary = json.loads(settings_text), json.loads(summary_text)
+        summary.setdefault("teachers", list(summary.get("wins", {})))
+        summary.setdefault("teachers_kind", SEQUENCE_KIND)
+        if "score_keys" not in summary:
+            found = {teacher: _score_set_before(db, teacher, summary.get("num_texts"), created_at)
+                     for teacher in summary["teachers"]}
+            summary["score_keys"] = {teacher: key for teacher, key in found.items() if key}
+        if "teacher_labels" not in summary and summary["teachers_kind"] == SEQUENCE_KIND:
+            summary["teacher_labels"] = {teacher: _scored_labels(
+                db, teacher, summary["score_keys"].get(teacher)) for teacher in summary["teachers"]}
+        db.execute("UPDATE integrations SET settings_json = ?, summary_json = ? WHERE key = ?",
+                   (json.dumps(completed_settings(settings)), json.dumps(summary), key))
+    for table in ("jobs", "score_shards"):
+        db.execute(f"UPDATE {table} SET pid_start = NULL WHERE pid_start NOT LIKE '%.%'")
+    for key, meta in db.execute("SELECT key, meta_json FROM score_sets").fetchall():
+        if "kind" not in json.loads(meta):
+            db.execute("UPDATE score_sets SET meta_json = ? WHERE key = ?",
+                       (json.dumps({**json.loads(meta), "kind": SEQUENCE_KIND}), key))
+
+
+def _score_set_before(db: sqlite3.Connection, teacher: str, num_texts: int | None,
+                      before: float) -> str | None:
+    """The teacher's newest complete unlabeled score set of `num_texts` texts made before
+    `before` (else the newest made after): the one the first release's integrations read."""
+    row = db.execute(
+        "SELECT s.key FROM score_sets s WHERE s.teacher = ? AND s.dataset = 'unlabeled' "
+        "AND s.num_texts = ? AND s.num_shards = (SELECT COUNT(*) FROM score_shards d "
+        "WHERE d.score_key = s.key AND d.status = 'done') "
+        "ORDER BY (s.created_at <= ?) DESC, s.created_at DESC", (teacher, num_texts, before))
+    found = row.fetchone()
+    return found[0] if found else None
+
+
+def _scored_labels(db: sqlite3.Connection, teacher: str, key: str | None) -> list[str]:
+    """The labels the score set `key` recorded, else the teacher's newest score set's (not a
+    representation set: those record none)."""
+    row = db.execute("SELECT meta_json FROM score_sets WHERE key = ? OR (? IS NULL AND "
+                     "teacher = ? AND dataset NOT LIKE '% (representation)') "
+                     "ORDER BY created_at DESC", (key, key, teacher)).fetchone()
+    return json.loads(row[0]).get("labels", []) if row else []
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -234,6 +305,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (4, _add_instances_and_free_job_kinds),
     (5, _add_text_labels),
     (6, _rename_record_keys),
+    (7, _complete_records),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -23,7 +23,7 @@ def export_conflicts(root: Path, integration: IntegrationRecord, filters: Instan
     The file appears whole or not at all; rows are read a page at a time, so a million
     texts never sit in memory together.
     """
-    teachers, labels = integration.summary.teacher_names, list(integration.summary.labels)
+    teachers, labels = integration.summary.teachers, list(integration.summary.labels)
     written = 0
     with open_store(root) as store, atomic_open(path, "wb") as handle:
         text = io.TextIOWrapper(handle, encoding="utf-8", newline="", write_through=True)

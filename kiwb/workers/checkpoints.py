@@ -20,27 +20,17 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, atomic_write_text, recover_interrupted_writes
+from kiwb.project.run_folder import (  # noqa: F401  (the run folder's reading, for the workers)
+    PROGRESS_FILE,
+    checkpoints_dir,
+    list_checkpoints,
+    read_best,
+    read_progress,
+    step_name,
+)
 
 STATE_FILE = "trainer_state.pt"
-PROGRESS_FILE = "progress.json"
 MANIFEST_FILE = "manifest.json"
-BEST_FILE = "best.json"
-
-
-def checkpoints_dir(run_dir: Path) -> Path:
-    return run_dir / "checkpoints"
-
-
-def step_name(step: int) -> str:
-    return f"step-{step:07d}"
-
-
-def list_checkpoints(run_dir: Path) -> list[Path]:
-    """Finished checkpoints of a run, oldest first (temp folders are ignored)."""
-    folder = checkpoints_dir(run_dir)
-    if not folder.is_dir():
-        return []
-    return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("step-"))
 
 
 def recover_run(run_dir: Path) -> None:
@@ -69,24 +59,19 @@ def load_state(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     return state, read_progress(checkpoint)
 
 
-def read_progress(checkpoint: Path) -> dict[str, Any]:
-    """A checkpoint's small progress record: step, best so far and its own evaluation."""
-    return json.loads((checkpoint / PROGRESS_FILE).read_text(encoding="utf-8"))
-
-
 def settle_check(run_dir: Path, step: int, check: dict[str, Any]) -> None:
     """Give the kept checkpoint of `step` the learning check the finished run settled on (a
-    check's cause can be told only once later evaluations are in): in its own evaluation, which
-    an export's model card reads, and in best.json."""
+    check's cause can be told only once later evaluations are in): in its own record of the
+    best and in its evaluation, which an export's model card reads. The one write to a
+    checkpoint once written: it changes what is said of the state, not the state."""
     folder = checkpoints_dir(run_dir) / step_name(step)
     if (folder / PROGRESS_FILE).exists():
         progress = read_progress(folder)
         if progress.get("evaluation"):
             progress["evaluation"]["check"] = check
-            atomic_write_text(folder / PROGRESS_FILE, json.dumps(progress, indent=2))
-    best = read_best(run_dir)
-    if best is not None and best.get("step") == step and best.get("metrics"):
-        write_best(run_dir, step, {**best["metrics"], "check": check})
+        if (progress.get("best") or {}).get("step") == step:
+            progress["best"]["check"] = check
+        atomic_write_text(folder / PROGRESS_FILE, json.dumps(progress, indent=2))
 
 
 def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
@@ -95,31 +80,6 @@ def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
     for checkpoint in existing[:-1]:
         if checkpoint.name not in keep:
             shutil.rmtree(checkpoint, ignore_errors=True)
-
-
-def write_best(run_dir: Path, step: int, metrics: dict[str, Any]) -> None:
-    atomic_write_text(run_dir / BEST_FILE, json.dumps({"checkpoint": step_name(step), "step": step,
-                                                       "metrics": metrics}, indent=2))
-
-
-def read_best(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / BEST_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-def reconcile_best(run_dir: Path) -> None:
-    """Make best.json name the best checkpoint that the newest one records.
-
-    A process killed after saving a better checkpoint but before writing best.json leaves it
-    naming the previous best, which the next prune would delete.
-    """
-    existing = list_checkpoints(run_dir)
-    best = read_progress(existing[-1]).get("best") if existing else None
-    if not best or (read_best(run_dir) or {}).get("step") == best["step"]:
-        return
-    folder = checkpoints_dir(run_dir) / step_name(best["step"])
-    if folder.is_dir():
-        write_best(run_dir, best["step"], read_progress(folder).get("evaluation") or {})
 
 
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
@@ -162,12 +122,14 @@ def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
 
 
 def _comparable(key: str, value: Any) -> Any:
-    """The integration settings with the values of keys added since as a record written before
-    them reads (`labels`: off), so an older run still resumes when nothing really changed."""
+    """The integration settings as the store's records hold them (a manifest is a file, which
+    the store's migrations do not rewrite), so an older run still resumes when nothing really
+    changed."""
     if key == "method" and isinstance(value, dict):
         from kiwb.project.records import IntegrationSettings
+        from kiwb.project.schema import completed_settings
 
-        return IntegrationSettings.from_dict(value).to_dict()
+        return IntegrationSettings.from_dict(completed_settings(value)).to_dict()
     return value
 
 

@@ -9,7 +9,7 @@ from kiwb import __version__
 from kiwb.core.learning_check import check_of
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
-from kiwb.kinds import DEFAULT_KIND, kind_named, run_seam
+from kiwb.kinds import kind_named, run_seam
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel, TrainEval
@@ -37,9 +37,9 @@ def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") ->
             return available[-1]
         chosen = ckpt.checkpoints_dir(run_dir) / best["checkpoint"]
         if not chosen.is_dir():
-            raise KiwbError(f"run {run!r}: best.json names checkpoint {best['checkpoint']}, which "
-                            f"is gone (the run has: {names}); choose one with --checkpoint "
-                            "STEP or --checkpoint last")
+            raise KiwbError(f"run {run!r}: its newest checkpoint names {best['checkpoint']} the "
+                            f"best, which is gone (the run has: {names}); choose one with "
+                            "--checkpoint STEP or --checkpoint last")
         return chosen
     name = ckpt.step_name(int(checkpoint)) if checkpoint.isdigit() else checkpoint
     chosen = ckpt.checkpoints_dir(run_dir) / name
@@ -85,8 +85,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
            if manifest.get("init_from_merge") else {}),
         **({"thresholds": model.config.label_thresholds}
            if getattr(model.config, "label_thresholds", None) else {}),
-        # Sequence exports keep the manifest they always had; other kinds name theirs.
-        **({"kind": kind.name} if kind.name != DEFAULT_KIND else {}),
+        "kind": kind.name,
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)

@@ -82,9 +82,7 @@ def integrate(session: JobSession) -> Outcome:
         console.print(check.line(), style="bold yellow", highlight=False, markup=False,
                       soft_wrap=True)
     return Outcome(data={"integration": record.key,
-                         "routing_check": check.to_dict() if check is not None else None,
-                         # a job record of another kind says so; sequence jobs' stay as they were
-                         **({"teachers_kind": summary.teachers_kind} if summary.teachers_kind else {})})
+                         "routing_check": check.to_dict() if check is not None else None})
 
 
 def train(session: JobSession) -> Outcome:

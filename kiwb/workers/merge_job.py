@@ -185,14 +185,13 @@ def merge_record(spec: MergeSpec, inputs, best: Candidate, chosen_on: str,
 
 
 def write_merge_run(run_dir: Path, model, tokenizer, manifest: dict, metrics: dict | None) -> None:
-    """The run folder in one rename: its step-0 checkpoint (with its evaluation), best.json
+    """The run folder in one rename: its step-0 checkpoint (with its evaluation, the best)
     and manifest.json; a failure leaves no part of it."""
     best = {"step": 0, "accuracy": metrics and metrics["accuracy"],
             "macro_f1": metrics and metrics["macro_f1"], "check": None}
     with atomic_directory(run_dir) as staging:
         ckpt.save_checkpoint(staging, 0, model, tokenizer, {},
                              {"step": 0, "best": best, "total_steps": 0, "evaluation": metrics})
-        ckpt.write_best(staging, 0, metrics or {})
         ckpt.write_manifest(staging, manifest)
 
 

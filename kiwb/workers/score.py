@@ -93,7 +93,9 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size,
                 **({"adaptive_context": context} if context else {}),
-                # Keys of sequence score sets stay as they were before kinds.
+                # The default kind adds nothing: a key is a hash of this content, which the
+                # store does not keep, so no migration could re-key the score sets cached
+                # before kinds (hours of scoring) if it did.
                 **({"kind": teacher.kind} if teacher.kind != DEFAULT_KIND else {}),
                 # a multi-task teacher's heads: which outputs answer which task, as what
                 **({"heads": [[h.task, h.kind, h.start, h.stop] for h in teacher.heads]}
@@ -131,7 +133,7 @@ def drawing_key(device, dtype: str) -> dict:
     score set. Which Philox numbers land on which element follows the launch grid and the
     kernel chosen, so CUDA draws are keyed by the GPU model too. The precision is the one
     actually used: autocast applies on CUDA only, so a float16 setting scores in float32
-    elsewhere. CPU float32 keeps the key it always had.
+    elsewhere. A CPU drawing is keyed by its precision alone.
     """
     precision = scoring_precision(dtype, device)
     if device.type == "cpu":
@@ -196,8 +198,7 @@ def register_tasks(store: Store, tasks: list[ScoreTask]) -> None:
                   "source": task.table.source, "shard_size": task.shard_size,
                   # a named GPU's drawing, which readers cannot list (readable_drawings)
                   **({"drawing": task.drawing} if task.drawing and "gpu" in task.drawing else {}),
-                  # sequence score sets keep the meta they always had
-                  **({"kind": task.teacher.kind} if task.teacher.kind != DEFAULT_KIND else {})},
+                  "kind": task.teacher.kind},
         )
 
 

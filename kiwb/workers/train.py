@@ -111,7 +111,6 @@ class Trainer:
         torch.manual_seed(self.training.seed)
         if existing:
             ckpt.check_resumable(self.run_dir, self.data.manifest)
-            ckpt.reconcile_best(self.run_dir)
             self._load(existing[-1])
         else:
             self.model, self.tokenizer = self.initial_model()
@@ -310,11 +309,9 @@ class Trainer:
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
                          "macro_f1": (metrics or {}).get("macro_f1"),
                          "check": check.to_dict(), "fit": fit["fit"]}
-        # The checkpoint records the best so far; should best.json lag behind it after a
-        # crash, setup() puts it right before anything is pruned.
+        # The checkpoint records the best so far (kiwb.project.run_folder reads it there), so
+        # the best is named before anything is pruned.
         self.checkpoint(evaluation=metrics)
-        if improved:
-            ckpt.write_best(self.run_dir, self.step, metrics or {})
         ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
 
     def _log_evaluation(self, metrics: dict | None, check: LearningCheck) -> None:

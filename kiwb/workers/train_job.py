@@ -5,7 +5,7 @@ it ended; shared by the one-process path (job_kinds.train) and rank 0 of several
 from __future__ import annotations
 
 from kiwb.console import console
-from kiwb.kinds import DEFAULT_KIND, kind_named
+from kiwb.kinds import kind_named
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 
 
@@ -57,6 +57,4 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     return Outcome(data={"step": result["step"], "best": result["best"],
                          "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
                          "check": check.to_dict() if check else None,
-                         "routing_check": routing.to_dict() if routing else None,
-                         **({"teachers_kind": trainer.data.student.kind}
-                            if trainer.data.student.kind != DEFAULT_KIND else {})})
+                         "routing_check": routing.to_dict() if routing else None})

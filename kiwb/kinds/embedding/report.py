@@ -21,7 +21,7 @@ def integration_tables(integration) -> list[Table]:
     for column in ("teacher", "width", "covers", "steadiest on", "median dispersion"):
         head.add_column(column, justify="left" if column == "teacher" else "right")
     total = max(summary.num_texts, 1)
-    for teacher in summary.teacher_names:
+    for teacher in summary.teachers:
         head.add_row(teacher, str((details.get("widths") or {}).get(teacher, "–")),
                      _percent((details.get("coverage") or {}).get(teacher)),
                      f"{summary.wins.get(teacher, 0):,} ({_percent(summary.wins.get(teacher, 0) / total)})",

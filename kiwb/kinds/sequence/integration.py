@@ -25,6 +25,7 @@ from kiwb.core.labels import (
 from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
+from kiwb.kinds.sequence import KIND
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
@@ -327,6 +328,7 @@ def summarize(scores: TeacherScores, pool: PoolTargets,
         ensemble_accuracy=ensemble_accuracy(measured) if labeled_pool else None,
         teacher_labels={name: list(labels) for name, labels in
                         zip(scores.teachers, scores.teacher_labels, strict=True)},
+        teachers_kind=KIND.name,
     )
 
 

@@ -287,7 +287,7 @@ def probe_baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
     """The references of probe_rows_of as rows of the runs table (its two figures: kNN
     accuracy, or MRR without labels, and MRR)."""
     rows = {}
-    teachers = set(summary.teacher_names) if summary is not None else set()
+    teachers = set(summary.teachers) if summary is not None else set()
     for name, figures in probe_rows_of(summary).items():
         label = f"{name} alone" if name in teachers else name
         rows[f"{TEACHER_ROW}{name}"] = (

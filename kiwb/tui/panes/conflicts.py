@@ -148,7 +148,7 @@ class ConflictsPane(Pane):
 
     @property
     def teachers(self) -> list[str]:
-        return self.integration.summary.teacher_names if self.integration is not None else []
+        return self.integration.summary.teachers if self.integration is not None else []
 
     @property
     def labels(self) -> list[str]:
