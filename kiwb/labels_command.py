@@ -117,7 +117,8 @@ def import_labels(args: argparse.Namespace) -> int:
         decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
                                     label_column=args.label_column)
         kind = project_kind(config)
-        if "check_labels" in kind_named(kind).seams:  # refused before anything is written
+        checked = "check_labels" in kind_named(kind).seams
+        if checked:  # refused before anything is written; then each one matches a text
             run_seam(kind, "check_labels", args.file, decisions, config)
         if args.replace:
             replace_all(store.connection, decisions)
@@ -131,8 +132,7 @@ def import_labels(args: argparse.Namespace) -> int:
                     "named (the last line counts)" if len(decisions) > len(last) else "")
                  + ("; the labels given before were replaced" if args.replace else ""),
                  highlight=False)
-    texts = {text_hash(item.text): item.text for item in decisions}
-    unmatched = matched_labels(config, set(last), texts) or 0
+    unmatched = 0 if checked else (unmatched_texts(config, set(last)) or 0)
     if unmatched:
         stdout.print(f"{unmatched:,} of them match no text of the project's data: kiwb finds a "
                      "text by its exact content (spaces and case included); they are kept, and "
@@ -152,15 +152,8 @@ def project_text_hashes(config) -> set[str] | None:
     return {text_hash(text) for table in tables.values() for text in table.texts}
 
 
-def matched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
-    """How many labeled texts match no text of the project (None: unknown now); a kind whose
-    labels name parts of texts matches them itself (token: spans, by their sentence)."""
-    from kiwb.kinds import kind_named, run_seam
-    from kiwb.workers.project_inputs import project_kind
-
-    kind = project_kind(config)
-    if "unmatched_labels" in kind_named(kind).seams:
-        return run_seam(kind, "unmatched_labels", config, hashes, texts)
+def unmatched_texts(config, hashes: set[str]) -> int | None:
+    """How many labeled texts match no text of the project (None: unknown now)."""
     known = project_text_hashes(config)
     return len(hashes - known) if known is not None else None
 

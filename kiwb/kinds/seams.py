@@ -60,9 +60,6 @@ SEAMS: dict[str, Seam] = {seam.name: seam for seam in (
          required=False),
     Seam("check_labels", ("file", "decisions", "config"), "None",
          "refuse, before anything is stored, labels from `kiwb labels import` that this kind's "
-         "conflicts cannot be (one line naming the file and the label)", required=False),
-    Seam("unmatched_labels", ("config", "hashes", "texts"), "int | None",
-         "how many labeled texts (by text hash, with their texts) match nothing of the "
-         "project's data, where a kind's labels are not whole texts (None: unknown now)",
-         required=False),
+         "conflicts cannot be (one line naming the file and the label); a kind that checks "
+         "its labels so has none that match nothing of the project's data", required=False),
 )}

@@ -49,7 +49,6 @@ class TokenKind(TeacherKind):
         "evaluate": "kiwb.kinds.token.student:evaluate_tagger",
         "predict": "kiwb.kinds.token.student:predicted_entities",
         "check_labels": "kiwb.kinds.token.labels:check_labels",
-        "unmatched_labels": "kiwb.kinds.token.labels:unmatched_labels",
     }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,

@@ -1,6 +1,6 @@
 """The labels a user gives a token project's conflicts: each names one span of a sentence
 (marked with ⟦ ⟧, as the conflicts list and `kiwb labels export` write it). The token kind's
-`check_labels` and `unmatched_labels` seams."""
+`check_labels` seam."""
 
 from __future__ import annotations
 
@@ -26,17 +26,6 @@ def check_labels(file, decisions, config) -> None:
             raise KiwbError(f"{file}: the span of {shown!r} no longer matches a text of the "
                             "project's data (the sentence changed, or its words are split "
                             "otherwise); label it again in the Conflicts pane or fix the text")
-
-
-def unmatched_labels(config, hashes: set[str], texts: dict[str, str]) -> int | None:
-    """How many labeled spans lie in no sentence of the project's data (None: unknown now)."""
-    from kiwb.kinds.token.units import read_marked
-
-    try:
-        sentences = sentence_lengths(config)
-    except KiwbError:
-        return None
-    return sum(1 for key in hashes if (read_marked(texts[key]) or ("",))[0] not in sentences)
 
 
 def sentence_lengths(config) -> dict[str, int]:
