@@ -145,6 +145,7 @@ def test_train_evaluate_export_and_the_pipeline(scored, ml_root, tmp_path):
     # demo's students never did: their heads now start at the labels' log-odds).
     best = read_best(project / "runs" / "hard")["metrics"]
     assert best["check"]["status"] == "ok" and best["details"]["micro_f1"] > 0.5
+    assert best["metric"] == "micro F1" and best["accuracy"] == best["details"]["micro_f1"]
     report = json.loads(run_kiwb("evaluate", project, "--run", "hard", "--json",
                                  cwd=tmp_path).stdout)
     assert report["kind"] == "multi-label" and set(report["per_label_f1"]) == set(UNION)

@@ -132,8 +132,12 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
         db.execute("UPDATE meta SET value = '5' WHERE key = 'schema_version'")
         db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
                    (json.dumps(older_summary),))
-        db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
-                   "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(older_eval),))
+        for data in (older_eval, {"step": 6, "entity": {"f1": 0.5}},
+                     {"step": 7, "details": {"hamming_loss": 0.1}},
+                     {"step": 8, "details": {"tasks": {}}}, {"step": 9, "details": {"probes": {}}},
+                     {"step": 10, "metric": "micro F1"}):  # the last one named its own
+            db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
+                       "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(data),))
     with Store(path) as store:
         assert store.schema_version == SCHEMA_VERSION == 7
         summary = store.integration("i")["summary"]
@@ -142,10 +146,13 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
                            "routing_accuracy": {"mc_dropout": 0.9, "plain_confidence": 0.7},
                            "eval": {"routing_accuracy": {"mc_dropout": 0.8,
                                                          "plain_confidence": 0.6}}}
-        (event,) = [e for e in store.events_after(0) if e["kind"] == "train.eval"]
-        assert event["data"] == {"step": 5,
-                                 "routing_accuracy": {"mc_dropout": 0.5, "plain_confidence": 0.25},
-                                 "settings": {"task_kind": "kept: not a summary's key"}}
+        event, *named = [e["data"] for e in store.events_after(0) if e["kind"] == "train.eval"]
+        assert event == {"step": 5,
+                         "routing_accuracy": {"mc_dropout": 0.5, "plain_confidence": 0.25},
+                         "settings": {"task_kind": "kept: not a summary's key"},
+                         "metric": "accuracy"}  # v7: the headline's name, by what it held
+        assert [data["metric"] for data in named] == [
+            "entity F1", "micro F1", "mean task score", "probe score", "micro F1"]
         assert store.done_shards("k1") == {0}  # the rest untouched
 
 

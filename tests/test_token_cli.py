@@ -323,3 +323,4 @@ def test_two_cpu_ranks_train_a_token_student_to_the_weights_one_process_does(ner
     assert_close(weights(project, "two"), weights(project, "one"))
     best = read_best(project / "runs" / "two")
     assert best["step"] == 20 and "f1" in best["metrics"]["entity"]  # rank 0 evaluated it
+    assert best["metrics"]["metric"] == "entity F1"  # what its "accuracy" holds, named

@@ -76,6 +76,7 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     best = max(e["accuracy"] for e in evaluations)
     assert best > 0.5  # four balanced labels: chance is 0.25
     last = evaluations[-1]
+    assert {e["metric"] for e in evaluations} == {"accuracy"}  # what "accuracy" holds, named
     assert set(last["per_class_accuracy"]) == {"sports", "politics", "music", "cooking"}
     assert len(last["confusion"]) == 4 and sum(map(sum, last["confusion"])) == 40
     assert 0.0 <= last["macro_f1"] <= 1.0

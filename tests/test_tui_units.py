@@ -156,7 +156,8 @@ def _shard(teacher, key, shard, mc, det=None, dataset="unlabeled"):
 
 
 def _eval(step, accuracy):
-    return TrainEval(step=step, accuracy=accuracy, macro_f1=accuracy, per_class_accuracy={},
+    return TrainEval(step=step, accuracy=accuracy, metric="accuracy", macro_f1=accuracy,
+                     per_class_accuracy={},
                      confusion=[], num_texts=10, routing_accuracy=None)
 
 

@@ -119,7 +119,8 @@ def _run(root: Path, store: Store) -> None:
         if step % 10 == 0:
             probes = {"knn_accuracy": 0.7 + step / 200, "recall@1": 0.6, "recall@10": 0.95,
                       "mrr": 0.7 + step / 400}
-            event(TrainEval(step=step, accuracy=probes["knn_accuracy"], macro_f1=probes["mrr"],
+            event(TrainEval(step=step, accuracy=probes["knn_accuracy"], metric="probe score",
+                            macro_f1=probes["mrr"],
                             per_class_accuracy={}, confusion=[], num_texts=len(TEXTS),
                             routing_accuracy=None,
                             details={"probes": probes}))

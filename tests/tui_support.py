@@ -232,7 +232,7 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
         if step % 10 == 0:
             accuracy = accuracies[step // 10 - 1]
             event(TrainEval(
-                step=step, accuracy=accuracy, macro_f1=accuracy - 0.05,
+                step=step, accuracy=accuracy, metric="accuracy", macro_f1=accuracy - 0.05,
                 per_class_accuracy={"sports": 1.0, "politics": 0.5, "music": accuracy,
                                     "cooking": None},
                 confusion=confusion, num_texts=10, routing_accuracy=routing_accuracy,
@@ -520,7 +520,7 @@ def _many_run(root: Path, store: Store) -> None:
     event(TrainStart(step=0, total_steps=20, method="muki-hard"))
     for step in (10, 20):
         event(TrainStep(step=step, loss=1.0 / step, lr=1e-4, texts_per_s=80.0, total_steps=20))
-        event(TrainEval(step=step, accuracy=accuracy, macro_f1=accuracy - 0.08,
+        event(TrainEval(step=step, accuracy=accuracy, metric="accuracy", macro_f1=accuracy - 0.08,
                         per_class_accuracy=per_class, confusion=confusion, num_texts=20,
                         routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5,
                                                          chosen=0.75, routing="rank"),

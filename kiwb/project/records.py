@@ -437,7 +437,10 @@ class TrainEval(Record):
     what: ClassVar[str] = "train.eval event"
 
     step: int
-    accuracy: float
+    accuracy: float  # the kind's headline figure, which `metric` names
+    # what `accuracy` holds, in words (the kind's headline: "accuracy", "entity F1", "micro
+    # F1", "mean task score", "probe score"), so the figure never travels without its name
+    metric: str
     macro_f1: float
     per_class_accuracy: dict[str, float | None]
     confusion: list[list[int]]
@@ -473,12 +476,14 @@ class TrainCheck(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class BestCheckpoint(Record):
-    """The checkpoint a run keeps: its step, eval accuracy (None without an eval set), check."""
+    """The checkpoint a run keeps: its step, eval headline figure and its name (None without an
+    eval set), check."""
 
     what: ClassVar[str] = "best checkpoint"
 
     step: int
     accuracy: float | None
+    metric: str | None = optional()
     check: LearningCheck | None = optional(record=LearningCheck)
     fit: float | None = optional()
 

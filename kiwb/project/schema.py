@@ -237,6 +237,9 @@ def _rename_record_keys(db: sqlite3.Connection) -> None:
 #   each sequence teacher's labels, which it did not record either: those of that score set
 #   (else of the teacher's newest);
 # - score sets' meta: the sequence kind, which it named only for other kinds until this version;
+# - train.eval events: the name of the headline figure their "accuracy" holds ("metric"), told
+#   by what each kind's evaluation held beside it: entity figures (token), tasks (multi-task),
+#   probes (embedding), a Hamming loss (multi-label), else none (sequence: accuracy);
 # - process starts that kiwb before psutil wrote as clock ticks since boot (digits, no decimal
 #   point), which no time since the epoch can be compared with: unknown (NULL), as where none
 #   was recorded, so the pid alone decides and a live worker is never taken for a lost one.
@@ -266,6 +269,12 @@ def _complete_records(db: sqlite3.Connection) -> None:
                 db, teacher, summary["score_keys"].get(teacher)) for teacher in summary["teachers"]}
         db.execute("UPDATE integrations SET settings_json = ?, summary_json = ? WHERE key = ?",
                    (json.dumps(completed_settings(settings)), json.dumps(summary), key))
+    for event, text in db.execute(
+            "SELECT id, data_json FROM events WHERE kind = 'train.eval'").fetchall():
+        data = json.loads(text)
+        if "metric" not in data:
+            db.execute("UPDATE events SET data_json = ? WHERE id = ?",
+                       (json.dumps({**data, "metric": _headline_name(data)}), event))
     for table in ("jobs", "score_shards"):
         db.execute(f"UPDATE {table} SET pid_start = NULL WHERE pid_start NOT LIKE '%.%'")
     for key, meta in db.execute("SELECT key, meta_json FROM score_sets").fetchall():
@@ -285,6 +294,20 @@ def _score_set_before(db: sqlite3.Connection, teacher: str, num_texts: int | Non
         "ORDER BY (s.created_at <= ?) DESC, s.created_at DESC", (teacher, num_texts, before))
     found = row.fetchone()
     return found[0] if found else None
+
+
+def _headline_name(evaluation: dict) -> str:
+    """What a train.eval event's "accuracy" held, by the figures its kind's evaluation kept."""
+    details = evaluation.get("details") or {}
+    if evaluation.get("entity"):
+        return "entity F1"
+    if "tasks" in details:
+        return "mean task score"
+    if "probes" in details:
+        return "probe score"
+    if "hamming_loss" in details:
+        return "micro F1"
+    return "accuracy"
 
 
 def _scored_labels(db: sqlite3.Connection, teacher: str, key: str | None) -> list[str]:

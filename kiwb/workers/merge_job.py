@@ -200,10 +200,11 @@ def _record_events(session: JobSession, run: str, method: str, metrics: dict | N
     """The run's train.* events, as a trained run's (no steps): its start, its evaluation,
     its end; a run replaced with --force starts over from the start event."""
     events = [TrainStart(step=0, total_steps=0, method=f"merge-{method}")]
+    metric = kind_named(kind).headline if metrics is not None else None
     if metrics is not None:
-        events.append(TrainEval.from_dict(eval_event_data(metrics)))
+        events.append(TrainEval.from_dict({**eval_event_data(metrics), "metric": metric}))
     events.append(TrainDone(step=0, best=BestCheckpoint(
-        step=0, accuracy=metrics["accuracy"] if metrics else None)))
+        step=0, accuracy=metrics["accuracy"] if metrics else None, metric=metric)))
     for event in events:
         session.store.append_event(event.kind, event.to_dict(), job_id=session.job.id, run=run)
 

@@ -294,6 +294,7 @@ class Trainer:
                                                  self.data, self.eval_batch, self.device,
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
+            metrics["metric"] = kind_named(self.data.student.kind).headline
             check = self.data.student.eval_check(self.data, metrics, self.target_shares)
             check = with_fit(check, fit["fit"], FIT_FLOOR,
                              (self.data.eval_routing or {}).get("accuracy"), self.fit_reached)
@@ -307,6 +308,7 @@ class Trainer:
         improved = improves(self.best, metrics)
         if improved:
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
+                         "metric": (metrics or {}).get("metric"),
                          "macro_f1": (metrics or {}).get("macro_f1"),
                          "check": check.to_dict(), "fit": fit["fit"]}
         # The checkpoint records the best so far (kiwb.project.run_folder reads it there), so
