@@ -120,6 +120,7 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
     before holds the old keys in integration summaries and train.eval events."""
     path = tmp_path / "store.sqlite"
     older_summary = {"task_kind": "token", "num_texts": 3,
+                     "routing": {"name": "rank", "use_mc": True, "labeled_texts": 0, "teachers": {}},
                      "routing_accuracy": {"mc_dropout": 0.9, "plain_entropy": 0.7},
                      "eval": {"routing_accuracy": {"mc_dropout": 0.8, "plain_entropy": 0.6}}}
     older_eval = {"step": 5, "routing_accuracy": {"mc_dropout": 0.5, "plain_entropy": 0.25},
@@ -142,6 +143,8 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
         assert store.schema_version == SCHEMA_VERSION == 7
         summary = store.integration("i")["summary"]
         assert summary == {"teachers_kind": "token", "num_texts": 3, "teachers": [],
+                           # v7: no use_mc in the routing details, which repeated the settings'
+                           "routing": {"name": "rank", "labeled_texts": 0, "teachers": {}},
                            "score_keys": {},  # (v7: no wins, so no teachers to look up)
                            "routing_accuracy": {"mc_dropout": 0.9, "plain_confidence": 0.7},
                            "eval": {"routing_accuracy": {"mc_dropout": 0.8,

@@ -117,7 +117,7 @@ def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, line, 
 def test_integration_note_names_the_routing_and_the_texts_each_teacher_won():
     summary = dataclasses.replace(
         integration_summary([0.5] * 1700), wins={"a": 270, "b": 1430}, conflicts=12,
-        conflict_threshold=0.1, routing=RoutingDetails(name="mixture", use_mc=True,
+        conflict_threshold=0.1, routing=RoutingDetails(name="mixture",
                                                        labeled_texts=0, teachers={}))
     assert integration_note(summary) == (
         "integrated 1,700 texts with mixture routing (a won 270, b won 1,430): 12 conflicts "

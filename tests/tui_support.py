@@ -155,7 +155,7 @@ def routing_block(name: str = ROUTING, **extra: dict) -> RoutingDetails:
     }
     for teacher, entries in extra.items():
         teachers[teacher] = dataclasses.replace(teachers[teacher], **entries)
-    return RoutingDetails(name=name, use_mc=True, labeled_texts=0, teachers=teachers)
+    return RoutingDetails(name=name, labeled_texts=0, teachers=teachers)
 
 
 def integration_summary(margins) -> IntegrationSummary:
@@ -478,7 +478,7 @@ def _many_integration(store: Store, arrays) -> None:
         margin_quantiles={"0.0": 0.0, "0.5": float(np.median(margins)), "1.0": max(margins)},
         margin_histogram=_histogram(margins), conflict_threshold=0.1,
         conflicts=int((np.asarray(margins) < 0.1).sum()),
-        routing=RoutingDetails(name="rank", use_mc=True, labeled_texts=0, teachers=teachers),
+        routing=RoutingDetails(name="rank", labeled_texts=0, teachers=teachers),
         teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
         teachers_kind="sequence",
         routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75,

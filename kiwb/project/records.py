@@ -197,8 +197,8 @@ class RoutingDetails(Record):
 
     what: ClassVar[str] = "routing details"
 
+    # (whether it read the MC passes or the plain one is the settings' use_mc)
     name: str
-    use_mc: bool
     labeled_texts: int
     teachers: dict[str, TeacherRouting] = nested(each=TeacherRouting)
     # what the per-teacher histograms count: the confidence (None), or the

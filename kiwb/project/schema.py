@@ -236,6 +236,7 @@ def _rename_record_keys(db: sqlite3.Connection) -> None:
 #   each teacher's newest complete unlabeled score set of the integration's size made before it;
 #   each sequence teacher's labels, which it did not record either: those of that score set
 #   (else of the teacher's newest);
+# - summaries' routing details: no use_mc, which only repeated the settings';
 # - score sets' meta: the sequence kind, which it named only for other kinds until this version;
 # - train.eval events: the name of the headline figure their "accuracy" holds ("metric"), told
 #   by what each kind's evaluation held beside it: entity figures (token), tasks (multi-task),
@@ -264,6 +265,7 @@ def _complete_records(db: sqlite3.Connection) -> None:
             found = {teacher: _score_set_before(db, teacher, summary.get("num_texts"), created_at)
                      for teacher in summary["teachers"]}
             summary["score_keys"] = {teacher: key for teacher, key in found.items() if key}
+        (summary.get("routing") or {}).pop("use_mc", None)
         if "teacher_labels" not in summary and summary["teachers_kind"] == SEQUENCE_KIND:
             summary["teacher_labels"] = {teacher: _scored_labels(
                 db, teacher, summary["score_keys"].get(teacher)) for teacher in summary["teachers"]}

@@ -50,7 +50,7 @@ def routing_details(data: LabelData, pool: LabelPool, settings: IntegrationSetti
         teachers[name] = TeacherRouting(
             won=int((routed == number).sum()), share=None, split=None,
             histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
-    return RoutingDetails(name=settings.routing, use_mc=settings.use_mc, labeled_texts=0,
+    return RoutingDetails(name=settings.routing, labeled_texts=0,
                           teachers=teachers)
 
 

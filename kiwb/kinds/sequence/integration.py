@@ -411,7 +411,7 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
             **calibration.get(name, {}),
             reference=reference_text(router),
         )
-    return RoutingDetails(name=settings.routing, use_mc=settings.use_mc,
+    return RoutingDetails(name=settings.routing,
                           labeled_texts=len(labeled.true_labels) if labeled is not None else 0,
                           teachers=teachers,
                           score=SCORE_NAMES.get(fitted.name) if own_scores is not None else None)

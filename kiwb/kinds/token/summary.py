@@ -48,7 +48,7 @@ def routing_details(data: TokenData, pool: TokenPool, settings: IntegrationSetti
             won=int(here.sum()), share=router.share,
             split=diagnostics.routing_split(values, here) if len(values) else None,
             histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
-    return RoutingDetails(name=settings.routing, use_mc=settings.use_mc, labeled_texts=0,
+    return RoutingDetails(name=settings.routing, labeled_texts=0,
                           teachers=teachers)
 
 

@@ -36,6 +36,7 @@ class UncertaintyPane(Pane):
         super().__init__(root, **kwargs)
         self.histograms = ScoreHistograms("unlabeled")
         self.summary: IntegrationSummary | None = None
+        self.use_mc = True  # the shown integration's setting: whether its routing read MC passes
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="uncertainty-scroll"):
@@ -61,6 +62,7 @@ class UncertaintyPane(Pane):
         changed = any([self.histograms.add(event) for event in changes.events])
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
+            self.use_mc = changes.integration.settings.use_mc
         if changed:
             self.redraw()
 
@@ -175,7 +177,7 @@ class UncertaintyPane(Pane):
         summary = self.summary
         routing = summary.routing if summary is not None else None
         name = routing.name if routing is not None else None
-        kind = "" if routing is None else "MC " if routing.use_mc else "plain "
+        kind = "" if routing is None else "MC " if self.use_mc else "plain "
         # a representation routing compares its own score, not the confidence
         score = routing.score if routing is not None and routing.score else f"{kind}confidence"
         title = (f"Routing{f' · {name}' if name else ''}: each teacher's {score}, routed "
