@@ -64,7 +64,8 @@ def write_teacher(folder: Path, labels, *, architecture="BertForSequenceClassifi
         "architectures": [architecture], "model_type": model_type,
         "id2label": {str(i): label for i, label in enumerate(labels)},
         "label2id": {label: i for i, label in enumerate(labels)}}))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"tokenizer_class": tokenizer}))
+    (folder / "tokenizer_config.json").write_text(json.dumps(
+        {"tokenizer_class": tokenizer, "pad_token": "[PAD]"}))
     (folder / "model.safetensors").write_bytes(b"\0" * weights_bytes)
     return folder
 

@@ -1,15 +1,18 @@
 """The environment check: whether what kiwb.toml names exists on this machine (teacher and
-student folders, data files). It returns the problems instead of raising, so the workbench
+student folders, data files), and whether each local teacher can batch texts
+(kiwb.project.padding). It returns the problems instead of raising, so the workbench
 opens on a project whose teacher folder vanished and shows the problem where it is."""
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from kiwb.errors import ConfigError
 from kiwb.project.config_checks import _Loc, _walk
 from kiwb.project.config_schema import ProjectConfig, is_hub_id, rules_of
+from kiwb.project.padding import unpaddable_problem
 
 _PATH_FIX = {
     "data": "point it at a csv, jsonl, json or parquet file, "
@@ -35,7 +38,8 @@ class Problem:
 
 
 def environment_problems(config: ProjectConfig) -> list[Problem]:
-    """Every path setting whose file or folder is missing (hub ids are not checked)."""
+    """Every path setting whose file or folder is missing (hub ids are not checked), and
+    every local teacher that has no way to pad a batch."""
     problems = []
     for f, value, loc in _walk(config, _Loc(config.file)):
         kind = rules_of(f).path
@@ -49,6 +53,12 @@ def environment_problems(config: ProjectConfig) -> list[Problem]:
         elif kind == "model" and not os.path.isdir(resolved):
             problems.append(Problem(key, f"{config.file}: {key}: {resolved} is a file; "
                                          f"{_PATH_FIX[kind]}"))
+    for number, teacher in enumerate(config.teachers, 1):
+        if any(problem.teacher == number for problem in problems) or is_hub_id(teacher.path, config.root):
+            continue
+        folder = Path(config.resolve(teacher.path, allow_hub_id=False))
+        if problem := unpaddable_problem(teacher.name, folder):
+            problems.append(Problem(f"teachers[{number}].path", f"{config.file}: {problem}"))
     return problems
 
 

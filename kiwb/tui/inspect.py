@@ -27,6 +27,7 @@ from kiwb.kinds import (
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
 from kiwb.project.head_clash import HeadShape, head_shape
+from kiwb.project.padding import unpaddable_problem
 from kiwb.project.teach_report import untrained_teacher_problem
 
 WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".h5", ".msgpack", ".gguf")
@@ -98,7 +99,8 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
         labels, problem, scheme = _knowledge(kind, model_config, teacher)
     if not architecture:
         problem = unmatched_checkpoint(model_config, teacher.problem_type)
-    problem = problem or untrained_teacher_problem(teacher.name, folder)
+    problem = (problem or untrained_teacher_problem(teacher.name, folder)
+               or unpaddable_problem(teacher.name, folder))
     head = head_shape(teacher.name, model_config,
                       list(teacher.labels) if teacher.labels is not None else None)
     return replace(summary, labels=labels, problem=problem, scheme=scheme, head=head)

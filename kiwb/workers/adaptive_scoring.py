@@ -41,7 +41,6 @@ from kiwb.workers.score import (
 from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ScoringSettings,
-    prepare_tokenizer,
     score_texts,
 )
 from kiwb.workers.teachers import load_teacher
@@ -138,7 +137,6 @@ class _Loaded:
         if task.teacher.name != self.name:
             self.model = None
             self.model, self.tokenizer = load_teacher(task.teacher, str(self.device))
-            prepare_tokenizer(self.tokenizer, self.model)
             self.name, self.batch = task.teacher.name, FittedBatch(batch_size)
         return self.model, self.tokenizer, self.batch
 

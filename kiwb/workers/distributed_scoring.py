@@ -44,7 +44,6 @@ from kiwb.workers.score import (
 from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ScoringSettings,
-    prepare_tokenizer,
 )
 from kiwb.workers.teachers import load_teacher
 
@@ -93,7 +92,6 @@ class _Teachers:
         if task.teacher.name != self.name:
             self.model = None  # freed before the next one loads
             self.model, self.tokenizer = load_teacher(task.teacher, str(self.device))
-            prepare_tokenizer(self.tokenizer, self.model)
             self.name, self.batch = task.teacher.name, FittedBatch(settings.batch_size)
         return self.model, self.tokenizer, self.batch
 

@@ -39,7 +39,6 @@ from kiwb.workers.shard_scoring import (
     ScoringSettings,
     capped_max_length,
     length_sorted_batches,
-    prepare_tokenizer,
 )
 
 # Bump when what a representation set holds, or how it is drawn, changes.
@@ -243,7 +242,6 @@ def run_representations(config: ProjectConfig, store: Store, tasks: list, *, dev
         if all(len(store.done_shards(t.key)) == t.num_shards for t in mine):
             continue
         model, tokenizer = load_teacher(mine[0].teacher, str(device))
-        prepare_tokenizer(tokenizer, model)
         problem = capture_problem(model, mode)
         if problem:
             raise KiwbError(f"teacher {name!r}: cannot keep its representation: {problem}")

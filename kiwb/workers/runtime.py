@@ -13,6 +13,7 @@ from kiwb.console import console
 from kiwb.errors import KiwbError
 from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.devices import check_device
+from kiwb.project.padding import unpaddable
 
 Result = TypeVar("Result")
 
@@ -32,6 +33,19 @@ def load_classifier(folder, *, kind: str = DEFAULT_KIND, **options):
 
     auto_class = getattr(transformers, kind_named(kind).auto_model)
     return auto_class.from_pretrained(folder, dtype=torch.float32, **options)
+
+
+def ready_to_pad(tokenizer, model, what: str) -> None:
+    """Let batches of several texts pad. A tokenizer without a pad token pads with its EOS
+    (GPT-2 style); a model config without pad_token_id takes the tokenizer's, since a decoder
+    classifier finds each text's last real token by it and Qwen and Llama classifiers often
+    save none. `what` names the model in the refusal where there is neither pad nor EOS."""
+    if tokenizer.pad_token is None:
+        if tokenizer.eos_token is None:
+            raise KiwbError(unpaddable(what))
+        tokenizer.pad_token = tokenizer.eos_token
+    if model.config.pad_token_id is None:
+        model.config.pad_token_id = tokenizer.pad_token_id
 
 
 def resolve_device(name: str) -> torch.device:

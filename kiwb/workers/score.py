@@ -39,7 +39,6 @@ from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
     ScoringSettings,
-    prepare_tokenizer,
 )
 from kiwb.workers.teachers import load_teacher, teacher_content_hash
 
@@ -227,7 +226,6 @@ def run_scoring(
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
             continue  # cached: do not even load the model
         model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
-        prepare_tokenizer(tokenizer, model)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
         keeps = representation_mode(config)
         problem = capture_problem(model, keeps) if keeps and teacher_tasks[0].representation else None

@@ -43,13 +43,6 @@ class ScoringSettings:
     representation: str | None = None
 
 
-def prepare_tokenizer(tokenizer, model) -> None:
-    """Give tokenizers without a pad token (GPT-2 style) one, so batches can be padded."""
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        model.config.pad_token_id = tokenizer.pad_token_id
-
-
 def capped_max_length(tokenizer, max_length: int) -> int:
     """The configured max length, capped by what the model's tokenizer declares it supports."""
     declared = tokenizer.model_max_length

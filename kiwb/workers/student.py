@@ -11,7 +11,13 @@ from kiwb.core.metrics import classification_report
 from kiwb.core.target_fit import agreement, per_teacher_agreement
 from kiwb.errors import KiwbError
 from kiwb.kinds import DEFAULT_KIND
-from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
+from kiwb.workers.runtime import (
+    FittedBatch,
+    autocast_context,
+    load_classifier,
+    ready_to_pad,
+    to_device,
+)
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
@@ -35,9 +41,7 @@ def load_student_base(base: str, labels: list[str]):
         folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)}, ignore_mismatched_sizes=True,
     )
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        model.config.pad_token_id = tokenizer.pad_token_id
+    ready_to_pad(tokenizer, model, f"student base {base}")
     return model, tokenizer
 
 

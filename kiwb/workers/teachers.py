@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from kiwb.errors import TeacherError
+from kiwb.errors import KiwbError, TeacherError
 from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, kind_of_checkpoint, unmatched_checkpoint
 from kiwb.project.fingerprint import checkpoint_hash
+from kiwb.project.padding import unpaddable_problem
 from kiwb.project.store import Store
 from kiwb.project.teach_report import untrained_teacher_problem
 
@@ -76,6 +77,9 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
         raise TeacherError(problem)
     if kind.reads_words:
         _require_fast_tokenizer(name, folder, trust_remote_code)
+    problem = unpaddable_problem(name, folder)
+    if problem:
+        raise TeacherError(problem)
     return TeacherInfo(name, folder, knowledge.outputs, architecture, config.model_type,
                        trust_remote_code, kind.name, knowledge.classes, knowledge.scheme)
 
@@ -155,7 +159,7 @@ def load_teacher(info: TeacherInfo, device: str):
     """Load a teacher's model (float32, eval mode, on `device`) and its own tokenizer."""
     from transformers import AutoTokenizer
 
-    from kiwb.workers.runtime import load_classifier
+    from kiwb.workers.runtime import load_classifier, ready_to_pad
 
     remote = info.trust_remote_code
     try:
@@ -172,6 +176,10 @@ def load_teacher(info: TeacherInfo, device: str):
             f"teacher {info.name!r}: {info.folder} lacks trained weights "
             f"({', '.join(missing[:4])}); a teacher must be {kind.trained_teacher}"
         )
+    try:
+        ready_to_pad(tokenizer, model, f"teacher {info.name!r}")
+    except KiwbError as error:
+        raise TeacherError(str(error)) from None
     return model.to(device).eval(), tokenizer
 
 

@@ -18,7 +18,13 @@ from kiwb.errors import KiwbError
 from kiwb.kinds.token.metrics import entity_report
 from kiwb.kinds.token.scoring import pad_windows, window_texts
 from kiwb.kinds.token.words import align_words, merge_windows
-from kiwb.workers.runtime import FittedBatch, autocast_context, load_classifier, to_device
+from kiwb.workers.runtime import (
+    FittedBatch,
+    autocast_context,
+    load_classifier,
+    ready_to_pad,
+    to_device,
+)
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.student import SequenceStudent
 from kiwb.workers.teachers import resolve_checkpoint
@@ -67,9 +73,7 @@ def load_token_student(base: str, union: list[str]):
     model = load_classifier(
         folder, kind="token", num_labels=len(union), id2label=dict(enumerate(union)),
         label2id={tag: i for i, tag in enumerate(union)}, ignore_mismatched_sizes=True)
-    if tokenizer.pad_token is None:
-        tokenizer.pad_token = tokenizer.eos_token or tokenizer.unk_token
-        model.config.pad_token_id = tokenizer.pad_token_id
+    ready_to_pad(tokenizer, model, f"student base {base}")
     return model, tokenizer
 
 

@@ -1,0 +1,117 @@
+"""Decoder classifiers (Qwen2) as teachers: a config.json without pad_token_id (common for Qwen
+and Llama classifiers) takes the tokenizer's pad token, else its EOS; left and right padding
+both give a text's unpadded logits; a tokenizer with neither is refused in one line at
+`kiwb init` and by `kiwb score`, before anything is written or any job recorded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from cli_helpers import run_kiwb, write_project
+from test_bad_input import assert_refused
+from tiny import TEACHER_B_LABELS, bpe_tokenizer, make_texts
+
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.store import Store
+from kiwb.workers.runtime import ready_to_pad
+from kiwb.workers.shard_scoring import ScoringSettings, score_texts
+
+TEXTS = [row["text"] for row in make_texts(10, seed=3)]
+
+
+def decoder_teacher(folder: Path, *, pad: bool = True, eos: bool = True) -> Path:
+    """A tiny Qwen2 classifier saved as published ones are: no pad_token_id in config.json;
+    its byte-level BPE tokenizer with or without a pad and an EOS token."""
+    from transformers import Qwen2Config, Qwen2ForSequenceClassification
+
+    tokenizer = bpe_tokenizer(folder)
+    if not pad:
+        tokenizer.pad_token = None
+    if not eos:
+        tokenizer.eos_token = None
+    torch.manual_seed(0)
+    labels = list(TEACHER_B_LABELS)
+    model = Qwen2ForSequenceClassification(Qwen2Config(
+        vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+        num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
+        id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)},
+        pad_token_id=None))
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    saved = json.loads((folder / "config.json").read_text(encoding="utf-8"))
+    assert saved.get("pad_token_id") is None  # as published: the case this file is about
+    return folder
+
+
+def loaded(folder: Path):
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    return (AutoModelForSequenceClassification.from_pretrained(folder).eval(),
+            AutoTokenizer.from_pretrained(folder))
+
+
+@pytest.mark.parametrize("side", ["right", "left"])
+def test_either_padding_gives_each_texts_unpadded_logits(tmp_path, side):
+    model, tokenizer = loaded(decoder_teacher(tmp_path / "qwen"))
+    assert model.config.pad_token_id is None
+    ready_to_pad(tokenizer, model, "teacher 'qwen'")
+    assert model.config.pad_token_id == tokenizer.pad_token_id == tokenizer.convert_tokens_to_ids("<pad>")
+    tokenizer.padding_side = side
+    settings = ScoringSettings(passes=2, batch_size=5, max_length=32, strategy="loop",
+                               dtype="float32", seed=0)
+    scored = score_texts(model, tokenizer, TEXTS, settings, torch.device("cpu"), shard_seed=0)
+    for row, text in enumerate(TEXTS):
+        with torch.no_grad():
+            alone = model(**tokenizer([text], truncation=True, max_length=32,
+                                      return_tensors="pt")).logits[0]
+        assert np.allclose(scored["det_logits"][row], alone.numpy(), atol=1e-5)
+
+
+def test_a_tokenizer_without_a_pad_token_pads_with_its_eos(tmp_path):
+    model, tokenizer = loaded(decoder_teacher(tmp_path / "qwen", pad=False))
+    assert tokenizer.pad_token is None
+    ready_to_pad(tokenizer, model, "teacher 'qwen'")
+    assert tokenizer.pad_token == tokenizer.eos_token == "</s>"
+    assert model.config.pad_token_id == tokenizer.convert_tokens_to_ids("</s>")
+
+
+@pytest.mark.slow
+def test_a_decoder_teacher_without_pad_token_id_scores_and_integrates(tmp_path, teachers_dir):
+    qwen = decoder_teacher(tmp_path / "qwen")
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    unlabeled.write_text("".join(json.dumps({"text": text}) + "\n" for text in TEXTS * 2))
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "qwen": qwen},
+                            unlabeled)
+    scored = run_kiwb("score", project, cwd=tmp_path, check=False)
+    assert scored.returncode == 0 and "Traceback" not in scored.stderr, scored.stderr
+    integrated = run_kiwb("integrate", project, "--json", cwd=tmp_path)
+    assert json.loads(integrated.stdout)["teachers"] == ["a", "qwen"]
+
+
+def test_init_refuses_a_teacher_whose_tokenizer_has_neither_pad_nor_eos(tmp_path, teachers_dir,
+                                                                         data_dir):
+    bare = decoder_teacher(tmp_path / "bare", pad=False, eos=False)
+    result = run_kiwb("init", "proj", "--teacher", f"a={teachers_dir / 'teacher_a'}",
+                      "--teacher", f"bare={bare}", "--unlabeled", data_dir / "unlabeled.jsonl",
+                      cwd=tmp_path, check=False)
+    assert_refused(result, "teacher 'bare'", "neither a pad token nor an end-of-sequence token",
+                   "tokenizer.pad_token")
+    assert not (tmp_path / "proj" / "kiwb.toml").exists()
+
+
+def test_score_refuses_it_before_any_job_is_recorded(tmp_path, teachers_dir, data_dir):
+    """Not a failed job whose resume hint fails the same way: kiwb.toml's check refuses it."""
+    bare = decoder_teacher(tmp_path / "bare", pad=False, eos=False)
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "bare": bare},
+                            data_dir / "unlabeled.jsonl")
+    refused = run_kiwb("score", project, cwd=tmp_path, check=False)
+    assert_refused(refused, "kiwb.toml", "teacher 'bare'", "neither a pad token")
+    assert "resume" not in refused.stderr
+    store = ProjectPaths(project).store
+    if store.exists():  # no job recorded: nothing to resume, no failure to list
+        with Store(store) as opened:
+            assert opened.jobs.all() == []
