@@ -50,8 +50,11 @@ def cmd_init(args: argparse.Namespace) -> int:
     from kiwb.project.config import load_config
     from kiwb.project.head_clash import head_clash_lines
 
-    for line in head_clash_lines(load_config(written)):
-        stdout.print(f"Warning: {line}", style="yellow", highlight=False, markup=False,
+    clashes = head_clash_lines(load_config(written))
+    if clashes:  # it matters only for merging weights: one short note, kiwb merge says more
+        stdout.print(f"Note: {len(clashes)} pair(s) of teachers have classifier heads of one "
+                     "shape with other labels; if you merge their weights, use kiwb merge "
+                     "(averaging them elsewhere mixes labels)", highlight=False, markup=False,
                      soft_wrap=True)
     stdout.print(f"Next: edit it if needed, then run [bold]kiwb score {args.project}[/bold]")
     return 0

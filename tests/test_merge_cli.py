@@ -184,12 +184,20 @@ def test_a_teacher_from_another_base_is_refused_by_its_similarity(family):
     assert not (ProjectPaths(project).run_dir("merge-task-arithmetic-lambda0.5")).exists()
 
 
-def test_init_warns_of_heads_of_one_shape_with_other_labels(family, tmp_path):
+def test_heads_of_one_shape_with_other_labels_are_explained_where_merging_is_in_question(
+        family, merged, tmp_path):
+    """kiwb merge says what averaging the heads elsewhere would do; a plain init only notes it,
+    in one short line and no warning (the first thing a newcomer sees on the demo)."""
     _, folders = family
     done = run_kiwb("init", tmp_path / "fresh", "--teacher", f"a={folders['a']}", "--teacher",
                     f"b={folders['b']}", cwd=tmp_path)
-    assert "Warning: teachers a and b have classifier heads of the same shape (2 labels x 32)" \
-        in done.stdout
+    assert "Warning" not in done.stdout and "same shape" not in done.stdout
+    (note,) = [line for line in done.stdout.splitlines() if line.startswith("Note:")]
+    assert note.startswith("Note: 1 pair(s) of teachers have classifier heads of one shape") \
+        and "kiwb merge" in note
+    _, log = merged
+    assert ("Note: teachers a and b have classifier heads of the same shape (2 labels x 32)"
+            in " ".join(log.split()))
 
 
 def test_the_merged_config_keeps_no_thresholds_of_teacher_0_and_iob1_taggers_are_refused(

@@ -226,6 +226,22 @@ def test_inspect_teacher_reads_json_and_sizes(tmp_path):
     assert human_size(4096) == "4.0 KB" and human_size(None) == "–"
 
 
+@pytest.mark.parametrize(("make", "model"), [("wordpiece", "WordPiece"), ("bpe", "BPE")])
+def test_a_fast_tokenizer_is_named_by_its_model_and_vocabulary_size(tmp_path, make, model):
+    """Not transformers 5's class name, TokenizersBackend for every fast tokenizer."""
+    import tiny
+
+    root = write_config(tmp_path / "proj")
+    config = load_config(root)
+    folder = tmp_path / "proj" / "teachers" / "b"
+    tokenizer = (tiny.wordpiece_tokenizer(folder) if make == "wordpiece"
+                 else tiny.bpe_tokenizer(folder))
+    tokenizer.save_pretrained(folder)
+    assert "TokenizersBackend" in (folder / "tokenizer_config.json").read_text()
+    summary = inspect_teacher(config, config.teachers[1])
+    assert summary.tokenizer == f"{model} {len(tokenizer):,}"
+
+
 def test_inspect_teacher_names_problems_and_fixes(tmp_path):
     root = write_config(tmp_path / "proj")
     write_teacher(root / "generic", ("LABEL_0", "LABEL_1"))

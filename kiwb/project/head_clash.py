@@ -1,7 +1,8 @@
 """The warning weight-merging tools do not give: two teachers whose classifier heads have the
 same shape but different labels. mergekit and its kin average `classifier.weight` like any
 tensor, so row 0 of one head (say `admin`) is averaged with row 0 of the other (`math`).
-`kiwb init`, the Teachers pane and `kiwb merge` say so. Torch-free: read from config.json.
+It matters only where merging is in question: `kiwb merge` and the workbench's merge form say
+so, `kiwb init` in one short note. Torch-free: read from config.json.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """What the Teachers and Data panes show, read cheaply from files (no transformers, no datasets).
 
-A teacher's labels, architecture and tokenizer come from its config.json and
-tokenizer_config.json, its size from os.stat; a data file's rows, columns and samples come
-from reading it with the standard library (pyarrow for parquet). The checks mirror the
+A teacher's labels, architecture and tokenizer come from its config.json, tokenizer.json
+and tokenizer_config.json, its size from os.stat; a data file's rows, columns and samples
+come from reading it with the standard library (pyarrow for parquet). The checks mirror the
 ones `kiwb score` makes, so a problem shows in the workbench before a job is launched.
 """
 
@@ -26,7 +26,6 @@ from kiwb.kinds import (
     unmatched_checkpoint,
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
-from kiwb.project.head_clash import HeadShape, head_shape
 from kiwb.project.padding import unpaddable_problem
 from kiwb.project.teach_report import untrained_teacher_problem
 
@@ -51,7 +50,6 @@ class TeacherSummary:
     size_bytes: int | None = None
     problem: str | None = None
     tasks: tuple[str, ...] = ()  # a multi-task project's: the tasks it answers (kiwb.toml)
-    head: HeadShape | None = None  # its classifier head's shape and labels (a merging warning)
     seen: str | None = None  # kiwb.toml's file of its training texts (representation routings)
 
 
@@ -101,9 +99,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
         problem = unmatched_checkpoint(model_config, teacher.problem_type)
     problem = (problem or untrained_teacher_problem(teacher.name, folder)
                or unpaddable_problem(teacher.name, folder))
-    head = head_shape(teacher.name, model_config,
-                      list(teacher.labels) if teacher.labels is not None else None)
-    return replace(summary, labels=labels, problem=problem, scheme=scheme, head=head)
+    return replace(summary, labels=labels, problem=problem, scheme=scheme)
 
 
 def _knowledge(kind, model_config: dict, teacher: TeacherConfig):
@@ -155,11 +151,31 @@ def _labels(model_config: dict, teacher: TeacherConfig) -> tuple[tuple[str, ...]
 
 
 def _tokenizer_name(folder: Path) -> str:
+    """What tells tokenizers apart: a fast tokenizer's model and vocabulary size, from its
+    tokenizer.json (transformers 5 names every fast tokenizer's class TokenizersBackend), else
+    the class its tokenizer_config.json names."""
+    described = _fast_tokenizer(folder / "tokenizer.json")
+    if described is not None:
+        return described
     try:
         tokenizer_config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return "tokenizer.json" if (folder / "tokenizer.json").is_file() else "none found"
     return str(tokenizer_config.get("tokenizer_class") or "unnamed")
+
+
+def _fast_tokenizer(path: Path) -> str | None:
+    """"WordPiece 30,522": the model of a tokenizer.json and its vocabulary size (its highest
+    token id + 1, added tokens included); None where there is no readable one."""
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+        model = found["model"]
+        vocab = model["vocab"]
+        ids = list(vocab.values()) if isinstance(vocab, dict) else list(range(len(vocab)))
+        ids += [int(token["id"]) for token in found.get("added_tokens") or ()]
+        return f"{model['type']} {max(ids) + 1:,}" if ids else str(model["type"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def _weights_size(folder: Path) -> int | None:

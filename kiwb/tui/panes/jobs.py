@@ -18,6 +18,7 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project import integration_form
 from kiwb.project.config import ProjectConfig
+from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import (
     IntegrateSpec,
     MergeSpec,
@@ -247,10 +248,12 @@ class JobsPane(Pane):
                 run=values["run"] or None, method=values["method"], scale=scale, top_k=top_k,
                 base=base or None, force=values["force"]).named())
 
+        # where merging is in question: what averaging these heads elsewhere would do
+        clashes = "".join(f" Note: {line}." for line in head_clash_lines(config))
         self.app.push_screen(FormScreen(
             "Merge the teachers' weights (no training)", fields, start,
             note="Teachers fine-tuned from one base; each label's head row keeps its slot. The "
-                 "merge shows in Accuracy (5) beside the students."), self._launched)
+                 f"merge shows in Accuracy (5) beside the students.{clashes}"), self._launched)
 
     def action_integrate(self) -> None:
         config = self.require_config()

@@ -11,14 +11,13 @@ from textual.binding import Binding
 from textual.widgets import DataTable, Static
 
 from kiwb.kinds import KINDS
-from kiwb.project.head_clash import head_clashes
 from kiwb.tui import config_edit
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.inspect import TeacherSummary, human_size, union_with_overlaps
 from kiwb.tui.messages import ActionDone, ConfigLoaded
 from kiwb.tui.panes.base import Pane
 from kiwb.tui.screens.forms import Field, FormScreen
-from kiwb.tui.widgets import Table, show
+from kiwb.tui.widgets import Table
 
 
 class TeachersPane(Pane):
@@ -41,9 +40,6 @@ class TeachersPane(Pane):
         table.add_columns("teacher", "labels", "architecture", "tokenizer", "size", "status")
         yield table
         yield Static("", id="union")
-        clash = Static("", id="head-clash", classes="note")
-        clash.display = False  # shown only when two heads clash: the layout stays as it was
-        yield clash
         yield Static("", id="teacher-detail")
         yield Static("", id="teachers-hint", classes="note")
 
@@ -85,10 +81,6 @@ class TeachersPane(Pane):
         if summaries:
             table.move_cursor(row=min(row, len(summaries) - 1))
         usable = [s for s in summaries if s.problem is None]
-        clashes = head_clashes([s.head for s in usable if s.head is not None])
-        warning = self.query_one("#head-clash", Static)
-        show(warning, Text("\n".join(f"⚠ {line}" for line in clashes), "yellow") if clashes else "")
-        warning.display = bool(clashes)
         if self.config is not None and self.config.tasks:
             self.query_one("#union", Static).update(task_lines(self.config, usable))
             self._show_detail()
