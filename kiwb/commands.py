@@ -48,9 +48,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     ProjectPaths(root).make_layout()
     stdout.print(f"Created {written}")
     from kiwb.project.config import load_config
+    from kiwb.project.config_schema import teacher_model_configs
+    from kiwb.project.dropout_rates import no_dropout
     from kiwb.project.head_clash import head_clash_lines
 
-    clashes = head_clash_lines(load_config(written))
+    created = load_config(written)
+    for teacher, model_config in teacher_model_configs(created):
+        if no_dropout(model_config):  # MC dropout is what routes texts: say where it cannot
+            stdout.print(f"Note: teacher {teacher.name} has no dropout (every rate in its "
+                         "config.json is 0): its MC passes will equal its plain one",
+                         highlight=False, markup=False, soft_wrap=True)
+    clashes = head_clash_lines(created)
     if clashes:  # it matters only for merging weights: one short note, kiwb merge says more
         stdout.print(f"Note: {len(clashes)} pair(s) of teachers have classifier heads of one "
                      "shape with other labels; if you merge their weights, use kiwb merge "

@@ -90,6 +90,15 @@ def test_a_decoder_teacher_without_pad_token_id_scores_and_integrates(tmp_path, 
     assert scored.returncode == 0 and "Traceback" not in scored.stderr, scored.stderr
     integrated = run_kiwb("integrate", project, "--json", cwd=tmp_path)
     assert json.loads(integrated.stdout)["teachers"] == ["a", "qwen"]
+    # Qwen2's config sets attention_dropout 0 and its head has none: kiwb says its MC passes
+    # are its plain one, where it scores and in the score sets
+    said = " ".join((scored.stdout + scored.stderr).split())
+    assert "teacher 'qwen': no dropout acts in it" in said and "teacher 'a': no dropout" not in said
+    with Store(ProjectPaths(project).store) as store:
+        acts = {row["teacher"]: json.loads(row["meta_json"])["dropout_acts"]
+                for row in store.connection.execute(  # not the representation sets
+                    "SELECT teacher, meta_json FROM score_sets WHERE dataset = 'unlabeled'")}
+    assert acts == {"a": True, "qwen": False}
 
 
 def test_init_refuses_a_teacher_whose_tokenizer_has_neither_pad_nor_eos(tmp_path, teachers_dir,
@@ -115,3 +124,32 @@ def test_score_refuses_it_before_any_job_is_recorded(tmp_path, teachers_dir, dat
     if store.exists():  # no job recorded: nothing to resume, no failure to list
         with Store(store) as opened:
             assert opened.jobs.all() == []
+
+
+def test_dropout_is_read_from_the_config_and_checked_on_the_model(tmp_path, teachers_dir):
+    """Qwen2 (attention_dropout 0, no dropout in its head) against a BERT teacher (0.2)."""
+    from kiwb.project.dropout_rates import dropout_line, dropout_rates, no_dropout
+    from kiwb.workers.dropout_check import dropout_acts
+
+    qwen_config = json.loads((decoder_teacher(tmp_path / "qwen") / "config.json").read_text())
+    bert_config = json.loads((teachers_dir / "teacher_a" / "config.json").read_text())
+    assert dropout_rates(qwen_config) == {"attention_dropout": 0.0} and no_dropout(qwen_config)
+    assert dropout_line(qwen_config).startswith("no dropout (every rate in its config.json is 0")
+    assert dropout_rates(bert_config)["hidden_dropout_prob"] == 0.2 and not no_dropout(bert_config)
+    assert "hidden_dropout_prob 0.2" in dropout_line(bert_config)
+    assert not no_dropout({"architectures": ["BertForSequenceClassification"]})  # says nothing
+    cpu = torch.device("cpu")
+    for folder, acts in ((tmp_path / "qwen", False), (teachers_dir / "teacher_a", True)):
+        model, tokenizer = loaded(folder)
+        state = torch.get_rng_state()
+        assert dropout_acts(model, tokenizer, cpu) is acts
+        assert not model.training and torch.equal(torch.get_rng_state(), state)  # as it was
+
+
+def test_init_notes_a_teacher_without_dropout(tmp_path, teachers_dir, data_dir):
+    qwen = decoder_teacher(tmp_path / "qwen")
+    done = run_kiwb("init", "proj", "--teacher", f"a={teachers_dir / 'teacher_a'}", "--teacher",
+                    f"qwen={qwen}", "--unlabeled", data_dir / "unlabeled.jsonl", cwd=tmp_path)
+    notes = [line for line in done.stdout.splitlines() if line.startswith("Note: teacher")]
+    assert notes == ["Note: teacher qwen has no dropout (every rate in its config.json is 0): "
+                     "its MC passes will equal its plain one"]

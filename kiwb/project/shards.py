@@ -41,6 +41,15 @@ def register_score_set(
         )
 
 
+def add_score_meta(database: Database, key: str, values: dict[str, Any]) -> None:
+    """Add what was learnt of a score set while scoring it to its meta (the rest kept)."""
+    with database.transaction() as db:
+        row = db.execute("SELECT meta_json FROM score_sets WHERE key = ?", (key,)).fetchone()
+        if row is not None:
+            db.execute("UPDATE score_sets SET meta_json = ? WHERE key = ?",
+                       (json.dumps({**json.loads(row[0]), **values}), key))
+
+
 def score_set(db: sqlite3.Connection, key: str) -> dict[str, Any] | None:
     row = db.execute("SELECT * FROM score_sets WHERE key=?", (key,)).fetchone()
     if row is None:

@@ -57,6 +57,10 @@ class Store(Database):
         shards.register_score_set(self, key, teacher=teacher, dataset=dataset,
                                   num_texts=num_texts, num_shards=num_shards, meta=meta)
 
+    def add_score_meta(self, key: str, values: dict[str, Any]) -> None:
+        """Add to a score set's meta what scoring learnt of it (whether dropout acts)."""
+        shards.add_score_meta(self, key, values)
+
     def score_set(self, key: str) -> dict[str, Any] | None:
         return shards.score_set(self.connection, key)
 

@@ -26,6 +26,7 @@ from kiwb.kinds import (
     unmatched_checkpoint,
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
+from kiwb.project.dropout_rates import dropout_line
 from kiwb.project.padding import unpaddable_problem
 from kiwb.project.teach_report import untrained_teacher_problem
 
@@ -51,6 +52,7 @@ class TeacherSummary:
     problem: str | None = None
     tasks: tuple[str, ...] = ()  # a multi-task project's: the tasks it answers (kiwb.toml)
     seen: str | None = None  # kiwb.toml's file of its training texts (representation routings)
+    dropout: str | None = None  # what its config.json's dropout rates mean for its MC passes
 
 
 def union_with_overlaps(label_sets: list[tuple[str, ...]]) -> list[tuple[str, int]]:
@@ -83,7 +85,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     summary = replace(base, architecture=architecture or ", ".join(architectures),
                       model_type=str(model_config.get("model_type", "")),
                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
-                      kind=kind.name)
+                      kind=kind.name, dropout=dropout_line(model_config))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
     if declared is not None and "checkpoint_facts" in declared.seams:
         labels, problem = run_seam(declared.name, "checkpoint_facts", model_config, folder,

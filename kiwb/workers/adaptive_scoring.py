@@ -30,6 +30,7 @@ from kiwb.project.atomic import atomic_write_with
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
+from kiwb.workers.dropout_check import check_teacher_dropout
 from kiwb.workers.runtime import FittedBatch, scoring_precision
 from kiwb.workers.score import (
     ScoreTask,
@@ -91,7 +92,7 @@ def run_adaptive_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreT
                 if not complete(dataset)]
     if not datasets:
         return 0, 0
-    loaded = _Loaded(device)
+    loaded = _Loaded(device, store, tasks)
     # The unlabeled texts' round 0 fits the routing every data set is judged by; read again
     # (its parts are kept) when only another data set is left to score.
     pool = group_of("unlabeled")
@@ -130,14 +131,18 @@ def run_adaptive_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreT
 class _Loaded:
     """The teacher model in memory (one at a time)."""
 
-    def __init__(self, device):
+    def __init__(self, device, store: Store, tasks: list[ScoreTask]):
         self.device, self.name, self.model, self.tokenizer, self.batch = device, None, None, None, None
+        self.store, self.tasks = store, tasks
 
     def get(self, task: ScoreTask, batch_size: int):
         if task.teacher.name != self.name:
             self.model = None
             self.model, self.tokenizer = load_teacher(task.teacher, str(self.device))
             self.name, self.batch = task.teacher.name, FittedBatch(batch_size)
+            check_teacher_dropout(self.model, self.tokenizer, self.device, self.name,
+                                  [t.key for t in self.tasks if t.teacher.name == self.name],
+                                  self.store, "adaptive")
         return self.model, self.tokenizer, self.batch
 
 

@@ -19,6 +19,7 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.store import Store
+from kiwb.workers.dropout_check import check_teacher_dropout
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
 from kiwb.workers.representation import capture_problem
 from kiwb.workers.representation_sets import (
@@ -226,6 +227,8 @@ def run_scoring(
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
             continue  # cached: do not even load the model
         model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
+        check_teacher_dropout(model, tokenizer, device, teacher_name,
+                              [task.key for task in teacher_tasks], store, settings.passes)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
         keeps = representation_mode(config)
         problem = capture_problem(model, keeps) if keeps and teacher_tasks[0].representation else None

@@ -209,6 +209,9 @@ def detail(summary: TeacherSummary) -> Text:
                     "dim")
     if summary.tasks:
         text.append(f"\nanswers tasks: {', '.join(summary.tasks)}", "dim")
+    if summary.dropout:  # whether its K MC passes can differ
+        plain = summary.dropout.startswith("no dropout")
+        text.append(f"\n{'⚠ ' if plain else ''}{summary.dropout}", "yellow" if plain else "dim")
     if summary.seen:
         text.append(f"\nseen texts (its training texts, for the mahalanobis and knn routings): "
                     f"{summary.seen}", "dim")

@@ -1,0 +1,47 @@
+"""Whether a loaded teacher's MC-dropout passes can differ: two passes in training mode on a
+probe text. A teacher with no dropout acting (every rate 0 in its config.json: ModernBERT, Qwen
+and Llama classifiers as published) gives K equal passes, and kiwb says so where it scores.
+"""
+
+from __future__ import annotations
+
+import torch
+
+PROBE = "kiwb checks whether dropout acts in this model, once, before scoring"
+
+
+def dropout_acts(model, tokenizer, device: torch.device) -> bool:
+    """Whether two training-mode forwards of a probe text differ. The draws come from a fork
+    of torch's generators, so the scores that follow are drawn as without the check."""
+    batch = {name: value.to(device) for name, value in tokenizer([PROBE], return_tensors="pt").items()}
+    was_training = model.training
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices), torch.no_grad():
+        model.train()
+        try:
+            first, second = (model(**batch)[0] for _ in range(2))
+        finally:
+            model.train(was_training)
+    return not torch.equal(first, second)
+
+
+def check_teacher_dropout(model, tokenizer, device: torch.device, teacher: str,
+                          keys: list[str], store, passes: int | str) -> bool:
+    """Check a loaded teacher once before it scores: record the answer in its score sets'
+    meta ("dropout_acts") and, where no dropout acts, say so in the score log."""
+    from kiwb.console import console
+
+    acts = dropout_acts(model, tokenizer, device)
+    for key in keys:
+        store.add_score_meta(key, {"dropout_acts": acts})
+    if not acts:
+        console.print(no_dropout_line(teacher, passes), style="yellow", highlight=False,
+                      markup=False, soft_wrap=True)
+    return acts
+
+
+def no_dropout_line(teacher: str, passes: int | str) -> str:
+    """The score log's line for a teacher whose passes cannot differ."""
+    return (f"teacher {teacher!r}: no dropout acts in it (its config.json sets every rate to "
+            f"0), so its {passes} MC passes equal its plain one: its MC figures are its plain "
+            "ones, and MUKI's uncertainty for it is plain confidence")
