@@ -153,3 +153,74 @@ def test_init_notes_a_teacher_without_dropout(tmp_path, teachers_dir, data_dir):
     notes = [line for line in done.stdout.splitlines() if line.startswith("Note: teacher")]
     assert notes == ["Note: teacher qwen has no dropout (every rate in its config.json is 0): "
                      "its MC passes will equal its plain one"]
+
+
+# -- [scoring] dropout: a rate set where a teacher has none -------------------------------
+
+def teacher_info(name: str, folder: Path):
+    from kiwb.workers.teachers import inspect_teacher
+
+    return inspect_teacher(name, str(folder))
+
+
+def test_a_rate_set_in_a_dropout_free_teacher_makes_its_passes_differ(tmp_path):
+    from kiwb.workers.dropout_check import dropout_acts
+    from kiwb.workers.teachers import load_teacher
+
+    info = teacher_info("qwen", decoder_teacher(tmp_path / "qwen"))
+    cpu = torch.device("cpu")
+    own, tokenizer = load_teacher(info, "cpu")
+    set_, _ = load_teacher(info, "cpu", 0.1)
+    assert not dropout_acts(own, tokenizer, cpu) and dropout_acts(set_, tokenizer, cpu)
+    assert set_.config.attention_dropout == 0.1 and own.config.attention_dropout == 0.0
+    settings = ScoringSettings(passes=4, batch_size=5, max_length=32, strategy="loop",
+                               dtype="float32", seed=0)
+    plain = score_texts(own, tokenizer, TEXTS, settings, cpu, shard_seed=0)
+    drawn = score_texts(set_, tokenizer, TEXTS, settings, cpu, shard_seed=0)
+    assert np.array_equal(plain["mc_probs"], plain["det_probs"])  # its own: MC is plain
+    assert not np.allclose(drawn["mc_probs"], drawn["det_probs"], atol=1e-6)
+    assert np.array_equal(drawn["det_logits"], plain["det_logits"])  # eval mode: no dropout
+
+
+def test_a_rate_of_0_gives_the_eval_mode_logits_bitwise(tmp_path, teachers_dir):
+    from kiwb.workers.teachers import load_teacher
+
+    info = teacher_info("a", teachers_dir / "teacher_a")
+    model, tokenizer = load_teacher(info, "cpu", 0.0)
+    settings = ScoringSettings(passes=2, batch_size=5, max_length=32, strategy="loop",
+                               dtype="float32", seed=0)
+    scored = score_texts(model, tokenizer, TEXTS, settings, torch.device("cpu"), shard_seed=0)
+    assert np.array_equal(scored["mc_probs"], scored["det_probs"])
+    own, _ = load_teacher(info, "cpu")
+    assert np.array_equal(scored["det_logits"], score_texts(
+        own, tokenizer, TEXTS, settings, torch.device("cpu"), shard_seed=0)["det_logits"])
+
+
+@pytest.mark.slow
+def test_scoring_with_a_rate_says_so_and_keys_the_scores_apart(tmp_path, teachers_dir):
+    qwen = decoder_teacher(tmp_path / "qwen")
+    unlabeled = tmp_path / "unlabeled.jsonl"
+    unlabeled.write_text("".join(json.dumps({"text": text}) + "\n" for text in TEXTS))
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a", "qwen": qwen},
+                            unlabeled, scoring="mc_passes = 4\nshard_size = 16\ndropout = 0.1\n")
+    scored = run_kiwb("score", project, cwd=tmp_path)
+    said = " ".join((scored.stdout + scored.stderr).split())
+    assert "teacher 'qwen': its MC passes draw with dropout 0.1" in said
+    assert "no dropout acts" not in said
+    with Store(ProjectPaths(project).store) as store:
+        metas = [json.loads(row[0]) for row in store.connection.execute(
+            "SELECT meta_json FROM score_sets WHERE dataset = 'unlabeled'")]
+    assert [(meta["dropout"], meta["dropout_acts"]) for meta in metas] == [(0.1, True)] * 2
+    (tmp_path / "proj" / "kiwb.toml").write_text(
+        (tmp_path / "proj" / "kiwb.toml").read_text().replace("dropout = 0.1", "dropout = 0.2"))
+    again = run_kiwb("score", project, cwd=tmp_path)  # another rate: other score sets
+    assert "its MC passes draw with dropout 0.2" in " ".join((again.stdout + again.stderr).split())
+
+
+@pytest.mark.parametrize(("value", "fragment"), [
+    ('"none"', '[scoring] dropout must be a number or "model"'), ("1.0", "dropout"), ("-0.1", "dropout")])
+def test_a_bad_dropout_setting_is_refused_in_one_line(tmp_path, teachers_dir, data_dir, value,
+                                                      fragment):
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a"},
+                            data_dir / "unlabeled.jsonl", scoring=f"dropout = {value}\n")
+    assert_refused(run_kiwb("score", project, cwd=tmp_path, check=False), "kiwb.toml", fragment)

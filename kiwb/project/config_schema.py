@@ -284,6 +284,12 @@ class ScoringConfig:
         choices=REPRESENTATIONS,
     )
     seed: int = _setting("Random seed of the dropout masks.", 0, min=0)
+    dropout: float | str = _setting(
+        'The dropout the MC passes draw with: "model" (each teacher\'s own rates, which are 0 '
+        "in ModernBERT, Qwen and Llama classifiers as published: their passes then equal the "
+        "plain one), or a rate in [0, 1) set for every dropout rate a teacher's config.json "
+        "names, when it is loaded to score. A rate rescores.",
+        "model", min=0, lt=1, keyword="model")
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,16 @@ def dropout_rates(model_config: Mapping) -> dict[str, float]:
             and isinstance(value, int | float)}
 
 
+def injected_dropout(model_config: Mapping, rate: float) -> dict[str, float]:
+    """The config values that make a teacher drop with `rate` wherever its architecture can:
+    every key its config.json has that names a dropout rate, unset ones (None: "use the hidden
+    rate") included. Set when the model is built, since some (ModernBERT) build no dropout
+    module at all where a rate is 0."""
+    return {key: float(rate) for key, value in model_config.items()
+            if ("dropout" in key or key.endswith("pdrop")) and not isinstance(value, bool)
+            and (value is None or isinstance(value, int | float))}
+
+
 def no_dropout(model_config: Mapping) -> bool:
     """Whether the config sets dropout rates and every one is 0 (a config naming none says
     nothing: the model may still drop by its own defaults)."""

@@ -92,7 +92,7 @@ def run_adaptive_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreT
                 if not complete(dataset)]
     if not datasets:
         return 0, 0
-    loaded = _Loaded(device, store, tasks)
+    loaded = _Loaded(device, store, tasks, config.scoring.dropout)
     # The unlabeled texts' round 0 fits the routing every data set is judged by; read again
     # (its parts are kept) when only another data set is left to score.
     pool = group_of("unlabeled")
@@ -131,18 +131,19 @@ def run_adaptive_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreT
 class _Loaded:
     """The teacher model in memory (one at a time)."""
 
-    def __init__(self, device, store: Store, tasks: list[ScoreTask]):
+    def __init__(self, device, store: Store, tasks: list[ScoreTask], dropout: float | str):
         self.device, self.name, self.model, self.tokenizer, self.batch = device, None, None, None, None
-        self.store, self.tasks = store, tasks
+        self.store, self.tasks, self.dropout = store, tasks, dropout
 
     def get(self, task: ScoreTask, batch_size: int):
         if task.teacher.name != self.name:
             self.model = None
-            self.model, self.tokenizer = load_teacher(task.teacher, str(self.device))
+            self.model, self.tokenizer = load_teacher(task.teacher, str(self.device),
+                                                      self.dropout)
             self.name, self.batch = task.teacher.name, FittedBatch(batch_size)
             check_teacher_dropout(self.model, self.tokenizer, self.device, self.name,
                                   [t.key for t in self.tasks if t.teacher.name == self.name],
-                                  self.store, "adaptive")
+                                  self.store, "adaptive", self.dropout)
         return self.model, self.tokenizer, self.batch
 
 

@@ -91,7 +91,8 @@ class _Teachers:
     def get(self, task: ScoreTask, settings: ScoringSettings):
         if task.teacher.name != self.name:
             self.model = None  # freed before the next one loads
-            self.model, self.tokenizer = load_teacher(task.teacher, str(self.device))
+            self.model, self.tokenizer = load_teacher(task.teacher, str(self.device),
+                                                      settings.dropout)
             self.name, self.batch = task.teacher.name, FittedBatch(settings.batch_size)
         return self.model, self.tokenizer, self.batch
 

@@ -26,14 +26,20 @@ def dropout_acts(model, tokenizer, device: torch.device) -> bool:
 
 
 def check_teacher_dropout(model, tokenizer, device: torch.device, teacher: str,
-                          keys: list[str], store, passes: int | str) -> bool:
-    """Check a loaded teacher once before it scores: record the answer in its score sets'
-    meta ("dropout_acts") and, where no dropout acts, say so in the score log."""
+                          keys: list[str], store, passes: int | str,
+                          dropout: float | str = "model") -> bool:
+    """Check a loaded teacher once before it scores: record the answer (and a rate set in its
+    dropout) in its score sets' meta and, where no dropout acts, say so in the score log."""
     from kiwb.console import console
 
     acts = dropout_acts(model, tokenizer, device)
     for key in keys:
-        store.add_score_meta(key, {"dropout_acts": acts})
+        store.add_score_meta(key, {"dropout_acts": acts,
+                                   **({"dropout": dropout} if dropout != "model" else {})})
+    if dropout != "model":  # MC figures from a rate kiwb set: said wherever it scores
+        console.print(f"teacher {teacher!r}: its MC passes draw with dropout {dropout:g} set in "
+                      "every dropout rate of its config ([scoring] dropout), not its own",
+                      highlight=False, markup=False, soft_wrap=True)
     if not acts:
         console.print(no_dropout_line(teacher, passes), style="yellow", highlight=False,
                       markup=False, soft_wrap=True)
@@ -43,5 +49,6 @@ def check_teacher_dropout(model, tokenizer, device: torch.device, teacher: str,
 def no_dropout_line(teacher: str, passes: int | str) -> str:
     """The score log's line for a teacher whose passes cannot differ."""
     return (f"teacher {teacher!r}: no dropout acts in it (its config.json sets every rate to "
-            f"0), so its {passes} MC passes equal its plain one: its MC figures are its plain "
-            "ones, and MUKI's uncertainty for it is plain confidence")
+            f"0, or names none), so its {passes} MC passes equal its plain one: its MC figures "
+            "are its plain ones, and MUKI's uncertainty for it is plain confidence; [scoring] "
+            "dropout = RATE sets one")

@@ -93,6 +93,8 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size,
                 **({"adaptive_context": context} if context else {}),
+                # a rate set in the teacher's dropout ([scoring] dropout); "model" adds nothing
+                **({"dropout": scoring.dropout} if scoring.dropout != "model" else {}),
                 # The default kind adds nothing: a key is a hash of this content, which the
                 # store does not keep, so no migration could re-key the score sets cached
                 # before kinds (hours of scoring) if it did.
@@ -226,9 +228,10 @@ def run_scoring(
         teacher_tasks = [task for task in tasks if task.teacher.name == teacher_name]
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
             continue  # cached: do not even load the model
-        model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device))
+        model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device), settings.dropout)
         check_teacher_dropout(model, tokenizer, device, teacher_name,
-                              [task.key for task in teacher_tasks], store, settings.passes)
+                              [task.key for task in teacher_tasks], store, settings.passes,
+                              settings.dropout)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted
         keeps = representation_mode(config)
         problem = capture_problem(model, keeps) if keeps and teacher_tasks[0].representation else None

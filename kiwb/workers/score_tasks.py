@@ -60,7 +60,7 @@ def scoring_settings(config: ProjectConfig, device) -> ScoringSettings:
         passes=scoring.mc_passes, batch_size=scoring.batch_size, max_length=scoring.max_length,
         strategy=resolved_strategy(scoring.strategy, device),
         dtype=scoring_precision(scoring.dtype, device),
-        seed=scoring.seed,
+        seed=scoring.seed, dropout=scoring.dropout,
     )
 
 

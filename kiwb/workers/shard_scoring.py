@@ -41,6 +41,9 @@ class ScoringSettings:
     # also keep each text's representation ("head" or "mean", kiwb.workers.representation)
     # from the dropout-off forward, as the array "representation"; None: do not
     representation: str | None = None
+    # the dropout the MC passes draw with: "model" (the teacher's own) or a rate set in every
+    # dropout rate of its config when it is loaded ([scoring] dropout)
+    dropout: float | str = "model"
 
 
 def capped_max_length(tokenizer, max_length: int) -> int:

@@ -138,6 +138,18 @@ def _require_fast_tokenizer(name: str, folder: Path, trust_remote_code: bool) ->
             f"{folder} a tokenizer.json (save_pretrained of a fast tokenizer writes it)")
 
 
+def _dropout_overrides(folder: Path, dropout: float | str) -> dict[str, float]:
+    """The config values that set `dropout` in every rate the checkpoint's config names."""
+    if dropout == "model":
+        return {}
+    import json
+
+    from kiwb.project.dropout_rates import injected_dropout
+
+    model_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    return injected_dropout(model_config, float(dropout))
+
+
 def _teacher_kind(name: str, folder: Path, config,
                   problem_type: str | None = None) -> tuple[TeacherKind, str]:
     model_config = {**config.to_dict(),  # with any key that marks a kind (task_heads)
@@ -155,8 +167,10 @@ def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:
     return checkpoint_hash(info.folder, store)
 
 
-def load_teacher(info: TeacherInfo, device: str):
-    """Load a teacher's model (float32, eval mode, on `device`) and its own tokenizer."""
+def load_teacher(info: TeacherInfo, device: str, dropout: float | str = "model"):
+    """Load a teacher's model (float32, eval mode, on `device`) and its own tokenizer;
+    `dropout`: a rate set in every dropout rate its config names ([scoring] dropout), or
+    "model" for its own."""
     from transformers import AutoTokenizer
 
     from kiwb.workers.runtime import load_classifier, ready_to_pad
@@ -165,7 +179,8 @@ def load_teacher(info: TeacherInfo, device: str):
     try:
         tokenizer = AutoTokenizer.from_pretrained(info.folder, trust_remote_code=remote)
         model, loading = load_classifier(info.folder, kind=info.kind, trust_remote_code=remote,
-                                         output_loading_info=True)
+                                         output_loading_info=True,
+                                         **_dropout_overrides(info.folder, dropout))
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     kind = KINDS[info.kind]
