@@ -15,6 +15,7 @@ from cli_helpers import run_kiwb, write_project
 from test_bad_input import assert_refused
 from tiny import TEACHER_B_LABELS, bpe_tokenizer, make_texts
 
+from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.runtime import ready_to_pad
@@ -69,6 +70,36 @@ def test_either_padding_gives_each_texts_unpadded_logits(tmp_path, side):
             alone = model(**tokenizer([text], truncation=True, max_length=32,
                                       return_tensors="pt")).logits[0]
         assert np.allclose(scored["det_logits"][row], alone.numpy(), atol=1e-5)
+
+
+def test_the_model_pads_as_its_tokenizer_does(tmp_path):
+    """A config naming a pad id the tokenizer does not pad with (some Llama conversions: -1)
+    takes the tokenizer's; a tokenizer with neither pad nor EOS pads with the config's id."""
+    model, tokenizer = loaded(decoder_teacher(tmp_path / "qwen"))
+    model.config.pad_token_id = -1
+    ready_to_pad(tokenizer, model, "teacher 'qwen'")
+    assert model.config.pad_token_id == tokenizer.convert_tokens_to_ids("<pad>")
+    model, tokenizer = loaded(decoder_teacher(tmp_path / "bare", pad=False, eos=False))
+    model.config.pad_token_id = tokenizer.convert_tokens_to_ids("<unk>")
+    ready_to_pad(tokenizer, model, "teacher 'bare'")
+    assert tokenizer.pad_token == "<unk>"
+    model.config.pad_token_id = None
+    tokenizer.pad_token = None
+    with pytest.raises(KiwbError, match="teacher 'bare': its tokenizer has neither a pad token"):
+        ready_to_pad(tokenizer, model, "teacher 'bare'")
+
+
+def test_tokenizer_files_that_name_no_special_token_leave_it_to_loading(tmp_path):
+    """GPT-2's folder names none: its class's default EOS pads, which only loading tells."""
+    from kiwb.project.padding import unpaddable_problem
+
+    folder = tmp_path / "gpt2"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({"model_type": "gpt2"}))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"model_max_length": 1024}))
+    assert unpaddable_problem("gpt2", folder) is None
+    (folder / "tokenizer_config.json").write_text(json.dumps({"unk_token": "<unk>"}))
+    assert "neither a pad token nor an end-of-sequence token" in unpaddable_problem("gpt2", folder)
 
 
 def test_a_tokenizer_without_a_pad_token_pads_with_its_eos(tmp_path):

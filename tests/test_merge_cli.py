@@ -88,6 +88,7 @@ def test_the_merge_evaluates_exports_and_predicts(merged, tmp_path):
     report = json.loads(run_kiwb("evaluate", project, "--run", "merge-ties", "--json",
                                  cwd=project).stdout)
     assert report["accuracy"] == pytest.approx(manifest["metrics"]["accuracy"])
+    assert manifest["metrics"]["metric"] == "accuracy"  # named as a trained run's figure is
     destination = tmp_path / "exported"
     run_kiwb("export", project, "--run", "merge-ties", "--to", destination, "--foreground",
              cwd=project)

@@ -21,7 +21,7 @@ from kiwb.project.instances import count, page, replace_instances
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
 from kiwb.project.labels import text_hash
 from kiwb.project.processes import pid_alive, process_running, process_start, with_this_kiwb
-from kiwb.project.schema import MIGRATIONS, SCHEMA_VERSION
+from kiwb.project.schema import MIGRATIONS, SCHEMA_VERSION, stored_version
 from kiwb.project.store import Store
 
 # Schema version 1 exactly as the first release wrote it; never edit (migrations start here).
@@ -166,10 +166,17 @@ def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):
             if statement.strip():
                 db.execute(statement, {"pid": os.getpid(), "host": socket.gethostname(),
                                        "now": time.time()})
+    # job 2 beats: a worker of the older kiwb still writing, so the store is not migrated
+    with pytest.raises(KiwbError, match=r"job\(s\) 2 of the kiwb that wrote this store "
+                                        r"\(schema version 3\) are still running"):
+        Store(path)
+    with sqlite3.connect(path) as db:
+        assert stored_version(db) == 3
+        db.execute("UPDATE heartbeats SET ts = ?", (time.time() - 60,))  # it stopped beating
     with Store(path) as store:
         assert store.schema_version == SCHEMA_VERSION
         assert [(row.id, row.kind, row.status) for row in store.jobs.all()] == [
-            (1, "score", "finished"), (2, "train", "running")]  # a tick-string start: alive
+            (1, "score", "finished"), (2, "train", "stalled")]  # its pid runs: not taken for lost
         # version 7 made the tick strings unknown: the pid alone decides
         starts = store.connection.execute("SELECT pid_start FROM jobs UNION ALL "
                                           "SELECT pid_start FROM score_shards").fetchall()

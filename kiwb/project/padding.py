@@ -21,14 +21,19 @@ def unpaddable(what: str) -> str:
 
 def unpaddable_problem(name: str, folder: Path) -> str | None:
     """One line refusing teacher `name` in `folder` if nothing there says how to pad (no
-    pad_token_id in config.json, and tokenizer files that name neither a pad nor an EOS
-    token); else None, also where the files cannot tell (none there: loading will)."""
+    pad_token_id in config.json, and tokenizer files that name special tokens but neither a
+    pad nor an EOS token); else None, also where the files cannot tell (none there, or none
+    naming a special token: loading will)."""
     config = _read_json(Path(folder) / "config.json")
     if config is None or config.get("pad_token_id") is not None:
         return None
     files = [found for name_ in _TOKENIZER_FILES
              if (found := _read_json(Path(folder) / name_)) is not None]
-    if not files or any(data.get(key) for data in files for key in ("pad_token", "eos_token")):
+    named = [key for data in files for key, value in data.items()
+             if key.endswith("_token") and value]
+    # no special token named at all: the tokenizer class's own defaults apply (GPT-2's EOS),
+    # which only loading it tells
+    if not named or any(key in ("pad_token", "eos_token") for key in named):
         return None
     return unpaddable(f"teacher {name!r} ({folder})")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -279,7 +280,8 @@ def _complete_records(db: sqlite3.Connection) -> None:
                        (json.dumps({**data, "metric": _headline_name(data)}), event))
     for table in ("jobs", "score_shards"):
         db.execute(f"UPDATE {table} SET pid_start = NULL WHERE pid_start NOT LIKE '%.%'")
-    for key, meta in db.execute("SELECT key, meta_json FROM score_sets").fetchall():
+    for key, meta in db.execute("SELECT key, meta_json FROM score_sets "
+                                "WHERE dataset NOT LIKE '% (representation)'").fetchall():
         if "kind" not in json.loads(meta):
             db.execute("UPDATE score_sets SET meta_json = ? WHERE key = ?",
                        (json.dumps({**json.loads(meta), "kind": SEQUENCE_KIND}), key))
@@ -351,10 +353,33 @@ def refuse_if_newer(path: Path, version: int) -> None:
         )
 
 
+# A heartbeat this fresh is a running worker (kiwb.project.jobs beats every 2 s, and takes one
+# older than 10 s for a lost job).
+LIVE_HEARTBEAT_S = 10.0
+
+
+def refuse_under_running_jobs(path: Path, db: sqlite3.Connection, version: int) -> None:
+    """A worker of the kiwb that wrote the store still writes its records as that kiwb did:
+    a migration under it would leave records in the old form after it (version 2 added jobs)."""
+    if version < 2:
+        return
+    running = [row[0] for row in db.execute(
+        "SELECT h.job_id FROM heartbeats h JOIN jobs j ON j.id = h.job_id "
+        "WHERE j.ended_at IS NULL AND h.ts > ? ORDER BY h.job_id",
+        (time.time() - LIVE_HEARTBEAT_S,))]
+    if running:
+        raise KiwbError(
+            f"{path}: job(s) {', '.join(map(str, running))} of the kiwb that wrote this store "
+            f"(schema version {version}) are still running, and this kiwb would rewrite the "
+            f"store's records (version {SCHEMA_VERSION}) under them; let them finish, or stop "
+            "them with that kiwb, then open the project again")
+
+
 def migrate(path: Path, db: sqlite3.Connection) -> None:
     """Run the missing migration steps inside the caller's write transaction."""
     version = stored_version(db)  # read again under the lock: another process may have migrated
     refuse_if_newer(path, version)
+    refuse_under_running_jobs(path, db, version)
     for target, step in MIGRATIONS:
         if target > version:
             step(db)

@@ -134,6 +134,7 @@ class _Loaded:
     def __init__(self, device, store: Store, tasks: list[ScoreTask], dropout: float | str):
         self.device, self.name, self.model, self.tokenizer, self.batch = device, None, None, None, None
         self.store, self.tasks, self.dropout = store, tasks, dropout
+        self.checked: set[str] = set()
 
     def get(self, task: ScoreTask, batch_size: int):
         if task.teacher.name != self.name:
@@ -141,9 +142,11 @@ class _Loaded:
             self.model, self.tokenizer = load_teacher(task.teacher, str(self.device),
                                                       self.dropout)
             self.name, self.batch = task.teacher.name, FittedBatch(batch_size)
-            check_teacher_dropout(self.model, self.tokenizer, self.device, self.name,
-                                  [t.key for t in self.tasks if t.teacher.name == self.name],
-                                  self.store, "adaptive", self.dropout)
+            if self.name not in self.checked:  # rounds reload it: checked once
+                self.checked.add(self.name)
+                check_teacher_dropout(self.model, self.tokenizer, self.device, self.name,
+                                      [t.key for t in self.tasks if t.teacher.name == self.name],
+                                      self.store, "sampled", self.dropout)
         return self.model, self.tokenizer, self.batch
 
 

@@ -24,6 +24,7 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.workers.collectives import collective
+from kiwb.workers.dropout_check import check_teacher_dropout
 from kiwb.workers.ranks import RankLost, refuse_mixed_devices
 from kiwb.workers.representation import capture_problem
 from kiwb.workers.representation_sets import (
@@ -84,9 +85,11 @@ class RankTally:
 class _Teachers:
     """The teacher this rank has loaded; a new one replaces it (one model in memory)."""
 
-    def __init__(self, device):
+    def __init__(self, device, check=None):
         self.device, self.name, self.model, self.tokenizer = device, None, None, None
         self.batch: FittedBatch | None = None
+        # rank 0's: check_teacher_dropout for each teacher it loads (once), with the store
+        self.check, self.checked = check, set()
 
     def get(self, task: ScoreTask, settings: ScoringSettings):
         if task.teacher.name != self.name:
@@ -94,6 +97,9 @@ class _Teachers:
             self.model, self.tokenizer = load_teacher(task.teacher, str(self.device),
                                                       settings.dropout)
             self.name, self.batch = task.teacher.name, FittedBatch(settings.batch_size)
+            if self.check is not None and self.name not in self.checked:
+                self.checked.add(self.name)
+                self.check(self.model, self.tokenizer, self.name)
         return self.model, self.tokenizer, self.batch
 
 
@@ -147,7 +153,12 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
     # Teacher by teacher, so a rank keeps its model loaded from one round to the next.
     pending = [(number, shard) for number, task in enumerate(tasks)
                for shard in range(task.num_shards) if shard not in store.done_shards(task.key)]
-    owner, paths, teachers = claim_owner(), ProjectPaths(config.root), _Teachers(device)
+    def check(model, tokenizer, name: str) -> None:
+        check_teacher_dropout(model, tokenizer, device, name,
+                              [task.key for task in tasks if task.teacher.name == name], store,
+                              settings.passes, settings.dropout)
+
+    owner, paths, teachers = claim_owner(), ProjectPaths(config.root), _Teachers(device, check)
     stopping = False
     round_items: list = []  # claimed and not yet stored: given back if the job ends midway
     try:

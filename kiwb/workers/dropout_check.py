@@ -8,12 +8,15 @@ from __future__ import annotations
 import torch
 
 PROBE = "kiwb checks whether dropout acts in this model, once, before scoring"
+PROBE_TOKENS = 12
 
 
 def dropout_acts(model, tokenizer, device: torch.device) -> bool:
     """Whether two training-mode forwards of a probe text differ. The draws come from a fork
     of torch's generators, so the scores that follow are drawn as without the check."""
-    batch = {name: value.to(device) for name, value in tokenizer([PROBE], return_tensors="pt").items()}
+    # a few tokens: a model may read fewer positions than a sentence takes (the NER demo's 48)
+    encoded = tokenizer([PROBE], truncation=True, max_length=PROBE_TOKENS, return_tensors="pt")
+    batch = {name: value.to(device) for name, value in encoded.items()}
     was_training = model.training
     devices = [device] if device.type == "cuda" else []
     with torch.random.fork_rng(devices=devices), torch.no_grad():

@@ -187,7 +187,10 @@ def merge_record(spec: MergeSpec, inputs, best: Candidate, chosen_on: str,
 def write_merge_run(run_dir: Path, model, tokenizer, manifest: dict, metrics: dict | None) -> None:
     """The run folder in one rename: its step-0 checkpoint (with its evaluation, the best)
     and manifest.json; a failure leaves no part of it."""
+    if metrics is not None:  # what its headline figure holds, named as a trained run's
+        metrics = {**metrics, "metric": kind_named(manifest.get("kind")).headline}
     best = {"step": 0, "accuracy": metrics and metrics["accuracy"],
+            "metric": metrics and metrics["metric"],
             "macro_f1": metrics and metrics["macro_f1"], "check": None}
     with atomic_directory(run_dir) as staging:
         ckpt.save_checkpoint(staging, 0, model, tokenizer, {},

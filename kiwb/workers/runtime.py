@@ -37,15 +37,20 @@ def load_classifier(folder, *, kind: str = DEFAULT_KIND, **options):
 
 def ready_to_pad(tokenizer, model, what: str) -> None:
     """Let batches of several texts pad. A tokenizer without a pad token pads with its EOS
-    (GPT-2 style); a model config without pad_token_id takes the tokenizer's, since a decoder
-    classifier finds each text's last real token by it and Qwen and Llama classifiers often
-    save none. `what` names the model in the refusal where there is neither pad nor EOS."""
+    (GPT-2 style), else with the pad id its model's config names; the model's config then
+    names the tokenizer's pad id, since a decoder classifier finds each text's last real token
+    by it and Qwen and Llama classifiers often save none. `what` names the model in the
+    refusal where there is nothing to pad with."""
     if tokenizer.pad_token is None:
-        if tokenizer.eos_token is None:
+        named = model.config.pad_token_id  # a config's pad id the tokenizer does not name
+        if tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        elif named is not None and named >= 0:
+            tokenizer.pad_token = tokenizer.convert_ids_to_tokens(named)
+        else:
             raise KiwbError(unpaddable(what))
-        tokenizer.pad_token = tokenizer.eos_token
-    if model.config.pad_token_id is None:
-        model.config.pad_token_id = tokenizer.pad_token_id
+    # the model finds each text's last real token by this id: the one batches are padded with
+    model.config.pad_token_id = tokenizer.pad_token_id
 
 
 def resolve_device(name: str) -> torch.device:
