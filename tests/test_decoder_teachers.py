@@ -255,3 +255,29 @@ def test_a_bad_dropout_setting_is_refused_in_one_line(tmp_path, teachers_dir, da
     project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a"},
                             data_dir / "unlabeled.jsonl", scoring=f"dropout = {value}\n")
     assert_refused(run_kiwb("score", project, cwd=tmp_path, check=False), "kiwb.toml", fragment)
+
+
+def test_the_model_card_names_teachers_whose_mc_passes_were_not_their_own(tmp_path):
+    """The run records what its teachers' pool score sets said (kiwb.workers.dropout_check),
+    and the card says it for a teacher without dropout and one given a rate."""
+    from kiwb.workers.dropout_check import recorded_dropout
+    from kiwb.workers.export import model_card
+
+    with Store(tmp_path / "store.sqlite") as store:
+        for key, teacher, data, meta in (
+                ("old", "qwen", "pool", {}),  # scored before kiwb checked: left out
+                ("q", "qwen", "pool", {"dropout_acts": False}),
+                ("m", "modern", "pool", {"dropout_acts": True, "dropout": 0.1}),
+                ("a", "a", "pool", {"dropout_acts": True}),
+                ("elsewhere", "a", "other texts", {"dropout_acts": False})):
+            store.register_score_set(key, teacher=teacher, dataset="unlabeled", num_texts=4,
+                                     num_shards=1, meta={"labels": ["x"], "data": data, **meta})
+        recorded = recorded_dropout(store, {"data": "pool", "teachers": [
+            {"name": "qwen"}, {"name": "modern"}, {"name": "a"}]})
+    assert recorded == {"qwen": {"acts": False}, "modern": {"acts": True, "rate": 0.1},
+                        "a": {"acts": True}}
+    card = model_card({"run": "r", "checkpoint": "step-0000010", "step": 10, "labels": ["x"],
+                       "teachers": [], "method": {"method": "muki-hard"}, "teacher_dropout": recorded})
+    assert "- teacher qwen: no dropout acts in it, so its MC figures were its plain ones" in card
+    assert "- teacher modern: MC passes drawn with dropout 0.1 set by kiwb" in card
+    assert "teacher a:" not in card

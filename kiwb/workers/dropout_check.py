@@ -5,6 +5,8 @@ and Llama classifiers as published) gives K equal passes, and kiwb says so where
 
 from __future__ import annotations
 
+import json
+
 import torch
 
 PROBE = "kiwb checks whether dropout acts in this model, once, before scoring"
@@ -47,6 +49,37 @@ def check_teacher_dropout(model, tokenizer, device: torch.device, teacher: str,
         console.print(no_dropout_line(teacher, passes), style="yellow", highlight=False,
                       markup=False, soft_wrap=True)
     return acts
+
+
+def recorded_dropout(store, manifest: dict) -> dict[str, dict]:
+    """What the score sets of a run's teachers on its pool recorded of their MC dropout:
+    teacher -> {"acts": bool, "rate": a rate [scoring] dropout set}, the newest score set's
+    (teachers scored before kiwb checked are left out)."""
+    found: dict[str, dict] = {}
+    names = [teacher["name"] for teacher in manifest.get("teachers") or ()]
+    rows = store.connection.execute(
+        "SELECT teacher, meta_json FROM score_sets WHERE dataset = 'unlabeled' "
+        "ORDER BY created_at DESC").fetchall()
+    for teacher, meta_json in rows:
+        meta = json.loads(meta_json)
+        if (teacher in names and teacher not in found and "dropout_acts" in meta
+                and meta.get("data") == manifest.get("data")):
+            found[teacher] = {"acts": meta["dropout_acts"],
+                              **({"rate": meta["dropout"]} if "dropout" in meta else {})}
+    return found
+
+
+def dropout_card_lines(recorded: dict[str, dict]) -> list[str]:
+    """The model card's lines on teachers whose MC passes were not their own dropout's."""
+    lines = []
+    for teacher, facts in recorded.items():
+        if "rate" in facts:
+            lines.append(f"- teacher {teacher}: MC passes drawn with dropout {facts['rate']:g} "
+                         "set by kiwb ([scoring] dropout), not its own")
+        elif not facts["acts"]:
+            lines.append(f"- teacher {teacher}: no dropout acts in it, so its MC figures were "
+                         "its plain ones")
+    return lines
 
 
 def no_dropout_line(teacher: str, passes: int | str) -> str:

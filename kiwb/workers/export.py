@@ -15,6 +15,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel, TrainEval
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
+from kiwb.workers.dropout_check import dropout_card_lines
 from kiwb.workers.runtime import load_classifier
 
 MANIFEST_NAME = "kiwb-manifest.json"
@@ -77,6 +78,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
                        else evaluation_of(project_root, run, progress)),
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
+        **({"teacher_dropout": manifest["teacher_dropout"]} if manifest.get("teacher_dropout") else {}),
         # a representation routing: what it read, and where each teacher's reference came from
         **({"representations": manifest["representations"]}
            if manifest.get("representations") else {}),
@@ -218,6 +220,8 @@ def _method_lines(manifest: dict, method: dict) -> list[str]:
     if routing is not None:  # a student trained on a collapsed routing lost a teacher's labels
         lines.append(f"- kiwb's routing check: {routing.status}"
                      + (f" ({routing.problem}; {routing.hint})" if routing.flagged else ""))
+    # teachers whose MC passes were not their own dropout's (none acts, or a rate kiwb set)
+    lines += dropout_card_lines(manifest.get("teacher_dropout") or {})
     thresholds = manifest.get("thresholds")
     if thresholds:  # a multi-label student decides each label at its own threshold
         lines.append("- decision thresholds (tuned per label on the labeled eval set, in "

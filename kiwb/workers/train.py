@@ -33,6 +33,7 @@ from kiwb.project.records import (
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import check_method
 from kiwb.workers import checkpoints as ckpt
+from kiwb.workers.dropout_check import recorded_dropout
 from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.training_data import TrainingData
@@ -116,8 +117,10 @@ class Trainer:
             self.model, self.tokenizer = self.initial_model()
             self.step, self.best, self.fit_reached = 0, None, None
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
-        if not existing:  # the rate "auto" chose is recorded for the model card
-            ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate})
+        if not existing:  # the rate "auto" chose, and the teachers' MC dropout, for the model card
+            dropout = recorded_dropout(self.store, self.data.manifest) if self.store else {}
+            ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate,
+                                               **({"teacher_dropout": dropout} if dropout else {})})
         self.model.to(self.device)
         of_epochs = total_steps(len(self.data.texts), self.training.batch_size, self.training.epochs, 0)
         raised = ("" if self.total_steps <= of_epochs else
