@@ -344,7 +344,9 @@ def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sen
     # `kiwb score` without --detach starts a background worker and shows its progress bar;
     # Ctrl-C (SIGINT) stops following, a lost connection (SIGHUP to the login's group) ends
     # the follower: either way the job goes on to the end.
-    root = make_project(tmp_path / "followed", models, texts=48)
+    # texts enough that the job is still scoring when the signal lands: with 48, once in a
+    # full run it had ended first, and the follower was exiting (a late Ctrl-C: status -2)
+    root = make_project(tmp_path / "followed", models, texts=240)
     follower, terminal = _in_a_terminal("score", str(root))
     try:
         shown = _read_until(terminal, lambda text: "texts/s" in text and "ETA" in text)
