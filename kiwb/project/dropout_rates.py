@@ -10,13 +10,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 
-def dropout_rates(model_config: Mapping) -> dict[str, float]:
-    """Every dropout rate a config.json sets: its keys that name one ("hidden_dropout_prob",
-    "attention_dropout", GPT-2's "attn_pdrop"), with a number (an unset classifier rate is
-    None: the hidden rate applies)."""
-    return {key: float(value) for key, value in model_config.items()
+def _rate_keys(model_config: Mapping) -> dict[str, float | None]:
+    """The config.json keys that name a dropout rate ("hidden_dropout_prob",
+    "attention_dropout", GPT-2's "attn_pdrop"), with their values: a number, or None for an
+    unset classifier rate (the hidden rate applies)."""
+    return {key: value for key, value in model_config.items()
             if ("dropout" in key or key.endswith("pdrop")) and not isinstance(value, bool)
-            and isinstance(value, int | float)}
+            and (value is None or isinstance(value, int | float))}
+
+
+def dropout_rates(model_config: Mapping) -> dict[str, float]:
+    """Every dropout rate a config.json sets, as a number."""
+    return {key: float(value) for key, value in _rate_keys(model_config).items()
+            if value is not None}
 
 
 def injected_dropout(model_config: Mapping, rate: float) -> dict[str, float]:
@@ -24,9 +30,7 @@ def injected_dropout(model_config: Mapping, rate: float) -> dict[str, float]:
     every key its config.json has that names a dropout rate, unset ones (None: "use the hidden
     rate") included. Set when the model is built, since some (ModernBERT) build no dropout
     module at all where a rate is 0."""
-    return {key: float(rate) for key, value in model_config.items()
-            if ("dropout" in key or key.endswith("pdrop")) and not isinstance(value, bool)
-            and (value is None or isinstance(value, int | float))}
+    return dict.fromkeys(_rate_keys(model_config), float(rate))
 
 
 def no_dropout(model_config: Mapping) -> bool:
