@@ -103,7 +103,10 @@ def build_parser() -> argparse.ArgumentParser:
     _project_arg(evaluate)
     evaluate.add_argument("--run", required=True, help="the run to evaluate")
     evaluate.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
-    evaluate.add_argument("--data", type=Path, help="labeled data (default: the project's [data.eval])")
+    evaluate.add_argument("--data", help="labeled data: a file, a saved folder or "
+                          "hf://datasets/ORG/NAME (default: the project's [data.eval])")
+    evaluate.add_argument("--split", help="split of --data to read, where it has several")
+    evaluate.add_argument("--subset", help="subset of a Hub data set --data, where it has several")
     evaluate.add_argument("--text-column", default="text")
     evaluate.add_argument("--label-column", help="the gold labels column of --data (default: "
                           "[data.eval]'s, else label; multi-label: a list per row, or a string "

@@ -49,14 +49,18 @@ def cmd_init(args: argparse.Namespace) -> int:
     stdout.print(f"Created {written}")
     from kiwb.project.config import load_config
     from kiwb.project.config_schema import teacher_model_configs
-    from kiwb.project.dropout_rates import no_dropout
+    from kiwb.project.dropout_rates import no_dropout, scoring_dropout
     from kiwb.project.head_clash import head_clash_lines
 
     created = load_config(written)
     for teacher, model_config in teacher_model_configs(created):
-        if no_dropout(model_config):  # MC dropout is what routes texts: say where it cannot
+        if no_dropout(model_config):  # MC dropout is what routes texts: say where it has none
+            used = scoring_dropout(created.scoring.dropout, model_config)
             stdout.print(f"Note: teacher {teacher.name} has no dropout (every rate in its "
-                         "config.json is 0): its MC passes will equal its plain one",
+                         "config.json is 0): " + (
+                             f"kiwb sets {used:g} in each for its MC passes ([scoring] dropout "
+                             '= "auto"; "model" keeps none)' if used != "model" else
+                             "its MC passes will equal its plain one"),
                          highlight=False, markup=False, soft_wrap=True)
     clashes = head_clash_lines(created)
     if clashes:  # it matters only for merging weights: one short note, kiwb merge says more
@@ -378,9 +382,22 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not texts:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
-    for line in run_seam(folder_kind(folder), "predict", folder, texts, args.top):
-        stdout.print(line, highlight=False)
+    print_predictions(stdout, run_seam(folder_kind(folder), "predict", folder, texts, args.top))
     return 0
+
+
+def print_predictions(console, lines: list[str]) -> None:
+    """A predict seam's lines (tab-separated fields, Rich markup). To a pipe, one line per text
+    as it is, for scripts. In a terminal the last field (the text, or an encoder's neighbours)
+    goes on a line of its own, indented and cut to the width, so a narrow terminal never wraps
+    a text in among the scores."""
+    for line in lines:
+        *answers, last = line.split("\t")
+        if not console.is_terminal or not answers:
+            console.print(line, highlight=False, soft_wrap=True)
+            continue
+        console.print("  ".join(answers), highlight=False)
+        console.print(f"  {last}", highlight=False, no_wrap=True, overflow="ellipsis")
 
 
 def cmd_teach(args: argparse.Namespace) -> int:
@@ -400,8 +417,8 @@ def cmd_teach(args: argparse.Namespace) -> int:
     out = Path(spec.out)
     _check_teacher_destination(out, spec.force)
     columns = {"text_column": spec.text_column, "label_column": spec.label_column}
-    train = load_table(spec.data, role="teach", **columns)
-    dev = load_table(spec.dev, role="teach", **columns) if spec.dev else None
+    train = load_table(spec.data, role="teach", split=spec.split, **columns)
+    dev = load_table(spec.dev, role="teach", split=spec.dev_split, **columns) if spec.dev else None
     settings = TeachSettings(epochs=spec.epochs, min_steps=spec.min_steps,
                              learning_rate=spec.learning_rate, balance=spec.balance,
                              batch_size=spec.batch_size, max_length=spec.max_length, seed=spec.seed)
@@ -461,7 +478,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         spec = config.data.eval
         pairs = spec.pair_column if spec else None  # an embedding project's retrieval probe
         table = run_seam(project_kind(config), "load_table", str(args.data), DatasetConfig(
-            path=str(args.data), text_column=args.text_column,
+            path=str(args.data), text_column=args.text_column, split=args.split,
+            subset=args.subset,
             label_column=args.label_column or (spec and spec.label_column) or (
                 None if pairs else "label"),
             label_separator=spec.label_separator if spec else None,

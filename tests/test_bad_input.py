@@ -342,3 +342,43 @@ def test_a_reader_that_went_away_ends_quietly(tmp_path, command):
         os.close(write_end)
     assert (result.returncode, result.stderr) == (1, "")
     assert (project / "kiwb.toml").is_file()  # the work was done; only its report was lost
+
+
+@pytest.mark.parametrize(("name", "no_text", "no_label", "where"), [
+    ("d.jsonl", '{"text": "a", "label": "x"}\n{"text": null, "label": "y"}\n',
+     '{"text": "a", "label": "x"}\n{"text": "b", "label": null}\n', "line 2"),
+    ("d.csv", "text,label\na,x\n,y\n", "text,label\na,x\nb,\n", "line 3"),  # after the header
+])
+def test_a_bad_row_is_named_as_an_editor_numbers_it(tmp_path, name, no_text, no_label, where):
+    from kiwb.errors import DataError
+    from kiwb.workers.data import load_table
+
+    path = tmp_path / name
+    path.write_text(no_text, encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        load_table(str(path))
+    assert str(refused.value) == (f"{path}: {where} of column 'text' is None, not a text; "
+                                  "remove or fill that row")
+    path.write_text(no_label, encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        load_table(str(path), label_column="label")
+    assert str(refused.value) == f"{path}: {where} has no label; remove it or give it one"
+
+
+def test_predict_in_a_terminal_of_80_columns_keeps_the_text_off_the_scores_line():
+    from rich.console import Console
+
+    from kiwb.commands import print_predictions
+
+    line = ("[bold]politics[/bold]\tpolitics 91.2%  sports 5.0%  music 2.1%\tThe Parliament "
+            "passed the budget bill after a long debate on the new taxes")
+    terminal = Console(width=80, force_terminal=True, record=True)
+    print_predictions(terminal, [line])
+    assert terminal.export_text().splitlines() == [
+        "politics  politics 91.2%  sports 5.0%  music 2.1%",
+        "  The Parliament passed the budget bill after a long debate on the new taxes"]
+    pipe = Console(width=80, force_terminal=False, record=True)
+    print_predictions(pipe, [line])  # for scripts: one line per text, never wrapped
+    printed = pipe.export_text()
+    assert printed.count("\n") == 1 and printed.startswith("politics ")
+    assert printed.endswith("passed the budget bill after a long debate on the new taxes\n")

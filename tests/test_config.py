@@ -524,7 +524,7 @@ def test_a_misspelt_rule_fails_when_the_schema_is_made() -> None:
 
     with pytest.raises(TypeError, match="minn"):
         _setting("A count.", 1, minn=1)
-    assert rules_of(dataclasses.fields(ScoringConfig)[0]) == Rules(min=1, keyword="auto")
+    assert rules_of(dataclasses.fields(ScoringConfig)[0]) == Rules(min=1, keywords=("auto",))
 
 
 def test_the_environment_check_returns_what_is_missing_and_the_cli_raises_the_first(project: Path) -> None:

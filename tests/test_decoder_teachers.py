@@ -121,15 +121,16 @@ def test_a_decoder_teacher_without_pad_token_id_scores_and_integrates(tmp_path, 
     assert scored.returncode == 0 and "Traceback" not in scored.stderr, scored.stderr
     integrated = run_kiwb("integrate", project, "--json", cwd=tmp_path)
     assert json.loads(integrated.stdout)["teachers"] == ["a", "qwen"]
-    # Qwen2's config sets attention_dropout 0 and its head has none: kiwb says its MC passes
-    # are its plain one, where it scores and in the score sets
+    # Qwen2's config sets attention_dropout 0 and its head has none: `auto` sets kiwb's rate
+    # in it (tests/test_dropout_free_teachers.py), and says so where it scores
     said = " ".join((scored.stdout + scored.stderr).split())
-    assert "teacher 'qwen': no dropout acts in it" in said and "teacher 'a': no dropout" not in said
+    assert "teacher 'qwen': its MC passes draw with dropout 0.1 that kiwb set" in said
+    assert "teacher 'a': its MC passes" not in said and "no dropout acts" not in said
     with Store(ProjectPaths(project).store) as store:
         acts = {row["teacher"]: json.loads(row["meta_json"])["dropout_acts"]
                 for row in store.connection.execute(  # not the representation sets
                     "SELECT teacher, meta_json FROM score_sets WHERE dataset = 'unlabeled'")}
-    assert acts == {"a": True, "qwen": False}
+    assert acts == {"a": True, "qwen": True}
 
 
 def test_init_refuses_a_teacher_whose_tokenizer_has_neither_pad_nor_eos(tmp_path, teachers_dir,
@@ -165,7 +166,7 @@ def test_dropout_is_read_from_the_config_and_checked_on_the_model(tmp_path, teac
     qwen_config = json.loads((decoder_teacher(tmp_path / "qwen") / "config.json").read_text())
     bert_config = json.loads((teachers_dir / "teacher_a" / "config.json").read_text())
     assert dropout_rates(qwen_config) == {"attention_dropout": 0.0} and no_dropout(qwen_config)
-    assert dropout_line(qwen_config).startswith("no dropout (every rate in its config.json is 0")
+    assert dropout_line(qwen_config, "model").startswith("no dropout (every rate in its config.json is 0")
     assert dropout_rates(bert_config)["hidden_dropout_prob"] == 0.2 and not no_dropout(bert_config)
     assert "hidden_dropout_prob 0.2" in dropout_line(bert_config)
     assert not no_dropout({"architectures": ["BertForSequenceClassification"]})  # says nothing
@@ -183,7 +184,8 @@ def test_init_notes_a_teacher_without_dropout(tmp_path, teachers_dir, data_dir):
                     f"qwen={qwen}", "--unlabeled", data_dir / "unlabeled.jsonl", cwd=tmp_path)
     notes = [line for line in done.stdout.splitlines() if line.startswith("Note: teacher")]
     assert notes == ["Note: teacher qwen has no dropout (every rate in its config.json is 0): "
-                     "its MC passes will equal its plain one"]
+                     'kiwb sets 0.1 in each for its MC passes ([scoring] dropout = "auto"; '
+                     '"model" keeps none)']
 
 
 # -- [scoring] dropout: a rate set where a teacher has none -------------------------------
@@ -213,20 +215,6 @@ def test_a_rate_set_in_a_dropout_free_teacher_makes_its_passes_differ(tmp_path):
     assert np.array_equal(drawn["det_logits"], plain["det_logits"])  # eval mode: no dropout
 
 
-def test_a_rate_of_0_gives_the_eval_mode_logits_bitwise(tmp_path, teachers_dir):
-    from kiwb.workers.teachers import load_teacher
-
-    info = teacher_info("a", teachers_dir / "teacher_a")
-    model, tokenizer = load_teacher(info, "cpu", 0.0)
-    settings = ScoringSettings(passes=2, batch_size=5, max_length=32, strategy="loop",
-                               dtype="float32", seed=0)
-    scored = score_texts(model, tokenizer, TEXTS, settings, torch.device("cpu"), shard_seed=0)
-    assert np.array_equal(scored["mc_probs"], scored["det_probs"])
-    own, _ = load_teacher(info, "cpu")
-    assert np.array_equal(scored["det_logits"], score_texts(
-        own, tokenizer, TEXTS, settings, torch.device("cpu"), shard_seed=0)["det_logits"])
-
-
 @pytest.mark.slow
 def test_scoring_with_a_rate_says_so_and_keys_the_scores_apart(tmp_path, teachers_dir):
     qwen = decoder_teacher(tmp_path / "qwen")
@@ -249,7 +237,7 @@ def test_scoring_with_a_rate_says_so_and_keys_the_scores_apart(tmp_path, teacher
 
 
 @pytest.mark.parametrize(("value", "fragment"), [
-    ('"none"', '[scoring] dropout must be a number or "model"'), ("1.0", "dropout"), ("-0.1", "dropout")])
+    ('"none"', '[scoring] dropout must be a number or "auto" or "model"'), ("1.0", "dropout"), ("-0.1", "dropout")])
 def test_a_bad_dropout_setting_is_refused_in_one_line(tmp_path, teachers_dir, data_dir, value,
                                                       fragment):
     project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a"},

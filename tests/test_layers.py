@@ -168,9 +168,13 @@ def _normalise(distribution: str) -> str:
 
 
 def declared_distributions() -> set[str]:
+    """The dependencies, and the extras kiwb's own features install (a tracker's package,
+    imported only where report_to names it); not the test extra."""
     project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    extras = [requirement for name, requirements in project["optional-dependencies"].items()
+              if name != "test" for requirement in requirements]
     return {_normalise(re.split(r"[\s<>=!~;\[(]", requirement, maxsplit=1)[0])
-            for requirement in project["dependencies"]}
+            for requirement in [*project["dependencies"], *extras]}
 
 
 def third_party_imports() -> dict[str, str]:

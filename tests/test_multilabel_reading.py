@@ -86,10 +86,10 @@ def test_label_lists_from_jsonl_and_separated_strings_from_csv(tmp_path):
 
 
 @pytest.mark.parametrize(("value", "separator", "message"), [
-    ("sports;music", None, r"row 0 of column 'labels' is 'sports;music', a string.*set "
+    ("sports;music", None, r"line 1 of column 'labels' is 'sports;music', a string.*set "
                            r"label_separator"),
-    (3, None, r"row 0 of column 'labels' is 3, not a list of label names"),
-    (["sports", ""], None, r"row 0 of column 'labels' has an empty label name"),
+    (3, None, r"line 1 of column 'labels' is 3, not a list of label names"),
+    (["sports", ""], None, r"line 1 of column 'labels' has an empty label name"),
 ])
 def test_bad_label_columns_are_refused_in_one_line(tmp_path, value, separator, message):
     path = write_jsonl(tmp_path / "d.jsonl", [{"text": "a", "labels": value}])
@@ -105,6 +105,6 @@ def test_an_eval_set_needs_labels_and_only_labels_a_teacher_knows(tmp_path):
     with pytest.raises(DataError, match=r"\[data.eval\] .* set label_column"):
         load_role_table(str(path), DatasetConfig(path=str(path)), "eval")
     table = load_role_table(str(path), DatasetConfig(path=str(path), label_column="labels"), "eval")
-    with pytest.raises(DataError, match=r"row 0 of column 'labels' has label 'jazz', which no "
+    with pytest.raises(DataError, match=r"line 1 of column 'labels' has label 'jazz', which no "
                                         r"teacher knows \(sports, music\)"):
         check_known_labels(table, ["sports", "music"], "labels")

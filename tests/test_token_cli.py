@@ -193,8 +193,8 @@ def test_an_unrecognised_tag_scheme_is_refused(ner_root, tmp_path):
 
 
 @pytest.mark.parametrize("rows, fragments", [
-    ([{"tokens": ["Alice", "left"], "tags": ["B-PER"]}], ["row 0 has 2 words but 1 tags"]),
-    ([{"tokens": [], "tags": []}], ["row 0 has no words"]),
+    ([{"tokens": ["Alice", "left"], "tags": ["B-PER"]}], ["line 1 has 2 words but 1 tags"]),
+    ([{"tokens": [], "tags": []}], ["line 1 has no words"]),
     ([{"tokens": ["Alice"]}], ["no column 'tags'", "tags_column"]),
 ])
 def test_bad_eval_files_are_one_line(ner_root, tmp_path, rows, fragments):

@@ -389,6 +389,47 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
 
 
 @run_async
+async def test_the_job_detail_follows_the_job_just_launched(project):
+    with Store(ProjectPaths(project).store) as store:
+        first = store.jobs.create("score", "score", ScoreSpec().settings())
+        store.jobs.end(first, "finished", {"texts": 10})
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        log = app.screen.query_one("#job-log")
+        await wait_for(pilot, lambda: text_of(log).startswith(f"job {first} · score"),
+                       what="the first job's detail")
+        await pilot.press("i")
+        await fill_form(pilot, wait=("routing",))
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
+                       what="the integration job")
+        await wait_for(pilot, lambda: text_of(log).startswith(f"job {first + 1} · integrate"),
+                       what="the launched job's detail")
+    last_job_cancelled(project)
+
+
+@run_async
+async def test_the_integration_forms_count_the_labels_given_in_the_conflicts_pane(project):
+    from kiwb.project.labels import give_labels
+
+    with Store(ProjectPaths(project).store) as store:
+        give_labels(store.connection, [("first text", "sports"), ("second text", "music")])
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3")
+        await wait_for(pilot, lambda: app.screen.query_one("JobsPane").given_labels == 2,
+                       what="the store's count")
+        for key in ("i", "t"):  # the integrate and the train form
+            await pilot.press(key)
+            form = await fill_form(pilot, wait=("labels",))
+            assert (str(form.query_one("#field-labels", Checkbox).label) ==
+                    "use the labels given in the Conflicts pane (key 6): 2 given")
+            await pilot.press("escape")
+
+
+@run_async
 async def test_the_score_form_asks_for_representations_of_scores_made_without(project):
     app = workbench(project)
     notifications = record_notifications(app)
@@ -403,6 +444,26 @@ async def test_the_score_form_asks_for_representations_of_scores_made_without(pr
                        what="the score job")
     job = last_job_cancelled(project)
     assert job.kind == "score" and job.spec == ScoreSpec(representations=True)
+
+
+@run_async
+async def test_the_score_form_sets_the_dropout_the_passes_draw_with(project):
+    """Checked as kiwb.toml checks it (refused in place), then saved there for the job."""
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "s")
+        form = await fill_form(pilot, dropout="1.5")
+        assert load_config(project).scoring.dropout == "auto"  # the default, shown to change
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: "the score form: dropout must be >= 0 and < 1" in text_of(
+            form.query_one("#form-error")), what="the rate refused in place")
+        form.query_one("#field-dropout").value = "0.2"
+        await pilot.press("ctrl+s")
+        await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
+                       what="the score job")
+    last_job_cancelled(project)
+    assert load_config(project).scoring.dropout == 0.2
 
 
 @run_async
@@ -490,6 +551,32 @@ async def test_uncertainty_pane_is_live(tmp_path):
         assert "a: won 5 (50%) · est. in its labels 50% · split 0.62" in shown
         assert "b: won 5 (50%) · est. in its labels 45% · split 0.41" in shown
         assert "┊" in shown and "calibration" not in shown     # no labeled set, no calibration
+
+
+@run_async
+async def test_uncertainty_pane_says_whose_mc_passes_were_not_their_own(tmp_path):
+    """Teacher a was given kiwb's dropout, teacher b has none acting: beside each one's MC
+    histogram while scoring, and under the integration's MC-vs-plain plot."""
+    from tui_support import SCORE_KEYS, write_integration, write_scores
+
+    project = synthetic_project(tmp_path / "proj", scored=False, trained=False)
+    with Store(ProjectPaths(project).store) as store:
+        arrays = write_scores(project, store)
+        store.add_score_meta(SCORE_KEYS["a"], {"dropout_acts": True, "dropout": 0.1})
+        store.add_score_meta(SCORE_KEYS["b"], {"dropout_acts": False})
+        write_integration(store, arrays)  # records what the two score sets said
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("4")
+        plot = app.screen.query_one("#teacher-confidence", Plot)
+        await wait_for(pilot, lambda: "b · MC dropout none" in text_of(plot, width=120),
+                       what="histograms")
+        shown = text_of(plot, width=120)
+        assert "a · MC dropout 0.1 set by kiwb · 10 texts" in shown
+        assert "b · MC dropout none: = plain · 10 texts" in shown
+        routing = text_of(app.screen.query_one("#routing", Plot), width=120)
+        assert "teacher a's MC passes: dropout 0.1 set by kiwb" in routing
+        assert "teacher b's MC passes: no dropout acts: MC = plain" in routing
 
 
 @run_async
@@ -680,6 +767,24 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
         app.screen.query_one(DataTable).focus()
         await pilot.pause()
         assert str(project / "out") in text_of(app.screen.query_one("#export-how"), width=200)
+
+
+@run_async
+async def test_the_export_panes_hub_upload_is_checked_before_a_job_starts(project):
+    """A repository that is not ORG/NAME is refused as `kiwb export --push-to-hub` refuses it,
+    before any job is recorded."""
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("7")
+        await wait_for(pilot, lambda: table(app, "#export-runs").row_count == 1, what="the run")
+        app.screen.query_one("#export-hub", Input).value = "student"
+        app.screen.query_one("#export-private", Checkbox).value = True
+        await pilot.click("#export-go")
+        await wait_for(pilot, lambda: any("give a model repository as ORG/NAME" in n
+                                          for n in notifications), what="the refusal")
+    with Store(ProjectPaths(project).store) as store:
+        assert [job for job in store.jobs.all() if job.kind == "export"] == []
 
 
 @run_async

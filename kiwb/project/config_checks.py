@@ -99,17 +99,18 @@ def _convert(value: Any, hint: Any, f: dataclasses.Field, loc: _Loc) -> Any:
             table = _expect(entry, dict, "a table", loc, f"{f.name}[{number}]", fix)
             built.append(_build(cls, table, loc.item(f.name, number)))
         return tuple(built)
-    keyword = rules_of(f).keyword
-    if keyword is not None:  # a number, or one word that asks kiwb to choose it
-        if value == keyword:
+    keywords = rules_of(f).keywords
+    if keywords:  # a number, or a word that asks kiwb to choose it
+        if value in keywords:
             return value
         hint = next(arg for arg in typing.get_args(hint) if arg is not str)
         if isinstance(value, str):
             suggestion = _coerce(value, hint)
-            default = " (the default)" if f.default == keyword else ""
+            default = " (the default)" if f.default == keywords[0] else ""
+            words = " or ".join(f'"{word}"' for word in keywords)
             fix = (f"; write {f.name} = {toml_value(suggestion)}" if suggestion is not None
-                   else f'; for example {f.name} = "{keyword}"{default}')
-            raise loc.error(f.name, f'must be {_EXPECTED[hint]} or "{keyword}", got {_describe(value)}{fix}')
+                   else f'; for example {f.name} = "{keywords[0]}"{default}')
+            raise loc.error(f.name, f"must be {_EXPECTED[hint]} or {words}, got {_describe(value)}{fix}")
     hint = optional_inner(hint)
     if typing.get_origin(hint) is tuple:
         items = _expect(value, list, "a list of strings", loc, f.name, _fix(f))
@@ -127,8 +128,13 @@ def checked_setting(cls: type, name: str, value: Any, where: str) -> Any:
     hint = typing.get_type_hints(cls)[name]
     kind = optional_inner(hint)
     if isinstance(value, str) and kind is not str:  # a form's text: "0.2" for a number
-        typed = _coerce(value, kind)
-        value = value if typed is None else typed
+        keywords = rules_of(setting).keywords
+        if value.strip() in keywords:  # a number or a word: the word as written
+            value = value.strip()
+        else:
+            number = next((arg for arg in typing.get_args(kind) if arg is not str), kind)
+            typed = _coerce(value, number)
+            value = value if typed is None else typed
     return _convert(value, hint, setting, _Loc(where))
 
 
@@ -203,6 +209,10 @@ def _check_list(items: tuple[str, ...], f: dataclasses.Field, loc: _Loc) -> tupl
         )
     if not all(item.strip() for item in items):
         raise loc.error(f.name, f"has an empty name{fix}")
+    unknown = [item for item in items if rules.choices and item not in rules.choices]
+    if unknown:
+        raise loc.error(f.name, f"lists {toml_value(unknown[0])}, which is not one of "
+                                f"{', '.join(rules.choices)}{fix}")
     return items
 
 

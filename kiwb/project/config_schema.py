@@ -35,7 +35,8 @@ REMOVED_KEYS = {
 }
 
 _DEVICE = {"pattern": DEVICE_PATTERN, "expected": DEVICE_FORMS}
-_HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
+HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+", re.ASCII)
+TRACKERS = ("tensorboard", "wandb", "mlflow")  # [training] report_to: HF report_to's names
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,7 @@ class Rules:
     min_items: int = 0
     unique: bool = False
     path: Literal["data", "model"] | None = None  # checked on disk by the environment check
-    keyword: str | None = None  # a word accepted instead of a number ("auto")
+    keywords: tuple[str, ...] = ()  # words accepted instead of a number ("auto")
     example: Any = None  # shown for optional keys and in errors
     fix: str | None = None  # what an error about a list says to do
     internal: bool = False  # not a kiwb.toml key (the project's folder and file)
@@ -183,7 +184,9 @@ class DatasetConfig:
     """A table of texts read from one file or saved dataset."""
 
     path: str = _setting(
-        "A csv, jsonl, json or parquet file, or a folder saved by datasets' save_to_disk.",
+        "A csv, jsonl, json or parquet file, a folder saved by datasets' save_to_disk, or a "
+        'Hugging Face Hub data set as "hf://datasets/ORG/NAME" (read with datasets.load_dataset, '
+        "cached as datasets caches, offline under HF_HUB_OFFLINE=1 once cached).",
         path="data",
         example="data/texts.csv",
     )
@@ -210,7 +213,12 @@ class DatasetConfig:
         None, example="description"
     )
     split: str | None = _setting(
-        "Split to read when path is a saved DatasetDict.", None, example="train"
+        "Split to read when path is a saved DatasetDict or a Hub data set with several splits.",
+        None, example="train"
+    )
+    subset: str | None = _setting(
+        "Hub data sets: the subset (datasets' config name) to read, where it has several.",
+        None, example="default"
     )
     limit: int | None = _setting("Use only the first N rows.", None, min=1, example=1000)
     tasks: tuple[str, ...] | None = _setting(
@@ -253,7 +261,7 @@ class ScoringConfig:
     mc_passes: int | str = _setting(
         'Dropout-on forward passes per text and teacher (K), or "auto": 4 each, then 4 more '
         "at a time only for texts whose routing is not yet settled, up to max_mc_passes.",
-        16, min=1, keyword="auto")
+        16, min=1, keywords=("auto",))
     max_mc_passes: int = _setting(
         'With mc_passes = "auto": the most passes a text gets from a teacher.', 16, min=2)
     settled_z: float = _setting(
@@ -285,11 +293,13 @@ class ScoringConfig:
     )
     seed: int = _setting("Random seed of the dropout masks.", 0, min=0)
     dropout: float | str = _setting(
-        'The dropout the MC passes draw with: "model" (each teacher\'s own rates, which are 0 '
-        "in ModernBERT, Qwen and Llama classifiers as published: their passes then equal the "
-        "plain one), or a rate in [0, 1) set for every dropout rate a teacher's config.json "
-        "names, when it is loaded to score. A rate rescores.",
-        "model", min=0, lt=1, keyword="model")
+        'The dropout the MC passes draw with: "auto" (each teacher\'s own rates; a teacher '
+        "whose config.json sets every rate to 0, as ModernBERT, Qwen and Llama classifiers are "
+        "published, gets 0.1 in each, which kiwb chose on debian-8's dev set), \"model\" (its "
+        "own rates always: a teacher without dropout then answers its K passes as its plain one), "
+        "or a rate in [0, 1) set for every dropout rate each teacher's config.json names, when "
+        "it is loaded to score. A rate kiwb sets rescores.",
+        "auto", min=0, lt=1, keywords=("auto", "model"))
 
 
 @dataclass(frozen=True)
@@ -366,7 +376,7 @@ class TrainingConfig:
         "kept within 1e-5 and 3e-3 (BERT-base 2e-5, MiniLM-L6 8e-5).",
         "auto",
         gt=0,
-        keyword="auto",
+        keywords=("auto",),
     )
     batch_size: int = _setting("Texts per training step.", 32, min=1)
     warmup_ratio: float = _setting(
@@ -389,6 +399,13 @@ class TrainingConfig:
         "NCCL's own default is 30 minutes.",
         300, gt=0,
     )
+    report_to: tuple[str, ...] = _setting(
+        "Experiment trackers each run reports its losses, eval figures per step, fit, settings "
+        "and final figures to, from rank 0 (the names of HF TrainingArguments' report_to): "
+        "tensorboard (into the run's folder), wandb, mlflow; each is an extra: pip install "
+        "'kiwb[wandb]'.",
+        (), choices=TRACKERS, unique=True, example=("tensorboard",),
+    )
     feature_weight: float | None = _setting(
         "Multi-task projects: weight of the feature loss (VENUS), which fits an adapter per "
         "teacher from the student's pooled feature to that teacher's; 0: heads only; unset: 0.5 "
@@ -402,8 +419,8 @@ class TrainingConfig:
         """These settings as a run's manifest pins them (not the device nor the ranks' timeout:
         a run may move); a multi-task setting left unset is left out, so other runs'
         manifests stay as they were."""
-        values = {k: v for k, v in dataclasses.asdict(self).items()
-                  if k not in ("device", "rank_timeout_s")}  # where and how, not what
+        values = {k: v for k, v in dataclasses.asdict(self).items()  # where and how, not what
+                  if k not in ("device", "rank_timeout_s", "report_to")}
         if values["feature_weight"] is None:
             del values["feature_weight"]
         return values
@@ -534,8 +551,9 @@ class ProjectConfig:
         raise ConfigError(f'{self.file}: no teacher is named "{name}"; use one of: {known}')
 
     def resolve(self, path_str: str, *, allow_hub_id: bool = True) -> str:
-        """The absolute local path `path_str` means (from root, "~" expanded), or a hub id as is."""
-        if allow_hub_id and is_hub_id(path_str, self.root):
+        """The absolute local path `path_str` means (from root, "~" expanded), or a hub id
+        (a checkpoint's, with allow_hub_id; a data set's "hf://datasets/..." always) as is."""
+        if hub_dataset(path_str) is not None or (allow_hub_id and is_hub_id(path_str, self.root)):
             return path_str
         return _local_path(path_str, self.root)
 
@@ -559,9 +577,17 @@ class ProjectConfig:
             )
 
 
+HUB_DATA = "hf://datasets/"  # how a [data.*] path names a Hugging Face Hub data set
+
+
+def hub_dataset(path_str: str) -> str | None:
+    """The Hub data set id a [data.*] path names ("hf://datasets/ORG/NAME"), else None."""
+    return path_str[len(HUB_DATA):] if path_str.startswith(HUB_DATA) else None
+
+
 def is_hub_id(path_str: str, root: Path) -> bool:
     """Whether a model path means a Hugging Face hub id rather than a local folder."""
-    if not _HUB_ID.fullmatch(path_str) or ".." in path_str.split("/"):
+    if not HUB_ID.fullmatch(path_str) or ".." in path_str.split("/"):
         return False  # this also rules out "/", "./", "../", "~" and two or more "/"
     return not os.path.exists(_local_path(path_str, root))
 

@@ -11,12 +11,12 @@ from pathlib import Path
 
 from kiwb.errors import ConfigError
 from kiwb.project.config_checks import _Loc, _walk
-from kiwb.project.config_schema import ProjectConfig, is_hub_id, rules_of
+from kiwb.project.config_schema import ProjectConfig, hub_dataset, is_hub_id, rules_of
 from kiwb.project.padding import unpaddable_problem
 
 _PATH_FIX = {
-    "data": "point it at a csv, jsonl, json or parquet file, "
-    "or a folder saved by datasets' save_to_disk",
+    "data": "point it at a csv, jsonl, json or parquet file, a folder saved by datasets' "
+    'save_to_disk, or a Hub data set as "hf://datasets/ORG/NAME"',
     "model": 'point it at a Hugging Face checkpoint folder or a hub id like "org/model"',
 }
 
@@ -44,6 +44,8 @@ def environment_problems(config: ProjectConfig) -> list[Problem]:
     for f, value, loc in _walk(config, _Loc(config.file)):
         kind = rules_of(f).path
         if kind is None or value is None or (kind == "model" and is_hub_id(value, config.root)):
+            continue
+        if kind == "data" and hub_dataset(value) is not None:  # the Hub's: read when loaded
             continue
         resolved = config.resolve(value, allow_hub_id=False)
         key = loc.key(f.name)

@@ -361,6 +361,21 @@ class ExportSpec(JobSpec):
     destination: str | None = flag("--to", "destination folder (default: PROJECT/exports/RUN)",
                                    type=lambda text: str(Path(text).resolve()))
     force: bool = flag("--force", "replace an existing destination", type=bool, default=False)
+    push_to_hub: str | None = flag("--push-to-hub", "then upload the folder to this Hub model "
+                                   "repository (made if missing)", metavar="ORG/NAME")
+    private: bool = flag("--private", "a repository --push-to-hub makes is private", type=bool,
+                         default=False)
+
+    def check(self) -> None:
+        """Also refuse, before anything is exported, an upload that cannot start here (the
+        repository's form, no token, offline)."""
+        super().check()
+        if self.push_to_hub is not None:
+            from kiwb.project.hub_upload_check import upload_problem
+
+            problem = upload_problem(self.push_to_hub)
+            if problem:
+                raise KiwbError(problem)
 
 
 def learning_rate_value(text: str) -> float | str:
@@ -388,12 +403,16 @@ class TeachSpec(JobSpec):
 
     kind: ClassVar[str] = "teach"
     base: str = flag("--base", "base checkpoint folder or hub id", required=True, default="")
-    data: str = flag("--data", "labeled training data (csv/jsonl/parquet/folder)", required=True,
-                     default="")
+    data: str = flag("--data", "labeled training data (csv/jsonl/parquet/folder, or "
+                     "hf://datasets/ORG/NAME)", required=True, default="")
     labels: str = flag("--labels", "comma-separated labels this teacher learns", required=True,
                        default="")
     out: str = flag("--out", "folder to write the checkpoint to", required=True, default="")
     dev: str | None = flag("--dev", "labeled dev data to pick the best epoch")
+    split: str | None = flag("--split", "split of --data to read, where it has several "
+                             "(a saved DatasetDict, a Hub data set)")
+    dev_split: str | None = flag("--dev-split", "split of --dev to read (the same data set "
+                                 "as --data may give both)")
     text_column: str = flag("--text-column", "text column of the data (default: text)",
                             default="text")
     label_column: str = flag("--label-column", "label column of the data (default: label)",

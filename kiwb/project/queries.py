@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.errors import KiwbError
+from kiwb.project.dropout_rates import score_set_dropout
 from kiwb.project.instances import Instance, InstanceFilter, count, labeled_in, page
 from kiwb.project.jobs import JobState
 from kiwb.project.labels import label_count
@@ -57,6 +58,8 @@ class ScoreSetProgress:
     done_shards: int
     done_rows: int
     created_at: float
+    # what scoring recorded of its teacher's MC dropout (dropout_rates.score_set_dropout)
+    dropout: dict | None = None
 
     @property
     def complete(self) -> bool:
@@ -74,6 +77,7 @@ class StoreChanges:
     score_sets: list[ScoreSetProgress]
     integration: IntegrationRecord | None  # the newest one, only when it changed
     integration_stamp: float | None
+    given_labels: int = 0  # labels given in the Conflicts pane (the forms' "given labels")
 
 
 def read_changes(store: Store, after_id: int, integration_stamp: float | None,
@@ -94,6 +98,7 @@ def read_changes(store: Store, after_id: int, integration_stamp: float | None,
         events=events, more_events=len(events) >= max_events, jobs=store.jobs.all(),
         score_sets=score_progress(store),
         integration=latest if stamp != integration_stamp else None, integration_stamp=stamp,
+        given_labels=label_count(store.connection),
     )
 
 
@@ -110,11 +115,12 @@ def score_progress(store: Store) -> list[ScoreSetProgress]:
     """Every score set with its finished shards and rows, oldest first."""
     rows = store.connection.execute(
         "SELECT s.key, s.teacher, s.dataset, s.num_texts, s.num_shards, s.created_at, "
-        "COUNT(d.shard) AS done, COALESCE(SUM(d.rows), 0) AS done_rows FROM score_sets s "
-        "LEFT JOIN score_shards d ON d.score_key = s.key AND d.status = 'done' "
-        "GROUP BY s.key ORDER BY s.created_at, s.key")
+        "s.meta_json, COUNT(d.shard) AS done, COALESCE(SUM(d.rows), 0) AS done_rows "
+        "FROM score_sets s LEFT JOIN score_shards d ON d.score_key = s.key AND "
+        "d.status = 'done' GROUP BY s.key ORDER BY s.created_at, s.key")
     return [ScoreSetProgress(r["key"], r["teacher"], r["dataset"], r["num_texts"], r["num_shards"],
-                             r["done"], r["done_rows"], r["created_at"]) for r in rows]
+                             r["done"], r["done_rows"], r["created_at"],
+                             score_set_dropout(json.loads(r["meta_json"]))) for r in rows]
 
 
 def latest_integration(store: Store) -> IntegrationRecord | None:

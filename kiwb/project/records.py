@@ -342,6 +342,10 @@ class IntegrationSummary(Record):
     gold_labels: GoldLabelUse | None = optional(record=GoldLabelUse)  # with settings.labels
     check: RoutingCheck | None = optional(record=RoutingCheck)  # kiwb.core.routing_check's verdict
     funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where each class goes
+    # teacher -> what the score set it read recorded of its MC dropout ({"acts": bool, "rate":
+    # a rate kiwb set}, kiwb.project.dropout_rates.score_set_dropout); a teacher scored before
+    # kiwb checked is left out, and an integration none of whose teachers was checked has none
+    teacher_dropout: dict[str, dict] | None = optional()
     # The kind of teachers integrated (kiwb.kinds). A token integration's units are conflict clusters (num_texts, wins, margins and
     # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
     # in the accuracy fields, and `token` holds what only it has.

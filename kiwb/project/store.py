@@ -15,6 +15,7 @@ from typing import Any
 
 from kiwb.project import events, shards
 from kiwb.project.database import Database
+from kiwb.project.dropout_rates import score_set_dropout
 from kiwb.project.jobs import Jobs
 
 
@@ -87,11 +88,29 @@ class Store(Database):
     def record_integration(
         self, key: str, *, dataset: str, settings: dict[str, Any], summary: dict[str, Any]
     ) -> None:
+        """Record an integration; its summary takes with it what the score sets it read said
+        of each teacher's MC dropout (teacher_dropout), so its record keeps whether its MC
+        figures were each teacher's own after those score sets are rescored or removed."""
+        dropout = self.score_dropout(summary.get("score_keys") or {})
+        summary = {**summary, **({"teacher_dropout": dropout} if dropout else {})}
         with self.transaction() as db:
             db.execute(
                 "INSERT OR REPLACE INTO integrations VALUES (?, ?, ?, ?, ?)",
                 (key, dataset, json.dumps(settings), json.dumps(summary), time.time()),
             )
+
+    def score_dropout(self, score_keys: dict[str, str]) -> dict[str, dict]:
+        """teacher -> what its score set (`score_keys`: teacher -> key) recorded of its MC
+        dropout (kiwb.project.dropout_rates.score_set_dropout); sets scored before kiwb
+        checked are left out."""
+        found = {}
+        for teacher, key in score_keys.items():
+            row = self.connection.execute("SELECT meta_json FROM score_sets WHERE key = ?",
+                                          (key,)).fetchone()
+            facts = score_set_dropout(json.loads(row[0])) if row is not None else None
+            if facts is not None:
+                found[teacher] = facts
+        return found
 
     def integration(self, key: str) -> dict[str, Any] | None:
         row = self.connection.execute("SELECT * FROM integrations WHERE key=?", (key,)).fetchone()

@@ -63,7 +63,8 @@ def check_method(config: ProjectConfig, kind: str, method: str,
 def check_before_recording(spec: JobSpec, config_file: Path) -> None:
     """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
     integrate or train job whose method (given, or the project's [integration] method) the
-    teachers' kind does not take; a refused job leaves no row. A project that cannot be read
+    teachers' kind does not take, or a train job reporting to a tracker not installed; a
+    refused job leaves no row. A project that cannot be read
     here is left to the job, which records why."""
     spec.check()
     if isinstance(spec, MergeSpec):
@@ -86,3 +87,9 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         from kiwb.project.merge_check import check_merge_start
 
         check_merge_start(config, spec.init_from_merge)
+    if isinstance(spec, TrainSpec):  # a tracker's package missing: now, not after training
+        from kiwb.project.tracker_check import tracker_problem
+
+        problem = tracker_problem(config.training.report_to, str(config.file))
+        if problem:
+            raise ConfigError(problem)

@@ -26,6 +26,7 @@ from kiwb.kinds import (
     unmatched_checkpoint,
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
+from kiwb.project.config_schema import hub_dataset
 from kiwb.project.dropout_rates import dropout_line
 from kiwb.project.padding import unpaddable_problem
 from kiwb.project.teach_report import untrained_teacher_problem
@@ -85,7 +86,8 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
     summary = replace(base, architecture=architecture or ", ".join(architectures),
                       model_type=str(model_config.get("model_type", "")),
                       tokenizer=_tokenizer_name(folder), size_bytes=_weights_size(folder),
-                      kind=kind.name, dropout=dropout_line(model_config))
+                      kind=kind.name,
+                      dropout=dropout_line(model_config, config.scoring.dropout))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
     if declared is not None and "checkpoint_facts" in declared.seams:
         labels, problem = run_seam(declared.name, "checkpoint_facts", model_config, folder,
@@ -221,6 +223,11 @@ def inspect_dataset(config: ProjectConfig, role: str, spec: DatasetConfig,
     Counting the rows of a big text file takes a while: `should_stop` ends it early.
     """
     base = DatasetSummary(role, spec.path, spec.text_column, spec.label_column)
+    if hub_dataset(spec.path) is not None:  # not fetched from here: a job reads (and caches) it
+        shown = ", ".join(f"{key} {value}" for key, value in (("subset", spec.subset),
+                                                              ("split", spec.split)) if value)
+        return replace(base, format=f"Hub data set{f' ({shown})' if shown else ''}, read by "
+                       "the jobs through datasets")
     location = Path(config.resolve(spec.path, allow_hub_id=False))
     try:
         summary = _read(location, base, should_stop)

@@ -144,7 +144,7 @@ class _Loaded:
             self.name, self.batch = task.teacher.name, FittedBatch(batch_size)
             if self.name not in self.checked:  # rounds reload it: checked once
                 self.checked.add(self.name)
-                check_teacher_dropout(self.model, self.tokenizer, self.device, self.name,
+                check_teacher_dropout(self.model, self.tokenizer, self.device, task.teacher,
                                       [t.key for t in self.tasks if t.teacher.name == self.name],
                                       self.store, "sampled", self.dropout)
         return self.model, self.tokenizer, self.batch

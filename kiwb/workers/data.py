@@ -1,4 +1,5 @@
-"""Reading text data sets (csv, jsonl, parquet or a saved `datasets` folder) into memory."""
+"""Reading text data sets (csv, jsonl, parquet, a saved `datasets` folder or a Hugging Face Hub
+data set) into memory."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kiwb.errors import DataError
+from kiwb.project.config_schema import HUB_DATA, hub_dataset
 from kiwb.project.fingerprint import texts_fingerprint
 
 _BUILDERS = {".csv": "csv", ".tsv": "csv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
@@ -34,16 +36,17 @@ class TextTable:
 def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
     """The sequence kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
     return load_table(path, text_column=spec.text_column, label_column=spec.label_column,
-                      split=spec.split, limit=spec.limit, role=role)
+                      split=spec.split, limit=spec.limit, role=role, subset=spec.subset)
 
 
 def load_table(
     path: str, *, text_column: str = "text", label_column: str | None = None,
     split: str | None = None, limit: int | None = None, role: str = "data",
+    subset: str | None = None,
 ) -> TextTable:
-    """Load texts (and labels) from a data file or a saved `datasets` folder."""
+    """Load texts (and labels) from a data file, a saved `datasets` folder or the Hub."""
     dataset = open_text_columns(path, ((text_column, "text_column"), (label_column, "label_column")),
-                                split, limit, role)
+                                split, limit, role, subset=subset)
     texts = _checked_texts(dataset[text_column], path, text_column)
     labels = None
     if label_column is not None:
@@ -51,25 +54,75 @@ def load_table(
     return TextTable(path, texts, labels, texts_fingerprint(texts))
 
 
-def open_text_columns(path: str, wanted, split: str | None, limit: int | None, role: str):
+def open_text_columns(path: str, wanted, split: str | None, limit: int | None, role: str, *,
+                      subset: str | None = None):
     """The data set at `path`, checked to exist, to hold the `wanted` (column, kiwb.toml key)
     pairs (None: not asked for) and at least one row, cut to `limit` rows."""
-    location = Path(path)
-    if not location.exists():
-        raise DataError(f"{path}: no such file or folder; fix the path in kiwb.toml [data.{role}]")
-    dataset = open_dataset(location, split, role)
+    dataset = open_source(path, split, role, subset)
     columns = list(dataset.column_names)
     for column, key in wanted:
         if column is not None and column not in columns:
             raise DataError(
                 f"{path}: no column {column!r} (columns: {', '.join(columns)}); "
-                f"set {key} in kiwb.toml [data.{role}]"
+                f"set {setting_place(key, role)}"
             )
     if len(dataset) == 0:
         raise DataError(f"{path}: the data set has no rows; give it at least one text")
     if limit is not None:
         dataset = dataset.select(range(min(limit, len(dataset))))
     return dataset
+
+
+def open_source(path: str, split: str | None, role: str, subset: str | None = None):
+    """The data set `path` names: a Hub data set ("hf://datasets/ORG/NAME"), else a local file
+    or folder, which must exist."""
+    repo = hub_dataset(path)
+    if repo is not None:
+        return open_hub_dataset(repo, subset, split, role)
+    location = Path(path)
+    if not location.exists():
+        raise DataError(f"{path}: no such file or folder; fix {setting_place('path', role)}")
+    return open_dataset(location, split, role)
+
+
+# data sets named on a command line (kiwb teach --data, kiwb evaluate --data), not in kiwb.toml
+COMMAND_LINE_ROLES = ("teach", "evaluate")
+
+
+def setting_place(key: str, role: str) -> str:
+    """Where the user sets a data set's `key`: its kiwb.toml [data.ROLE] key, or the option of
+    the command that named it."""
+    if role in COMMAND_LINE_ROLES:
+        return "--data" if key == "path" else f"--{key.replace('_', '-')}"
+    return f"{key} in kiwb.toml [data.{role}]"
+
+
+def open_hub_dataset(repo: str, subset: str | None, split: str | None, role: str):
+    """A Hub data set through datasets.load_dataset: cached as datasets caches, offline under
+    HF_HUB_OFFLINE once cached. `repo` may also be a local folder laid out as a Hub data set
+    repository (what the tests read offline). Refusals name the data set and the key to set."""
+    import datasets
+
+    datasets.disable_progress_bars()
+    named = f"{HUB_DATA}{repo}" + (f" (subset {subset!r})" if subset else "")
+    if not repo.strip("/"):
+        raise DataError(f"{named}: no data set id; give {setting_place('path', role)} as "
+                        f"\"{HUB_DATA}ORG/NAME\"")
+    try:
+        loaded = datasets.load_dataset(repo, name=subset, split=split)
+    except ValueError as error:  # an unknown split or subset: datasets lists the known ones
+        text = _first_line(error)
+        key = "split" if "split" in text.lower() else "subset"
+        raise DataError(f"{named}: {text}; set {setting_place(key, role)}") from None
+    except ConnectionError as error:  # not cached here, and the Hub cannot be reached
+        raise DataError(
+            f"{named}: not in this machine's datasets cache and the Hub cannot be reached "
+            f"({_first_line(error)}); load it once where there is internet, or point path at "
+            "a local copy") from None
+    except Exception as error:  # an id the Hub does not have, a repository it cannot read
+        raise DataError(f"{named}: cannot load it: {_first_line(error)}; check the id at "
+                        f"https://huggingface.co/datasets/{repo}") from None
+    return _one_split(loaded, named, split, role)
 
 
 def open_dataset(location: Path, split: str | None, role: str):
@@ -108,13 +161,18 @@ def _load_saved(location: Path, split: str | None, role: str):
         raise DataError(
             f"{location}: not a data set folder saved with save_to_disk ({_first_line(error)})"
         ) from error
+    return _one_split(loaded, location, split, role)
+
+
+def _one_split(loaded, location, split: str | None, role: str):
+    """The split `split` of a DatasetDict (its only one when unset), or the Dataset itself."""
+    import datasets
+
     if isinstance(loaded, datasets.DatasetDict):
         if split is None:
             if len(loaded) != 1:
-                raise DataError(
-                    f"{location}: holds splits {', '.join(loaded)}; "
-                    f"set split in kiwb.toml [data.{role}]"
-                )
+                raise DataError(f"{location}: holds splits {', '.join(loaded)}; "
+                                f"set {setting_place('split', role)}")
             split = next(iter(loaded))
         if split not in loaded:
             raise DataError(f"{location}: no split {split!r} (splits: {', '.join(loaded)})")
@@ -147,11 +205,22 @@ def _require_utf8(location: Path) -> None:
             raise DataError(f"{location}: not valid UTF-8 (truncated character at the end)")
 
 
+def row_name(path: str, row: int) -> str:
+    """Row `row` (from 0) of a data set as an editor shows it: the line of a jsonl file (of a
+    csv file, after its header line), else the row counted from 1."""
+    suffix = Path(str(path)).suffix.lower()
+    if suffix == ".jsonl":
+        return f"line {row + 1}"
+    if suffix in (".csv", ".tsv"):
+        return f"line {row + 2}"
+    return f"row {row + 1}"
+
+
 def _checked_texts(values: list, path: str, column: str) -> list[str]:
     for row, value in enumerate(values):
         if not isinstance(value, str):
             raise DataError(
-                f"{path}: row {row} of column {column!r} is {value!r}, not a text; "
+                f"{path}: {row_name(path, row)} of column {column!r} is {value!r}, not a text; "
                 "remove or fill that row"
             )
     return list(values)
@@ -162,7 +231,7 @@ def _checked_labels(values: list, feature, path: str) -> list[str]:
     labels = []
     for row, value in enumerate(values):
         if value is None:
-            raise DataError(f"{path}: row {row} has no label; remove it or give it one")
+            raise DataError(f"{path}: {row_name(path, row)} has no label; remove it or give it one")
         labels.append(names[value] if names is not None else str(value))
     return labels
 

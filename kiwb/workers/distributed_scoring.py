@@ -99,7 +99,7 @@ class _Teachers:
             self.name, self.batch = task.teacher.name, FittedBatch(settings.batch_size)
             if self.check is not None and self.name not in self.checked:
                 self.checked.add(self.name)
-                self.check(self.model, self.tokenizer, self.name)
+                self.check(self.model, self.tokenizer, task.teacher)
         return self.model, self.tokenizer, self.batch
 
 
@@ -153,10 +153,10 @@ def lead_scoring(config: ProjectConfig, store: Store, tasks: list[ScoreTask], *,
     # Teacher by teacher, so a rank keeps its model loaded from one round to the next.
     pending = [(number, shard) for number, task in enumerate(tasks)
                for shard in range(task.num_shards) if shard not in store.done_shards(task.key)]
-    def check(model, tokenizer, name: str) -> None:
-        check_teacher_dropout(model, tokenizer, device, name,
-                              [task.key for task in tasks if task.teacher.name == name], store,
-                              settings.passes, settings.dropout)
+    def check(model, tokenizer, teacher) -> None:
+        check_teacher_dropout(model, tokenizer, device, teacher,
+                              [task.key for task in tasks if task.teacher.name == teacher.name],
+                              store, settings.passes, settings.dropout)
 
     owner, paths, teachers = claim_owner(), ProjectPaths(config.root), _Teachers(device, check)
     stopping = False

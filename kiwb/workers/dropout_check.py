@@ -30,31 +30,37 @@ def dropout_acts(model, tokenizer, device: torch.device) -> bool:
     return not torch.equal(first, second)
 
 
-def check_teacher_dropout(model, tokenizer, device: torch.device, teacher: str,
-                          keys: list[str], store, passes: int | str,
-                          dropout: float | str = "model") -> bool:
-    """Check a loaded teacher once before it scores: record the answer (and a rate set in its
-    dropout) in its score sets' meta and, where no dropout acts, say so in the score log."""
+def check_teacher_dropout(model, tokenizer, device: torch.device, teacher, keys: list[str],
+                          store, passes: int | str, setting: float | str = "auto") -> bool:
+    """Check a loaded teacher (`teacher`: its TeacherInfo) once before it scores: record the
+    answer (and a rate kiwb set in its dropout) in its score sets' meta and say in the score
+    log where its MC passes are not its own dropout's."""
     from kiwb.console import console
+    from kiwb.workers.teachers import teacher_dropout
 
+    dropout = teacher_dropout(teacher, setting)
     acts = dropout_acts(model, tokenizer, device)
     for key in keys:
         store.add_score_meta(key, {"dropout_acts": acts,
                                    **({"dropout": dropout} if dropout != "model" else {})})
     if dropout != "model":  # MC figures from a rate kiwb set: said wherever it scores
-        console.print(f"teacher {teacher!r}: its MC passes draw with dropout {dropout:g} set in "
-                      "every dropout rate of its config ([scoring] dropout), not its own",
+        why = ('its own rates are all 0: [scoring] dropout = "auto"' if setting == "auto"
+               else "[scoring] dropout")
+        console.print(f"teacher {teacher.name!r}: its MC passes draw with dropout {dropout:g} "
+                      f"that kiwb set in every dropout rate of its config ({why}), not its own",
                       highlight=False, markup=False, soft_wrap=True)
     if not acts:
-        console.print(no_dropout_line(teacher, passes), style="yellow", highlight=False,
-                      markup=False, soft_wrap=True)
+        console.print(no_dropout_line(teacher.name, passes, dropout), style="yellow",
+                      highlight=False, markup=False, soft_wrap=True)
     return acts
 
 
 def recorded_dropout(store, manifest: dict) -> dict[str, dict]:
     """What the score sets of a run's teachers on its pool recorded of their MC dropout:
-    teacher -> {"acts": bool, "rate": a rate [scoring] dropout set}, the newest score set's
+    teacher -> kiwb.project.dropout_rates.score_set_dropout's facts, the newest score set's
     (teachers scored before kiwb checked are left out)."""
+    from kiwb.project.dropout_rates import score_set_dropout
+
     found: dict[str, dict] = {}
     names = [teacher["name"] for teacher in manifest.get("teachers") or ()]
     rows = store.connection.execute(
@@ -62,10 +68,10 @@ def recorded_dropout(store, manifest: dict) -> dict[str, dict]:
         "ORDER BY created_at DESC").fetchall()
     for teacher, meta_json in rows:
         meta = json.loads(meta_json)
-        if (teacher in names and teacher not in found and "dropout_acts" in meta
+        facts = score_set_dropout(meta)
+        if (teacher in names and teacher not in found and facts is not None
                 and meta.get("data") == manifest.get("data")):
-            found[teacher] = {"acts": meta["dropout_acts"],
-                              **({"rate": meta["dropout"]} if "dropout" in meta else {})}
+            found[teacher] = facts
     return found
 
 
@@ -82,9 +88,13 @@ def dropout_card_lines(recorded: dict[str, dict]) -> list[str]:
     return lines
 
 
-def no_dropout_line(teacher: str, passes: int | str) -> str:
+def no_dropout_line(teacher: str, passes: int | str, dropout: float | str = "model") -> str:
     """The score log's line for a teacher whose passes cannot differ."""
+    if dropout != "model":  # kiwb set a rate, yet nothing drops: no module reads the keys
+        return (f"teacher {teacher!r}: no dropout acts in it even with {dropout:g} set in its "
+                f"config's dropout rates (its architecture builds no dropout from them), so its "
+                f"{passes} MC passes equal its plain one: its MC figures are its plain ones")
     return (f"teacher {teacher!r}: no dropout acts in it (its config.json sets every rate to "
             f"0, or names none), so its {passes} MC passes equal its plain one: its MC figures "
             "are its plain ones, and MUKI's uncertainty for it is plain confidence; [scoring] "
-            "dropout = RATE sets one")
+            "dropout = RATE sets one where its config names a rate")

@@ -16,6 +16,7 @@ from kiwb.project.records import ClassFunnel, TrainEval
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
+from kiwb.workers.hub_card import card_metadata, eval_source
 from kiwb.workers.runtime import load_classifier
 
 MANIFEST_NAME = "kiwb-manifest.json"
@@ -88,6 +89,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         **({"thresholds": model.config.label_thresholds}
            if getattr(model.config, "label_thresholds", None) else {}),
         "kind": kind.name,
+        # the labeled set the figures are on, as kiwb.toml names it (the card's model-index)
+        "eval_source": eval_source(project_root),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -139,8 +142,7 @@ def model_card(manifest: dict) -> str:
     kind = kind_named(manifest.get("kind"))
     what = kind.card
     lines = [
-        "---", "library_name: transformers", f"pipeline_tag: {kind.pipeline_tag}", "tags:",
-        "- kiwb", "- knowledge-integration", "---", "",
+        "---", card_metadata(manifest).rstrip("\n"), "---", "",
         f"# {'Merged' if manifest.get('merge') else 'Student'} model from kiwb run "
         f"`{manifest['run']}`", "",
         *(_merge_summary(what, manifest["merge"]) if manifest.get("merge") else [

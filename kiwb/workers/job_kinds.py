@@ -10,6 +10,7 @@ import dataclasses
 from pathlib import Path
 
 from kiwb.console import console
+from kiwb.errors import ConfigError
 from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
@@ -88,6 +89,7 @@ def integrate(session: JobSession) -> Outcome:
 def train(session: JobSession) -> Outcome:
     quiet_libraries()
     from kiwb.project.records import IntegrationSettings
+    from kiwb.project.tracker_check import tracker_problem
     from kiwb.workers.ranks import launched_rank
     from kiwb.workers.runtime import resolve_device
     from kiwb.workers.train import TrainRequest
@@ -97,6 +99,9 @@ def train(session: JobSession) -> Outcome:
     config = dataclasses.replace(config, training=dataclasses.replace(
         config.training, **spec.overrides("student", "epochs", "min_steps", "device",
                                          "feature_weight")))
+    problem = tracker_problem(config.training.report_to, str(config.file))
+    if problem:  # kiwb.toml changed since the job was recorded: refused before training
+        raise ConfigError(problem)
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume,
                            init_from_merge=spec.init_from_merge)
@@ -132,7 +137,14 @@ def export(session: JobSession) -> Outcome:
     else:  # a kind no pipeline reads whole (multi-task): the model card has its lines
         console.print(f"Use it as its model card says: {destination / 'README.md'} (## Use)",
                       highlight=False, markup=False)
-    return Outcome(data={"destination": str(destination)})
+    if spec.push_to_hub is None:
+        return Outcome(data={"destination": str(destination)})
+    from kiwb.workers.hub_upload import push_folder
+
+    console.print(f"Uploading {destination} to {spec.push_to_hub} on the Hub", highlight=False)
+    commit = push_folder(destination, spec.push_to_hub, private=spec.private, run=run)
+    console.print(f"Uploaded: {commit}", highlight=False, markup=False)
+    return Outcome(data={"destination": str(destination), "hub": commit})
 
 
 def merge(session: JobSession) -> Outcome:

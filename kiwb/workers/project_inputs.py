@@ -6,7 +6,7 @@ from kiwb.errors import DataError, TeacherError
 from kiwb.kinds import declared_kind, kind_named, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.teacher_kinds import project_kind
-from kiwb.workers.data import TextTable
+from kiwb.workers.data import TextTable, row_name
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher
 
 DATASET_ROLES = ("unlabeled", "eval", "labeled")
@@ -45,7 +45,8 @@ def refuse_overlap(labeled: TextTable, evaluation: TextTable, config: ProjectCon
         example = example if len(example) <= 50 else example[:47] + "..."
         raise DataError(
             f"{config.file}: {len(shared):,} text(s) of [data.labeled] ({labeled.source}) are also in "
-            f"[data.eval] ({evaluation.source}), e.g. row {shared[0]}: {example!r}; evaluation must "
+            f"[data.eval] ({evaluation.source}), e.g. {row_name(labeled.source, shared[0] - 1)}: "
+            f"{example!r}; evaluation must "
             "not see the labels routing is calibrated on: remove them from one of the two files")
 
 

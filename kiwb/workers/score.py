@@ -41,7 +41,7 @@ from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ScoringSettings,
 )
-from kiwb.workers.teachers import load_teacher, teacher_content_hash
+from kiwb.workers.teachers import load_teacher, teacher_content_hash, teacher_dropout
 
 # Bump when the stored arrays, their meaning or the way they are drawn change, so old caches
 # are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout. 3: its bits come
@@ -86,6 +86,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                if scoring.mc_passes == "auto" else None)
     tasks = []
     for teacher, teacher_hash in zip(teachers, hashes, strict=True):
+        dropout = teacher_dropout(teacher, scoring.dropout)
         for dataset, table in tables.items():
             content = {
                 "format": SCORE_FORMAT, "teacher": teacher_hash, "labels": teacher.labels,
@@ -93,8 +94,9 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
                 "max_length": scoring.max_length, "seed": scoring.seed,
                 "shard_size": scoring.shard_size,
                 **({"adaptive_context": context} if context else {}),
-                # a rate set in the teacher's dropout ([scoring] dropout); "model" adds nothing
-                **({"dropout": scoring.dropout} if scoring.dropout != "model" else {}),
+                # a rate kiwb sets in the teacher's dropout ([scoring] dropout); a teacher that
+                # keeps its own ("model", and "auto" wherever its own act) adds nothing
+                **({"dropout": dropout} if dropout != "model" else {}),
                 # The default kind adds nothing: a key is a hash of this content, which the
                 # store does not keep, so no migration could re-key the score sets cached
                 # before kinds (hours of scoring) if it did.
@@ -229,7 +231,7 @@ def run_scoring(
         if all(len(store.done_shards(t.key)) == t.num_shards for t in teacher_tasks):
             continue  # cached: do not even load the model
         model, tokenizer = load_teacher(teacher_tasks[0].teacher, str(device), settings.dropout)
-        check_teacher_dropout(model, tokenizer, device, teacher_name,
+        check_teacher_dropout(model, tokenizer, device, teacher_tasks[0].teacher,
                               [task.key for task in teacher_tasks], store, settings.passes,
                               settings.dropout)
         batch = FittedBatch(settings.batch_size)  # one teacher's shards share what fitted

@@ -138,16 +138,31 @@ def _require_fast_tokenizer(name: str, folder: Path, trust_remote_code: bool) ->
             f"{folder} a tokenizer.json (save_pretrained of a fast tokenizer writes it)")
 
 
-def _dropout_overrides(folder: Path, dropout: float | str) -> dict[str, float]:
-    """The config values that set `dropout` in every rate the checkpoint's config names."""
-    if dropout == "model":
-        return {}
+def teacher_dropout(info: TeacherInfo, setting: float | str) -> float | str:
+    """The dropout `info`'s MC passes draw with under `[scoring] dropout = setting`: "model"
+    (its own rates) or the rate kiwb sets in its config (kiwb.project.dropout_rates)."""
+    if setting == "model":
+        return setting
+    from kiwb.project.dropout_rates import scoring_dropout
+
+    return scoring_dropout(setting, _model_config(info.folder))
+
+
+def _model_config(folder: Path) -> dict:
     import json
 
+    return json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+
+
+def _dropout_overrides(info: TeacherInfo, setting: float | str) -> dict[str, float]:
+    """The config values that set the rate `setting` asks of this teacher in every rate its
+    config names (none where it keeps its own)."""
+    dropout = teacher_dropout(info, setting)
+    if dropout == "model":
+        return {}
     from kiwb.project.dropout_rates import injected_dropout
 
-    model_config = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
-    return injected_dropout(model_config, float(dropout))
+    return injected_dropout(_model_config(info.folder), float(dropout))
 
 
 def _teacher_kind(name: str, folder: Path, config,
@@ -169,8 +184,8 @@ def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:
 
 def load_teacher(info: TeacherInfo, device: str, dropout: float | str = "model"):
     """Load a teacher's model (float32, eval mode, on `device`) and its own tokenizer;
-    `dropout`: a rate set in every dropout rate its config names ([scoring] dropout), or
-    "model" for its own."""
+    `dropout`: the [scoring] dropout setting ("auto", "model" or a rate; `teacher_dropout`
+    says what it means for this teacher)."""
     from transformers import AutoTokenizer
 
     from kiwb.workers.runtime import load_classifier, ready_to_pad
@@ -180,7 +195,7 @@ def load_teacher(info: TeacherInfo, device: str, dropout: float | str = "model")
         tokenizer = AutoTokenizer.from_pretrained(info.folder, trust_remote_code=remote)
         model, loading = load_classifier(info.folder, kind=info.kind, trust_remote_code=remote,
                                          output_loading_info=True,
-                                         **_dropout_overrides(info.folder, dropout))
+                                         **_dropout_overrides(info, dropout))
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     kind = KINDS[info.kind]

@@ -36,6 +36,7 @@ from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import recorded_dropout
 from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
+from kiwb.workers.trackers import Trackers
 from kiwb.workers.training_data import TrainingData
 from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
@@ -97,6 +98,13 @@ class Trainer:
                                        self.min_steps)
         # Evaluations and pool checks keep the batch size that fitted from one to the next.
         self.eval_batch = FittedBatch(self.training.batch_size)
+        # The experiment trackers [training] report_to names: rank 0's, fed what it records
+        self.trackers = Trackers(
+            self.training.report_to if store is not None and self.leads else (), request.run,
+            self.run_dir, {"project": config.name, "run": request.run,
+                           "kind": data.student.kind, "training": self.training.manifest(),
+                           "method": request.settings.to_dict(),
+                           "teachers": [t["name"] for t in data.manifest.get("teachers") or ()]})
 
     # -- set-up ------------------------------------------------------------------------
     def setup(self) -> None:
@@ -210,6 +218,12 @@ class Trainer:
 
     def run(self, progress: Callable[[int, float], None] | None = None,
             should_stop: Callable[[], bool] | None = None) -> dict:
+        try:
+            return self._run(progress, should_stop)
+        finally:  # a failed run's trackers end too (a finished one's closed at its end)
+            self.trackers.close()
+
+    def _run(self, progress, should_stop) -> dict:
         self.model.train()
         started, recent, pending = time.perf_counter(), [], []
         start_step, shown = self.step, None
@@ -379,6 +393,7 @@ class Trainer:
         if self.store is not None:  # rank 0's alone
             self.store.append_event(event.kind, event.to_dict(), job_id=self.job_id,
                                     run=self.request.run)
+            self.trackers.record(event)
 
 
 def target_shares(data: TrainingData) -> torch.Tensor:

@@ -21,7 +21,7 @@ def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
                         '"partner" (retrieval of each text\'s partner), or both')
     wanted = ((spec.text_column, "text_column"), (spec.label_column, "label_column"),
               (spec.pair_column, "pair_column"))
-    dataset = open_text_columns(path, wanted, spec.split, spec.limit, role)
+    dataset = open_text_columns(path, wanted, spec.split, spec.limit, role, subset=spec.subset)
     texts = _checked_texts(dataset[spec.text_column], path, spec.text_column)
     labels = (_checked_labels(dataset[spec.label_column], dataset.features[spec.label_column], path)
               if spec.label_column is not None else None)

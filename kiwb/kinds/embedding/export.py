@@ -12,6 +12,7 @@ from kiwb import __version__
 from kiwb.kinds.embedding import EMBEDDING, POOLING_KEY
 from kiwb.project.atomic import atomic_directory
 from kiwb.workers.export import MANIFEST_NAME, evaluation_of
+from kiwb.workers.hub_card import card_metadata, eval_source
 
 MODULES = [
     {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -37,6 +38,7 @@ def export_encoder(project_root: Path, run: str, destination: Path, source: Path
         "training": manifest.get("training"), "student_base": manifest.get("student"),
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         "evaluation": evaluation_of(project_root, run, progress),
+        "eval_source": eval_source(project_root),  # the card's model-index names it
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -71,8 +73,9 @@ def encoder_card(manifest: dict) -> str:
     pooling = manifest["pooling"]
     pooled = ("the mean of the token states over the attention mask" if pooling == "mean"
               else "the first token's state")
-    lines = ["---", "library_name: sentence-transformers", f"pipeline_tag: {EMBEDDING.pipeline_tag}",
-             "tags:", "- kiwb", "- sentence-transformers", "- knowledge-integration", "---", "",
+    metadata = card_metadata(manifest, library_name="sentence-transformers",
+                             tags=("sentence-transformers",))
+    lines = ["---", metadata.rstrip("\n"), "---", "",
              f"# Sentence encoder from kiwb run `{manifest['run']}`", "",
              f"{EMBEDDING.card['summary']} trained without labels by "
              "[kiwb](https://pypi.org/project/kiwb/): every pair of texts is placed as the "

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from kiwb.errors import DataError
 from kiwb.project.fingerprint import texts_fingerprint
-from kiwb.workers.data import TextTable, _checked_texts, open_text_columns
+from kiwb.workers.data import TextTable, _checked_texts, open_text_columns, row_name
 
 
 def load_label_set_table(path: str, *, text_column: str = "text", label_column: str | None = None,
                          label_separator: str | None = None, split: str | None = None,
-                         limit: int | None = None, role: str = "data") -> TextTable:
+                         limit: int | None = None, role: str = "data",
+                         subset: str | None = None) -> TextTable:
     """The texts of a data set and, with `label_column`, each text's set of gold labels."""
     dataset = open_text_columns(path, ((text_column, "text_column"), (label_column, "label_column")),
-                                split, limit, role)
+                                split, limit, role, subset=subset)
     texts = _checked_texts(dataset[text_column], path, text_column)
     label_sets = None
     if label_column is not None:
@@ -32,17 +33,17 @@ def _label_set(value, path: str, row: int, column: str, separator: str | None,
         return ()  # an empty CSV cell: a text with no labels
     if isinstance(value, str):
         if separator is None:
-            raise DataError(f"{path}: row {row} of column {column!r} is {value!r}, a string, not a "
+            raise DataError(f"{path}: {row_name(path, row)} of column {column!r} is {value!r}, a string, not a "
                             "list of labels: give each row a list, or set label_separator (e.g. "
                             f'";") in kiwb.toml [data.{role}]')
         labels = [label.strip() for label in value.split(separator)] if value.strip() else []
     elif isinstance(value, list | tuple) and all(isinstance(label, str) for label in value):
         labels = [label.strip() for label in value]
     else:
-        raise DataError(f"{path}: row {row} of column {column!r} is {value!r}, not a list of "
+        raise DataError(f"{path}: {row_name(path, row)} of column {column!r} is {value!r}, not a list of "
                         "label names; give each row a list of strings ([] for none)")
     if any(not label for label in labels):
-        raise DataError(f"{path}: row {row} of column {column!r} has an empty label name "
+        raise DataError(f"{path}: {row_name(path, row)} of column {column!r} has an empty label name "
                         f"({value!r}); remove it")
     return tuple(dict.fromkeys(labels))
 
@@ -55,7 +56,7 @@ def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
                         "a string split by label_separator)")
     return load_label_set_table(path, text_column=spec.text_column, label_column=spec.label_column,
                                 label_separator=spec.label_separator, split=spec.split,
-                                limit=spec.limit, role=role)
+                                limit=spec.limit, role=role, subset=spec.subset)
 
 
 def check_known_labels(table: TextTable, union: list[str], column: str) -> None:
@@ -64,7 +65,7 @@ def check_known_labels(table: TextTable, union: list[str], column: str) -> None:
     for row, labels in enumerate(table.label_sets or []):
         unknown = [label for label in labels if label not in known]
         if unknown:
-            raise DataError(f"{table.source}: row {row} of column {column!r} has label "
+            raise DataError(f"{table.source}: {row_name(table.source, row)} of column {column!r} has label "
                             f"{unknown[0]!r}, which no teacher knows ({', '.join(union)}); fix "
                             "the label or add a teacher that knows it")
 

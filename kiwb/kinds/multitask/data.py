@@ -12,7 +12,7 @@ import torch
 from kiwb.errors import DataError
 from kiwb.kinds.multilabel.data import _label_set
 from kiwb.project.config import ProjectConfig
-from kiwb.workers.data import TextTable, _checked_labels, load_table, open_text_columns
+from kiwb.workers.data import TextTable, _checked_labels, load_table, open_text_columns, row_name
 
 MISSING = -1.0  # a task's gold slice on a text the data set gives no label for that task
 LABELED_ROLES = ("eval", "labeled", "evaluate")  # evaluate: kiwb evaluate --data
@@ -22,7 +22,7 @@ def load_role_table(path: str, spec, role: str, config: ProjectConfig | None = N
     """The multi-task kind's data seam: a data set's texts and, with the project's `config`,
     each task's gold labels (`task_gold`)."""
     table = load_table(path, text_column=spec.text_column, split=spec.split, limit=spec.limit,
-                       role=role)
+                       role=role, subset=spec.subset)
     if config is None:
         return table
     return dataclasses.replace(table, task_gold=task_gold(config, path, spec, role))
@@ -33,7 +33,7 @@ def task_gold(config: ProjectConfig, path: str, spec, role: str) -> dict[str, li
     must hold a column for every task their `tasks` names (every task by default); the
     unlabeled set's columns are read where present (the supervised run and its own figures)."""
     dataset = open_text_columns(path, ((spec.text_column, "text_column"),), spec.split, spec.limit,
-                                role)
+                                role, subset=spec.subset)
     columns = set(dataset.column_names)
     wanted = [task for task in config.tasks if spec.tasks is None or task.name in spec.tasks]
     found = {}
@@ -65,7 +65,7 @@ def check_known(gold: list, labels: list[str], task: str, source: str, multi: bo
     for row, value in enumerate(gold):
         unknown = [label for label in (value if multi else [value]) if label not in known]
         if unknown:
-            raise DataError(f"{source}: row {row} gives task {task!r} the label {unknown[0]!r}, "
+            raise DataError(f"{source}: {row_name(source, row)} gives task {task!r} the label {unknown[0]!r}, "
                             f"which none of its teachers knows ({', '.join(labels)}); fix the "
                             "label, or list it in the task's labels")
 

@@ -2,26 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from kiwb.errors import DataError
 from kiwb.kinds.token.tags import read_tag_set, spans_to_tags
 from kiwb.kinds.token.words import PRETOKENIZER, split_words
 from kiwb.project.fingerprint import texts_fingerprint
-from kiwb.workers.data import TextTable, open_dataset
+from kiwb.workers.data import TextTable, open_source, row_name
 
 WORD_SEPARATOR = "\x1f"  # no word holds it: a text's words joined for hashing
 
 
 def load_word_table(path: str, *, text_column: str = "text", tokens_column: str | None = None,
                     tags_column: str | None = None, split: str | None = None,
-                    limit: int | None = None, role: str = "data") -> TextTable:
+                    limit: int | None = None, role: str = "data",
+                    subset: str | None = None) -> TextTable:
     """The texts of a data set with their words (a tokens column, or the text split by kiwb's
     pre-tokenizer) and, with `tags_column`, each word's gold tag converted to BIO2."""
-    location = Path(path)
-    if not location.exists():
-        raise DataError(f"{path}: no such file or folder; fix the path in kiwb.toml [data.{role}]")
-    dataset = open_dataset(location, split, role)
+    dataset = open_source(path, split, role, subset)
     columns = list(dataset.column_names)
     _require_columns(path, role, columns, text_column, tokens_column, tags_column)
     if len(dataset) == 0:
@@ -33,7 +29,7 @@ def load_word_table(path: str, *, text_column: str = "text", tokens_column: str 
                    for row, value in enumerate(dataset[text_column])])
     for row, row_words in enumerate(words):
         if not row_words:
-            raise DataError(f"{path}: row {row} has no words (an empty text); remove it or give "
+            raise DataError(f"{path}: {row_name(path, row)} has no words (an empty text); remove it or give "
                             "it a text")
     texts = (list(dataset[text_column]) if text_column in columns
              else [" ".join(row_words) for row_words in words])
@@ -56,7 +52,7 @@ def _require_columns(path, role, columns, text_column, tokens_column, tags_colum
 
 def _text(value, path, row: int, column: str) -> str:
     if not isinstance(value, str):
-        raise DataError(f"{path}: row {row} of column {column!r} is {value!r}, not a text; "
+        raise DataError(f"{path}: {row_name(path, row)} of column {column!r} is {value!r}, not a text; "
                         "remove or fill that row")
     return value
 
@@ -65,7 +61,7 @@ def _word_lists(values: list, path, column: str) -> list[list[str]]:
     words = []
     for row, value in enumerate(values):
         if not isinstance(value, list) or not all(isinstance(word, str) for word in value):
-            raise DataError(f"{path}: row {row} of column {column!r} is {value!r}, not a list of "
+            raise DataError(f"{path}: {row_name(path, row)} of column {column!r} is {value!r}, not a list of "
                             "words; give each row its words as a list of strings")
         words.append(list(value))
     return words
@@ -77,7 +73,7 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
     rows = _word_lists(values, path, column)
     for row, (row_tags, row_words) in enumerate(zip(rows, words, strict=True)):
         if len(row_tags) != len(row_words):
-            raise DataError(f"{path}: row {row} has {len(row_words)} words but {len(row_tags)} "
+            raise DataError(f"{path}: {row_name(path, row)} has {len(row_words)} words but {len(row_tags)} "
                             f"tags in {column!r}; give each word exactly one tag (set "
                             "tokens_column to the words the tags belong to)")
     names = sorted({tag for row_tags in rows for tag in row_tags} | {"O"})
@@ -102,4 +98,5 @@ def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
     if role == "evaluate":
         tokens, tags = tokens or "tokens", tags or "tags"
     return load_word_table(path, text_column=spec.text_column, tokens_column=tokens,
-                           tags_column=tags, split=spec.split, limit=spec.limit, role=role)
+                           tags_column=tags, split=spec.split, limit=spec.limit, role=role,
+                           subset=spec.subset)

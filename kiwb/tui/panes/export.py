@@ -50,7 +50,8 @@ class ExportPane(Pane):
     ExportPane .export-row { height: 1; margin-top: 1; }
     ExportPane .export-row Label { width: 13; }
     ExportPane #export-checkpoint { width: 22; }
-    ExportPane #export-destination { width: 1fr; }
+    ExportPane #export-destination, ExportPane #export-hub { width: 1fr; }
+    ExportPane #export-private { width: auto; border: none; padding: 0; height: 1; margin-left: 1; }
     ExportPane #export-force { width: auto; border: none; padding: 0; height: 1; margin-left: 1; }
     ExportPane #export-go { margin-left: 1; }
     ExportPane #export-how { margin-top: 1; height: auto; }
@@ -81,6 +82,11 @@ class ExportPane(Pane):
             yield Label("destination")
             yield Input(placeholder="default: PROJECT/exports/RUN", id="export-destination",
                         compact=True)
+        with Horizontal(classes="export-row"):
+            yield Label("push to Hub")
+            yield Input(placeholder="optional: ORG/NAME, a Hub model repository to upload to",
+                        id="export-hub", compact=True)
+            yield Checkbox("private", id="export-private", compact=True)
         yield Static("", id="export-status")
         yield Static("", id="export-how")
 
@@ -150,6 +156,8 @@ class ExportPane(Pane):
             text.append(f"\n{job.error}", "red")
         elif job.status == "finished":
             text.append(f" → {(job.ending or {}).get('destination', '')}")
+            if (job.ending or {}).get("hub"):  # uploaded too: where the Hub keeps it
+                text.append(f" · on the Hub: {job.ending['hub']}")
         return text
 
     def _selected(self) -> RunFolder | None:
@@ -171,7 +179,9 @@ class ExportPane(Pane):
             return
         spec = ExportSpec(run=run.run, checkpoint=str(self.query_one("#export-checkpoint", Select).value),
                           destination=self._destination(run.run),
-                          force=self.query_one("#export-force", Checkbox).value)
+                          force=self.query_one("#export-force", Checkbox).value,
+                          push_to_hub=self.query_one("#export-hub", Input).value.strip() or None,
+                          private=self.query_one("#export-private", Checkbox).value)
         root = self.root
         run_in_thread(self, lambda: ActionDone(
             f"started export job {launcher.launch(root, spec)} for run {run.run}"),

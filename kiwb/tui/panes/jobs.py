@@ -18,6 +18,8 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project import integration_form
 from kiwb.project.config import ProjectConfig
+from kiwb.project.config_checks import checked_setting
+from kiwb.project.config_schema import ScoringConfig
 from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import (
     IntegrateSpec,
@@ -67,6 +69,8 @@ class JobsPane(Pane):
         super().__init__(root, **kwargs)
         self.jobs: dict[int, JobState] = {}
         self.seen_status: dict[int, str] | None = None
+        self.given_labels = 0  # labels given in the Conflicts pane, as the store last said
+        self.follow: int | None = None  # a job just launched here: its row is selected once shown
 
     def compose(self) -> ComposeResult:
         table = Table(id="jobs-table", cursor_type="row")
@@ -81,7 +85,12 @@ class JobsPane(Pane):
 
     def apply_changes(self, changes: StoreChanges) -> None:
         self.jobs = {job.id: job for job in changes.jobs}
-        sync_rows(self.main_widget(), {str(job.id): job_cells(job) for job in changes.jobs})
+        self.given_labels = changes.given_labels
+        table = self.main_widget()
+        sync_rows(table, {str(job.id): job_cells(job) for job in changes.jobs})
+        if self.follow is not None and self.follow in self.jobs:  # its log below, not the first's
+            table.move_cursor(row=table.get_row_index(str(self.follow)))
+            self.follow = None
         self.query_one("#jobs-empty", Static).display = not changes.jobs
         show(self.query_one("#score-sets", Static), score_lines(self.config, changes.score_sets))
         self._announce_endings(changes.jobs)
@@ -158,6 +167,8 @@ class JobsPane(Pane):
         scoring = config.scoring
         fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes),
                         placeholder='a number, or "auto": more passes only where undecided'),
+                  Field("dropout", "dropout", str(scoring.dropout),
+                        placeholder="auto: own rates, 0.1 where all are 0; model; or a rate"),
                   Field("batch_size", "batch size", str(scoring.batch_size)),
                   Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N"),
                   Field("devices", "several devices", "",
@@ -169,8 +180,9 @@ class JobsPane(Pane):
         def start(values: dict) -> int:
             passes = ("auto" if values["mc_passes"].strip().lower() == "auto"
                       else _whole(values["mc_passes"], 'K (or "auto")'))
+            dropout = checked_setting(ScoringConfig, "dropout", values["dropout"], "the score form")
             batch = _whole(values["batch_size"], "batch size")
-            updated = config_edit.set_scoring(config, mc_passes=passes)
+            updated = config_edit.set_scoring(config, mc_passes=passes, dropout=dropout)
             return launcher.launch(root, ScoreSpec(
                 device=values["device"] if values["device"] != updated.scoring.device else None,
                 batch_size=batch if batch != updated.scoring.batch_size else None,
@@ -179,7 +191,8 @@ class JobsPane(Pane):
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
-            note="K is saved to kiwb.toml; finished shards are kept, so a stopped job resumes."),
+            note="K and the dropout are saved to kiwb.toml (a rate kiwb sets rescores); finished "
+                 "shards are kept, so a stopped job resumes."),
             self._launched)
 
     def action_train(self) -> None:
@@ -191,7 +204,8 @@ class JobsPane(Pane):
         kind = teachers_kind(config)
         methods = (*kind.methods, *(("supervised",) if kind.supervised else ()))
         fields = [
-            *integration_fields(integration_form.TRAIN_FORM, integration, methods),
+            *integration_fields(integration_form.TRAIN_FORM, integration, methods,
+                                self.given_labels),
             Field("epochs", "epochs", str(training.epochs)),
             Field("min_steps", "min steps", str(training.min_steps)),
             Field("student", "student base", training.student or "", placeholder="folder or hub id"),
@@ -262,7 +276,7 @@ class JobsPane(Pane):
         config = with_kind_defaults(config)
         integration = config.integration
         fields = integration_fields(integration_form.INTEGRATE_FORM, integration,
-                                    teachers_kind(config).methods)
+                                    teachers_kind(config).methods, self.given_labels)
 
         root = self.root
 
@@ -288,14 +302,21 @@ class JobsPane(Pane):
         if job_id is not None:
             self.notify(f"started job {job_id}; it keeps running if the workbench closes",
                         title="Job started")
+            self.follow = job_id
             self.request_refresh()
 
 
 def integration_fields(shown: tuple[integration_form.FormSetting, ...], integration,
-                       methods: tuple[str, ...]) -> list[Field]:
+                       methods: tuple[str, ...], given_labels: int = 0) -> list[Field]:
     """A form's fields for [integration] settings, from their declaration: each starts at the
-    project's value; the methods offered are the teachers' kind's."""
-    return [Field(setting.name, setting.label, setting.shown(integration), setting.describe,
+    project's value; the methods offered are the teachers' kind's; the given labels' line
+    says how many there are."""
+    def describe(setting: integration_form.FormSetting) -> str:
+        if setting is integration_form.GIVEN_LABELS:
+            return f"{setting.describe}: {given_labels:,} given"
+        return setting.describe
+
+    return [Field(setting.name, setting.label, setting.shown(integration), describe(setting),
                   choices=methods if setting.name == "method" else setting.choices(),
                   flag=setting.flag)
             for setting in shown]

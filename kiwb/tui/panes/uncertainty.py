@@ -11,6 +11,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from kiwb.project.config_schema import MULTI_LABEL_TASK, SINGLE_LABEL_TASK
+from kiwb.project.dropout_rates import dropout_note
 from kiwb.project.queries import StoreChanges
 from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
 from kiwb.tui import plots
@@ -37,6 +38,9 @@ class UncertaintyPane(Pane):
         self.histograms = ScoreHistograms("unlabeled")
         self.summary: IntegrationSummary | None = None
         self.use_mc = True  # the shown integration's setting: whether its routing read MC passes
+        # teacher -> what its newest score set of the unlabeled texts recorded of its MC
+        # dropout (dropout_rates.score_set_dropout), where scoring checked it
+        self.dropout: dict[str, dict] = {}
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="uncertainty-scroll"):
@@ -60,6 +64,10 @@ class UncertaintyPane(Pane):
 
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.histograms.add(event) for event in changes.events])
+        dropout = {each.teacher: each.dropout for each in changes.score_sets  # oldest first:
+                   if each.dataset == "unlabeled" and each.dropout}  # the newest set's stays
+        if dropout != self.dropout:
+            self.dropout, changed = dropout, True
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
             self.use_mc = changes.integration.settings.use_mc
@@ -107,9 +115,11 @@ class UncertaintyPane(Pane):
             for number, teacher in enumerate(teachers):
                 if number:
                     text.append("\n")
+                heading = Text(f"{teacher.teacher} · ", "bold")
+                heading.append_text(mc_heading(left, self.dropout.get(teacher.teacher)))
+                heading.append(f" · {teacher.texts:,} texts", "bold")
                 text.append_text(plots.side_by_side(
-                    [Text(f"{teacher.teacher} · {left} · {teacher.texts:,} texts", "bold"),
-                     Text(f"{teacher.teacher} · {right}", "bold")], [half, half]))
+                    [heading, Text(f"{teacher.teacher} · {right}", "bold")], [half, half]))
                 text.append("\n")
                 text.append_text(plots.side_by_side(
                     [plots.histogram(teacher.mc, half, TEACHER_ROWS, style=styles.bar),
@@ -246,9 +256,14 @@ class UncertaintyPane(Pane):
             text.append("▀ wrong teacher", styles.wrong)
             if routing:
                 text.append(f"\n{accuracy_line(routing)}")
+            for line in notes:
+                text.append(f"\n{line}", "yellow")
             return text
 
-        plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing is not None else 0))
+        notes = [f"teacher {teacher}'s MC passes: {note}" for teacher, note in (
+            (teacher, dropout_note(facts)) for teacher, facts in
+            (self.summary.teacher_dropout or {}).items()) if note]
+        plot.show(title, draw, ROUTING_ROWS + 1 + (1 if routing is not None else 0) + len(notes))
 
     def _draw_margins(self) -> None:
         plot = self.query_one("#margins", Plot)
@@ -345,6 +360,16 @@ def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
     if entry.calibration_error is not None:
         line += f" · calibration error {entry.calibration_error:.2f}"
     return line
+
+
+def mc_heading(name: str, dropout: dict | None) -> Text:
+    """The MC histogram's name, saying where its passes were not the teacher's own dropout's
+    (a rate kiwb set, or none acting: the histogram is then its plain one)."""
+    if dropout and "rate" in dropout:
+        return Text(f"{name} {dropout['rate']:g} set by kiwb", "bold yellow")
+    if dropout and not dropout["acts"]:
+        return Text(f"{name} none: = plain", "bold yellow")
+    return Text(name, "bold")
 
 
 def accuracy_line(routing: RoutingAccuracy) -> str:

@@ -1,0 +1,108 @@
+"""Hub data sets: a [data.*] path "hf://datasets/ORG/NAME" (with subset and split) is read through
+datasets.load_dataset, and a ClassLabel column's names become the labels. The Hub cannot be
+reached here, so the tests give load_dataset a local folder laid out as a Hub data set
+repository (a README.md whose YAML names the subsets, splits and features): the same call,
+the same code path, offline."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_helpers import run_kiwb
+from tiny import TOPICS, make_texts
+
+from kiwb.errors import DataError
+from kiwb.project.config_schema import HUB_DATA
+from kiwb.workers.data import load_table
+
+NAMES = list(TOPICS)  # the ClassLabel's names, in id order
+
+
+def hub_repository(folder: Path, splits: dict[str, list[dict]]) -> Path:
+    """A data set repository as the Hub keeps one: a jsonl file per split, and a README.md
+    card whose YAML declares subset "default" (its splits) and a ClassLabel "label"."""
+    (folder / "data").mkdir(parents=True, exist_ok=True)
+    for split, rows in splits.items():
+        (folder / "data" / f"{split}.jsonl").write_text(
+            "".join(json.dumps({"text": row["text"], "label": NAMES.index(row["label"])}) + "\n"
+                    for row in rows), encoding="utf-8")
+    files = "".join(f"  - split: {split}\n    path: data/{split}.jsonl\n" for split in splits)
+    names = "".join(f"          '{number}': {name}\n" for number, name in enumerate(NAMES))
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: default\n  data_files:\n" + files
+        + "dataset_info:\n  features:\n  - name: text\n    dtype: string\n  - name: label\n"
+        "    dtype:\n      class_label:\n        names:\n" + names + "---\n", encoding="utf-8")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def repository(tmp_path_factory) -> Path:
+    return hub_repository(tmp_path_factory.mktemp("hub") / "news",
+                          {"train": make_texts(24, seed=3), "test": make_texts(16, seed=4)})
+
+
+def test_a_split_is_read_with_its_class_label_names(repository):
+    table = load_table(f"{HUB_DATA}{repository}", label_column="label", split="test")
+    expected = make_texts(16, seed=4)
+    assert table.texts == [row["text"] for row in expected]
+    assert table.labels == [row["label"] for row in expected]  # names, not the stored ids
+    assert table.source == f"{HUB_DATA}{repository}"
+
+
+@pytest.mark.parametrize(("options", "fragments"), [
+    ({}, ["holds splits train, test", "set split in kiwb.toml [data.eval]"]),
+    ({"split": "validation"}, ['Unknown split "validation"', "set split in kiwb.toml [data.eval]"]),
+    ({"split": "train", "subset": "other"}, ["(subset 'other')", "'other' not found",
+                                             "set subset in kiwb.toml [data.eval]"]),
+    ({"split": "train", "text_column": "body"}, ["no column 'body' (columns: text, label)",
+                                                 "set text_column"]),
+])
+def test_a_bad_split_subset_or_column_is_one_line_naming_the_data_set(repository, options,
+                                                                      fragments):
+    with pytest.raises(DataError) as refused:
+        load_table(f"{HUB_DATA}{repository}", role="eval", **options)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(f"{HUB_DATA}{repository}")
+    for fragment in fragments:
+        assert fragment in message, message
+
+
+def test_an_empty_split_is_refused(tmp_path):
+    folder = hub_repository(tmp_path / "empty", {"train": make_texts(4, seed=1), "test": []})
+    with pytest.raises(DataError, match="no rows|has no data|corresponds to no data") as refused:
+        load_table(f"{HUB_DATA}{folder}", split="test")
+    assert str(refused.value).startswith(f"{HUB_DATA}{folder}")
+
+
+def test_an_id_not_cached_offline_is_refused_in_one_line(tmp_path, teachers_dir):
+    from cli_helpers import write_project
+    from test_bad_input import assert_refused
+
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a",
+                                                "b": teachers_dir / "teacher_b"},
+                            f"{HUB_DATA}nobody-here/no-such-data")
+    refused = run_kiwb("score", project, cwd=tmp_path, check=False)  # HF_HUB_OFFLINE=1
+    assert_refused(refused, f"{HUB_DATA}nobody-here/no-such-data: not in this machine's "
+                   "datasets cache and the Hub cannot be reached", "load it once where there "
+                   "is internet")
+
+
+@pytest.mark.slow
+def test_a_project_scores_and_integrates_hub_data(tmp_path, teachers_dir, repository):
+    """The pool from the train split, the eval set from test with its ClassLabel names."""
+    project = tmp_path / "proj"
+    project.mkdir()
+    (project / "kiwb.toml").write_text("\n".join([
+        'name = "hub"',
+        *[line for name in ("a", "b") for line in (
+            "[[teachers]]", f'name = "{name}"', f'path = "{teachers_dir / f"teacher_{name}"}"')],
+        "[data.unlabeled]", f'path = "{HUB_DATA}{repository}"', 'split = "train"',
+        "[data.eval]", f'path = "{HUB_DATA}{repository}"', 'split = "test"',
+        'label_column = "label"', 'subset = "default"',
+        "[scoring]", "mc_passes = 4", "shard_size = 16"]) + "\n", encoding="utf-8")
+    run_kiwb("score", project, cwd=tmp_path)
+    summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
+    assert summary["num_texts"] == 24
+    assert summary["eval"]["num_texts"] == 16 and summary["eval"]["ensemble_accuracy"] is not None
