@@ -194,7 +194,7 @@ def with_seed(project: Path, seed: int) -> None:
 def same_as_native(out: Path, data: dict, teachers: dict, off: dict, results: dict) -> None:
     """Where `auto`'s rate is MiniLM's own, a dropout-free copy scored under `auto` is its
     native teacher: the mixed pair (A native, B's copy under auto) is the native pair. Shown on
-    test's first texts: B's copy under auto against B native, array by array."""
+    test's first texts: the mixed pair under auto against the native pair, array by array."""
     import numpy as np
 
     log = out / "commands.log"
@@ -202,9 +202,9 @@ def same_as_native(out: Path, data: dict, teachers: dict, off: dict, results: di
     sample.write_text("".join(open(data["test"], encoding="utf-8").readlines()[:SAMPLE_TEXTS]),
                       encoding="utf-8")
     found = {}
-    for name, teacher in (("native", teachers["B"]), ("auto", off["B"])):
+    for name, pair in (("native", teachers), ("auto", {"A": teachers["A"], "B": off["B"]})):
         project = out / "dropout" / f"sample-{name}"
-        debian8.write_config(project, {"B": teacher}, sample, None, debian8.minilm_path(),
+        debian8.write_config(project, pair, sample, None, debian8.minilm_path(),
                              debian8.PRESETS["cpu"], label_unlabeled=True)
         debian8.kiwb("score", project, "--foreground", log=log)
         found[name] = scores(project, "unlabeled")

@@ -417,8 +417,9 @@ def cmd_teach(args: argparse.Namespace) -> int:
     out = Path(spec.out)
     _check_teacher_destination(out, spec.force)
     columns = {"text_column": spec.text_column, "label_column": spec.label_column}
-    train = load_table(spec.data, role="teach", split=spec.split, **columns)
-    dev = load_table(spec.dev, role="teach", split=spec.dev_split, **columns) if spec.dev else None
+    train = load_table(spec.data, role="teach", split=spec.split, subset=spec.subset, **columns)
+    dev = (load_table(spec.dev, role="teach-dev", split=spec.dev_split, subset=spec.dev_subset,
+                      **columns) if spec.dev else None)
     settings = TeachSettings(epochs=spec.epochs, min_steps=spec.min_steps,
                              learning_rate=spec.learning_rate, balance=spec.balance,
                              batch_size=spec.batch_size, max_length=spec.max_length, seed=spec.seed)

@@ -10,7 +10,7 @@ from rich.table import Table
 from kiwb.console import FittedTable
 from kiwb.kinds import kind_named, run_seam
 from kiwb.project.config_schema import SINGLE_LABEL_TASK
-from kiwb.project.dropout_rates import dropout_note
+from kiwb.project.dropout_rates import dropout_rows
 from kiwb.project.records import (
     POOL_COLUMNS,
     RECALL_COLUMNS,
@@ -102,10 +102,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
                           _percent(accuracy.mc_dropout))
             facts.add_row(f"routing accuracy on {scope}{per}: plain confidence",
                           _percent(accuracy.plain_confidence))
-    for teacher, dropout in (summary.teacher_dropout or {}).items():  # MC figures not its own
-        note = dropout_note(dropout)
-        if note:
-            facts.add_row(f"teacher {teacher}'s MC passes", note)
+    for row in dropout_rows(summary.teacher_dropout):  # MC figures not a teacher's own
+        facts.add_row(*row)
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
         facts.add_row(f"Ensemble {kind.headline} on eval", _percent(evaluation.ensemble_accuracy))
     if summary.token is not None and "eval" in summary.token:

@@ -136,3 +136,19 @@ def test_dropout_free_teachers_score_and_integrate(tmp_path, dropout_free, setti
     for teacher in ("modern", "qwen"):  # a row of the integration's summary table
         assert any(f"teacher {teacher}'s MC passes" in line and note in line
                    for line in integrated.stdout.splitlines()), integrated.stdout
+
+
+def test_a_note_says_when_passes_are_plain_even_with_a_rate_set():
+    """A rate kiwb set that no module of the architecture reads: the passes are still plain."""
+    from kiwb.project.dropout_rates import dropout_note, dropout_rows
+    from kiwb.tui.panes.uncertainty import mc_heading
+
+    assert dropout_note({"acts": True}) is None  # its own dropout: nothing to say
+    assert dropout_note({"acts": True, "rate": 0.1}) == "dropout 0.1 set by kiwb"
+    assert dropout_note({"acts": False, "rate": 0.1}) == ("dropout 0.1 set by kiwb, none acts: "
+                                                          "MC = plain")
+    assert dropout_note({"acts": False}) == "no dropout acts: MC = plain"
+    assert str(mc_heading("MC dropout", {"acts": False, "rate": 0.1})) == "MC dropout none: = plain"
+    assert str(mc_heading("MC dropout", {"acts": True, "rate": 0.1})) == "MC dropout 0.1 set by kiwb"
+    assert dropout_rows({"a": {"acts": True}, "b": {"acts": False}}) == [
+        ("teacher b's MC passes", "no dropout acts: MC = plain")]

@@ -76,6 +76,42 @@ def test_an_empty_split_is_refused(tmp_path):
     assert str(refused.value).startswith(f"{HUB_DATA}{folder}")
 
 
+def test_a_split_without_labels_is_no_labeled_set(tmp_path):
+    """ClassLabel's -1 ("no label", as in many Hub test splits) is refused, not read as the
+    last class."""
+    folder = hub_repository(tmp_path / "unlabeled-test", {"train": make_texts(4, seed=1)})
+    rows = (folder / "data" / "train.jsonl").read_text().splitlines()
+    rows[2] = json.dumps({**json.loads(rows[2]), "label": -1})
+    (folder / "data" / "train.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    with pytest.raises(DataError) as refused:
+        load_table(f"{HUB_DATA}{folder}", label_column="label")
+    assert f"{HUB_DATA}{folder}: row 3 has no label" in str(refused.value)
+
+
+def test_a_list_of_class_label_ids_reads_as_names(tmp_path):
+    """A multi-label column of ClassLabel ids (go_emotions' labels), in a subset of its own."""
+    from kiwb.kinds.multilabel.data import load_label_set_table
+
+    folder = tmp_path / "emotions"
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "simple.jsonl").write_text(
+        '{"text": "a goal", "labels": [0, 1]}\n{"text": "a song", "labels": []}\n')
+    (folder / "README.md").write_text(
+        "---\nconfigs:\n- config_name: simple\n  data_files:\n  - split: train\n"
+        "    path: data/simple.jsonl\ndataset_info:\n- config_name: simple\n  features:\n"
+        "  - name: text\n    dtype: string\n  - name: labels\n    sequence:\n      class_label:\n"
+        "        names:\n          '0': sports\n          '1': music\n---\n", encoding="utf-8")
+    table = load_label_set_table(f"{HUB_DATA}{folder}", label_column="labels", subset="simple")
+    assert table.label_sets == [("sports", "music"), ()]
+
+
+def test_a_subset_is_refused_for_a_local_file(tmp_path):
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"text": "a"}\n', encoding="utf-8")
+    with pytest.raises(DataError, match="a subset is a Hub data set's"):
+        load_table(str(path), subset="default", role="eval")
+
+
 def test_an_id_not_cached_offline_is_refused_in_one_line(tmp_path, teachers_dir):
     from cli_helpers import write_project
     from test_bad_input import assert_refused
@@ -106,3 +142,16 @@ def test_a_project_scores_and_integrates_hub_data(tmp_path, teachers_dir, reposi
     summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
     assert summary["num_texts"] == 24
     assert summary["eval"]["num_texts"] == 16 and summary["eval"]["ensemble_accuracy"] is not None
+
+
+@pytest.mark.parametrize(("key", "role", "place"), [
+    ("split", "eval", "split in kiwb.toml [data.eval]"),
+    ("path", "teach", "--data"), ("split", "teach", "--split"),
+    ("path", "teach-dev", "--dev"), ("split", "teach-dev", "--dev-split"),
+    ("subset", "teach-dev", "--dev-subset"), ("text_column", "teach-dev", "--text-column"),
+    ("subset", "evaluate", "--subset"),
+])
+def test_an_error_names_where_the_user_sets_the_key(key, role, place):
+    from kiwb.workers.data import setting_place
+
+    assert setting_place(key, role) == place

@@ -77,6 +77,63 @@ def test_a_tracker_not_installed_is_refused_before_the_job_is_recorded(scored_pr
         "pip install 'kiwb[wandb]', or take it out of report_to")
 
 
+def test_a_tracker_that_fails_is_said_and_dropped_and_the_run_goes_on(tmp_path, monkeypatch,
+                                                                     capsys):
+    """A tracker's failure is not the run's: one line, then the others go on."""
+    from kiwb.workers import trackers
+
+    logged = []
+
+    class Failing:
+        name = "tensorboard"
+
+        def __init__(self, run, folder, settings):
+            pass
+
+        def log(self, figures, step):
+            raise RuntimeError("disk full")
+
+    class Keeping:
+        name = "wandb"
+
+        def __init__(self, run, folder, settings):
+            pass
+
+        def log(self, figures, step):
+            logged.append((step, figures))
+
+        def summary(self, figures, step):
+            logged.append(("summary", figures))
+
+        def close(self, outcome):
+            logged.append(outcome)
+
+    monkeypatch.setattr(trackers, "TRACKER_TYPES", {"tensorboard": Failing, "wandb": Keeping})
+    from kiwb.project.records import TrainStart
+
+    kept = trackers.Trackers(("tensorboard", "wandb"), "r", tmp_path, {})
+    kept.record(TrainStart(step=0, total_steps=20, method="muki-hard"))
+    for step in (10, 20):
+        kept.record(TrainStep(step=step, loss=0.5, lr=1e-4, texts_per_s=9.0, total_steps=20))
+    kept.record(TrainDone(step=20, best=None))
+    said = " ".join(capsys.readouterr().err.split())
+    assert said.count("report_to tensorboard: RuntimeError: disk full") == 1
+    assert [entry[0] for entry in logged[:3]] == [10, 20, "summary"] and logged[-1] == "finished"
+
+
+def test_mlflow_without_a_store_it_can_write_is_said_before_the_run(monkeypatch):
+    """MLflow 3's default store is a local database only the full package writes."""
+    import importlib.util
+
+    from kiwb.project.tracker_check import tracker_problem
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    if importlib.util.find_spec("sqlalchemy") is None:  # kiwb[mlflow]: the client alone
+        assert "MLFLOW_TRACKING_URI is not set" in tracker_problem(("mlflow",), "kiwb.toml")
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking.example:5000")
+    assert tracker_problem(("mlflow", "tensorboard"), "kiwb.toml") is None
+
+
 def copy_project(scored_project: Path, tmp_path: Path, training_line: str) -> Path:
     project = tmp_path / "proj"
     shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))

@@ -218,7 +218,7 @@ def _check_list(items: tuple[str, ...], f: dataclasses.Field, loc: _Loc) -> tupl
 
 def _fix(f: dataclasses.Field) -> str:
     """'; for example key = value', from the field's default or example."""
-    if f.default not in (dataclasses.MISSING, None):
+    if f.default not in (dataclasses.MISSING, None, ()):  # an empty list shows nothing
         return f"; for example {f.name} = {toml_value(f.default)} (the default)"
     if rules_of(f).example is not None:
         return f"; for example {f.name} = {toml_value(rules_of(f).example)}"

@@ -231,6 +231,11 @@ class DatasetConfig:
         fix="list the [[tasks]] whose label columns this data set has",
     )
 
+    def source(self) -> dict:
+        """Where the data set comes from, as kiwb.toml names it (a run's manifest keeps its
+        eval set's for the model card's model-index)."""
+        return {"path": self.path, "split": self.split, "subset": self.subset}
+
 
 @dataclass(frozen=True)
 class DataConfig:

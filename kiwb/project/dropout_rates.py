@@ -95,6 +95,14 @@ def dropout_note(facts: Mapping | None) -> str | None:
     facts), for plots and tables; None where they are."""
     if not facts:
         return None
-    if "rate" in facts:
-        return f"dropout {facts['rate']:g} set by kiwb"
+    if "rate" in facts:  # set by kiwb, yet an architecture may build no dropout from it
+        return (f"dropout {facts['rate']:g} set by kiwb"
+                + ("" if facts["acts"] else ", none acts: MC = plain"))
     return None if facts["acts"] else "no dropout acts: MC = plain"
+
+
+def dropout_rows(teacher_dropout: Mapping | None) -> list[tuple[str, str]]:
+    """An integration report's rows for the teachers whose MC passes were not their own
+    dropout's: ("teacher X's MC passes", its note)."""
+    return [(f"teacher {teacher}'s MC passes", note) for teacher, facts
+            in (teacher_dropout or {}).items() if (note := dropout_note(facts))]

@@ -13,6 +13,14 @@ def upload_problem(repo_id: str) -> str | None:
 
     if not HUB_ID.fullmatch(repo_id) or ".." in repo_id.split("/"):
         return f"--push-to-hub {repo_id!r}: give a model repository as ORG/NAME (or USER/NAME)"
+    from huggingface_hub.errors import HFValidationError
+    from huggingface_hub.utils import validate_repo_id
+
+    try:  # the Hub's own rules of a name (length, "--", "..", a final ".git" or ".")
+        validate_repo_id(repo_id)
+    except HFValidationError as error:
+        said = str(error).strip().splitlines()[0]
+        return f"--push-to-hub {repo_id}: not a name the Hub takes: {said}"
     if constants.HF_HUB_OFFLINE:
         return (f"--push-to-hub {repo_id}: HF_HUB_OFFLINE is set, and an upload needs the Hub; "
                 "unset it, or export without --push-to-hub and upload the folder later")

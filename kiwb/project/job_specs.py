@@ -413,6 +413,8 @@ class TeachSpec(JobSpec):
                              "(a saved DatasetDict, a Hub data set)")
     dev_split: str | None = flag("--dev-split", "split of --dev to read (the same data set "
                                  "as --data may give both)")
+    subset: str | None = flag("--subset", "subset of a Hub data set --data, where it has several")
+    dev_subset: str | None = flag("--dev-subset", "subset of a Hub data set --dev")
     text_column: str = flag("--text-column", "text column of the data (default: text)",
                             default="text")
     label_column: str = flag("--label-column", "label column of the data (default: label)",

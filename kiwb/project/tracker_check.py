@@ -5,6 +5,7 @@ start, not a failure after training. Light: it looks the packages up, importing 
 from __future__ import annotations
 
 import importlib.util
+import os
 
 MODULES = {"tensorboard": "tensorboard", "wandb": "wandb", "mlflow": "mlflow"}
 
@@ -14,8 +15,20 @@ def tracker_problem(report_to: tuple[str, ...], where: str) -> str | None:
     that installs them; None when every one is there."""
     missing = [name for name in report_to if importlib.util.find_spec(MODULES[name]) is None]
     if not missing:
-        return None
+        return _mlflow_store_problem(report_to, where)
     return (f"{where}: [training] report_to names {', '.join(missing)}, which "
             f"{'is' if len(missing) == 1 else 'are'} not installed; pip install "
             f"'kiwb[{','.join(missing)}]', or take {'it' if len(missing) == 1 else 'them'} "
             "out of report_to")
+
+
+def _mlflow_store_problem(report_to: tuple[str, ...], where: str) -> str | None:
+    """MLflow 3 keeps runs, when no MLFLOW_TRACKING_URI names where, in a local SQLite
+    database, which only the full mlflow package can write (kiwb[mlflow] installs its client
+    alone): without one or the other, a run could not report, so it is said before it starts."""
+    if ("mlflow" not in report_to or os.environ.get("MLFLOW_TRACKING_URI")
+            or importlib.util.find_spec("sqlalchemy") is not None):
+        return None
+    return (f"{where}: [training] report_to names mlflow, but MLFLOW_TRACKING_URI is not set "
+            "and MLflow's local store needs the full mlflow package; set MLFLOW_TRACKING_URI "
+            "to your tracking server, or pip install mlflow")

@@ -79,21 +79,31 @@ def open_source(path: str, split: str | None, role: str, subset: str | None = No
     repo = hub_dataset(path)
     if repo is not None:
         return open_hub_dataset(repo, subset, split, role)
+    if subset is not None:
+        raise DataError(f"{path}: a subset is a Hub data set's (\"{HUB_DATA}ORG/NAME\"); take "
+                        f"{setting_place('subset', role)} out, or point the path at the Hub")
     location = Path(path)
     if not location.exists():
         raise DataError(f"{path}: no such file or folder; fix {setting_place('path', role)}")
     return open_dataset(location, split, role)
 
 
-# data sets named on a command line (kiwb teach --data, kiwb evaluate --data), not in kiwb.toml
-COMMAND_LINE_ROLES = ("teach", "evaluate")
+# data sets named on a command line, not in kiwb.toml: role -> the option naming the data set
+# and the prefix of its own options (kiwb teach's --dev has --dev-split and --dev-subset)
+COMMAND_LINE_ROLES = {"teach": ("--data", "--"), "teach-dev": ("--dev", "--dev-"),
+                      "evaluate": ("--data", "--")}
 
 
 def setting_place(key: str, role: str) -> str:
     """Where the user sets a data set's `key`: its kiwb.toml [data.ROLE] key, or the option of
     the command that named it."""
     if role in COMMAND_LINE_ROLES:
-        return "--data" if key == "path" else f"--{key.replace('_', '-')}"
+        option, prefix = COMMAND_LINE_ROLES[role]
+        if key == "path":
+            return option
+        if key in ("split", "subset"):
+            return f"{prefix}{key}"
+        return f"--{key.replace('_', '-')}"
     return f"{key} in kiwb.toml [data.{role}]"
 
 
@@ -111,8 +121,12 @@ def open_hub_dataset(repo: str, subset: str | None, split: str | None, role: str
     try:
         loaded = datasets.load_dataset(repo, name=subset, split=split)
     except ValueError as error:  # an unknown split or subset: datasets lists the known ones
-        text = _first_line(error)
-        key = "split" if "split" in text.lower() else "subset"
+        lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
+        first = lines[0] if lines else type(error).__name__
+        key = ("split" if "split" in first.lower() and "config" not in first.lower()
+               else "subset")
+        text = " ".join(lines)  # the known names may come on a line of their own
+        text = text if len(text) <= 400 else text[:397] + "..."
         raise DataError(f"{named}: {text}; set {setting_place(key, role)}") from None
     except ConnectionError as error:  # not cached here, and the Hub cannot be reached
         raise DataError(
@@ -226,12 +240,24 @@ def _checked_texts(values: list, path: str, column: str) -> list[str]:
     return list(values)
 
 
+def with_item_names(values: list, feature) -> list:
+    """A column of lists of ClassLabel ids (conll2003's ner_tags, go_emotions' labels) as
+    lists of the names they stand for; any other column as it is."""
+    names = getattr(getattr(feature, "feature", None), "names", None)
+    if names is None:
+        return values
+    return [[names[item] if isinstance(item, int) and 0 <= item < len(names) else item
+             for item in value] if isinstance(value, list) else value for value in values]
+
+
 def _checked_labels(values: list, feature, path: str) -> list[str]:
     names = getattr(feature, "names", None)  # a ClassLabel column stores ints
     labels = []
     for row, value in enumerate(values):
-        if value is None:
-            raise DataError(f"{path}: {row_name(path, row)} has no label; remove it or give it one")
+        if value is None or (names is not None and value < 0):  # -1: ClassLabel's "no label"
+            raise DataError(f"{path}: {row_name(path, row)} has no label; remove it or give it "
+                            "one (a Hub split without labels, as many test splits are, is no "
+                            "labeled set)")
         labels.append(names[value] if names is not None else str(value))
     return labels
 

@@ -16,7 +16,7 @@ from kiwb.project.records import ClassFunnel, TrainEval
 from kiwb.project.store import Store
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
-from kiwb.workers.hub_card import card_metadata, eval_source
+from kiwb.workers.hub_card import card_metadata
 from kiwb.workers.runtime import load_classifier
 
 MANIFEST_NAME = "kiwb-manifest.json"
@@ -90,13 +90,14 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
            if getattr(model.config, "label_thresholds", None) else {}),
         "kind": kind.name,
         # the labeled set the figures are on, as kiwb.toml names it (the card's model-index)
-        "eval_source": eval_source(project_root),
+        "eval_source": manifest.get("eval_source"),
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
         tokenizer.save_pretrained(staging)
         (staging / MANIFEST_NAME).write_text(json.dumps(export_manifest, indent=2), encoding="utf-8")
-        (staging / "README.md").write_text(model_card(export_manifest), encoding="utf-8")
+        (staging / "README.md").write_text(model_card(export_manifest, project_root),
+                                           encoding="utf-8")
     return destination
 
 
@@ -136,13 +137,14 @@ def evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
     return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}
 
 
-def model_card(manifest: dict) -> str:
-    """A README.md for the exported model: labels, teachers, method, settings, figures."""
+def model_card(manifest: dict, root: Path | None = None) -> str:
+    """A README.md for the exported model: labels, teachers, method, settings, figures
+    (`root`: the project folder, where a relative student base is read)."""
     method = manifest.get("method") or {}
     kind = kind_named(manifest.get("kind"))
     what = kind.card
     lines = [
-        "---", card_metadata(manifest).rstrip("\n"), "---", "",
+        "---", card_metadata(manifest, root=root).rstrip("\n"), "---", "",
         f"# {'Merged' if manifest.get('merge') else 'Student'} model from kiwb run "
         f"`{manifest['run']}`", "",
         *(_merge_summary(what, manifest["merge"]) if manifest.get("merge") else [

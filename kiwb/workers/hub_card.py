@@ -15,24 +15,10 @@ TAGS = ("kiwb", "knowledge-integration", "knowledge-distillation")
 METRIC_TYPES = {"accuracy": "accuracy", "entity F1": "f1", "micro F1": "f1"}
 
 
-def eval_source(project_root: Path) -> dict | None:
-    """The project's labeled evaluation set as kiwb.toml names it (path, split, subset), for
-    the card's model-index; None without one or without a readable kiwb.toml."""
-    from kiwb.errors import KiwbError
-    from kiwb.project.config import load_config
-
-    try:
-        spec = load_config(project_root).data.eval
-    except KiwbError:
-        return None
-    if spec is None:
-        return None
-    return {"path": spec.path, "split": spec.split, "subset": spec.subset}
-
-
 def card_metadata(manifest: dict, *, library_name: str = "transformers",
-                  tags: tuple[str, ...] = ()) -> str:
-    """The YAML (without its --- fences) of an export manifest's model card."""
+                  tags: tuple[str, ...] = (), root: Path | None = None) -> str:
+    """The YAML (without its --- fences) of an export manifest's model card; `root`: the
+    project folder a relative student base is read from (a local folder is no Hub model)."""
     from huggingface_hub import ModelCardData
 
     kind = kind_named(manifest.get("kind"))
@@ -44,7 +30,7 @@ def card_metadata(manifest: dict, *, library_name: str = "transformers",
         model_name=f"kiwb-{manifest['run']}", library_name=library_name,
         pipeline_tag=kind.pipeline_tag, tags=[*TAGS, *tags],
         # a local folder is no Hub model: the Hub refuses a base_model it cannot find
-        base_model=base if isinstance(base, str) and is_hub_id(base, Path.cwd()) else None,
+        base_model=base if isinstance(base, str) and is_hub_id(base, root or Path.cwd()) else None,
         datasets=[dataset] if dataset else None, eval_results=results or None)
     return data.to_yaml()
 

@@ -17,6 +17,8 @@ def push_folder(folder: Path, repo_id: str, *, private: bool, run: str) -> str:
     from huggingface_hub.errors import HfHubHTTPError
 
     api = HfApi()
+    retry = (f"the export is kept in {folder}: upload it with `hf upload {repo_id} {folder}`, or "
+             "export again with --force --push-to-hub")
     try:
         api.create_repo(repo_id, private=private, exist_ok=True, repo_type="model")
         commit = api.upload_folder(folder_path=str(folder), repo_id=repo_id, repo_type="model",
@@ -25,8 +27,10 @@ def push_folder(folder: Path, repo_id: str, *, private: bool, run: str) -> str:
         status = error.response.status_code if error.response is not None else "?"
         said = (getattr(error, "server_message", None) or str(error)).strip().splitlines()[0]
         raise KiwbError(f"upload to {repo_id} refused by {api.endpoint} (HTTP {status}): "
-                        f"{said}; the export is kept in {folder}") from None
-    except (OSError, ConnectionError) as error:  # the Hub unreachable
-        raise KiwbError(f"upload to {repo_id}: cannot reach {api.endpoint} ({error}); the "
-                        f"export is kept in {folder}") from None
+                        f"{said}; {retry}") from None
+    except Exception as error:  # the Hub unreachable (httpx's errors are neither OSError nor
+        # ConnectionError), a name it refuses, a timeout: all one line, the export kept
+        said = (str(error).strip().splitlines() or [""])[0]
+        raise KiwbError(f"upload to {repo_id} via {api.endpoint} failed: "
+                        f"{type(error).__name__}: {said}; {retry}") from None
     return str(commit)

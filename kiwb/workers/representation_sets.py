@@ -25,11 +25,12 @@ from kiwb.errors import DataError, KiwbError
 from kiwb.kinds import KINDS
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
+from kiwb.project.config_schema import hub_dataset
 from kiwb.project.fingerprint import settings_key, texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.shards import REPRESENTATION_SUFFIX
 from kiwb.project.store import Store
-from kiwb.workers.data import TextTable, open_text_columns
+from kiwb.workers.data import TextTable, open_text_columns, row_name
 from kiwb.workers.representation import RepresentationCapture, capture_problem, stored
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
 from kiwb.workers.score_tasks import ScoreTask, claim_owner, non_finite_message, scoring_settings
@@ -114,6 +115,10 @@ def read_seen(config: ProjectConfig, entry, teacher, number: int) -> SeenTexts:
     line for every fault."""
     path = config.resolve(entry.seen, allow_hub_id=False)
     where = f"teachers[{number}].seen ({path})"
+    if hub_dataset(path) is not None:  # seen has no split or subset key to name one by
+        raise DataError(f"{where}: seen texts are read from a file or a saved folder, not the "
+                        "Hub; save the teacher's training split to one (datasets' to_json) and "
+                        "point seen at it")
     text_column = entry.seen_text_column or "text"
     try:
         dataset = open_text_columns(path, ((text_column, "seen_text_column"),
@@ -129,19 +134,19 @@ def read_seen(config: ProjectConfig, entry, teacher, number: int) -> SeenTexts:
     if total > SEEN_TEXTS:
         file_rows = [int(i * total / SEEN_TEXTS) for i in range(SEEN_TEXTS)]
         dataset = dataset.select(file_rows)
-    file_rows = [row + 1 for row in file_rows]  # as an editor numbers a file's rows
     texts = list(dataset[text_column])
     for row, text in enumerate(texts):
         if not isinstance(text, str):
-            raise DataError(f"{where}: row {file_rows[row]} of column {text_column!r} is {text!r}, "
-                            "not a text; remove or fill that row")
+            raise DataError(f"{where}: {row_name(path, file_rows[row])} of column "
+                            f"{text_column!r} is {text!r}, not a text; remove or fill that row")
     classes = None
     if label_column is not None:
-        classes = _seen_classes(dataset, label_column, teacher, where, file_rows)
+        classes = _seen_classes(dataset, label_column, teacher, where, path, file_rows)
     return SeenTexts(TextTable(path, texts, None, texts_fingerprint(texts)), classes, total)
 
 
-def _seen_classes(dataset, column: str, teacher, where: str, file_rows: list[int]) -> np.ndarray:
+def _seen_classes(dataset, column: str, teacher, where: str, path: str,
+                  file_rows: list[int]) -> np.ndarray:
     """Each seen text's class index: a label name of the teacher's, or (a ClassLabel column)
     the name its id stands for; one line for a missing or unknown label."""
     names = getattr(dataset.features[column], "names", None)  # a ClassLabel column holds ids
@@ -149,8 +154,8 @@ def _seen_classes(dataset, column: str, teacher, where: str, file_rows: list[int
     classes = []
     for row, value in enumerate(dataset[column]):
         if value is None or (names is not None and value < 0):  # -1: ClassLabel's "no label"
-            raise DataError(f"{where}: row {file_rows[row]} of column {column!r} has no label; "
-                            "give it one or remove the row")
+            raise DataError(f"{where}: {row_name(path, file_rows[row])} of column {column!r} "
+                            "has no label; give it one or remove the row")
         label = names[value] if names is not None else str(value)
         if label not in index:
             unknown = sorted({str(names[v] if names is not None else v)

@@ -70,7 +70,7 @@ class _TensorBoard:
     def summary(self, figures: dict[str, float], step: int) -> None:
         self.log(figures, step)
 
-    def close(self) -> None:
+    def close(self, outcome: str) -> None:
         self.writer.close()
 
 
@@ -94,8 +94,8 @@ class _WandB:
     def summary(self, figures: dict[str, float], step: int) -> None:
         self.run.summary.update(figures)
 
-    def close(self) -> None:
-        self.run.finish()
+    def close(self, outcome: str) -> None:
+        self.run.finish(exit_code=0 if outcome == "finished" else 1)
 
 
 class _MLflow:
@@ -119,8 +119,9 @@ class _MLflow:
     def summary(self, figures: dict[str, float], step: int) -> None:
         self.mlflow.log_metrics(figures, step=step)
 
-    def close(self) -> None:
-        self.mlflow.end_run()
+    def close(self, outcome: str) -> None:
+        self.mlflow.end_run(status={"finished": "FINISHED", "stopped": "KILLED"}.get(
+            outcome, "FAILED"))
 
 
 TRACKER_TYPES = {tracker.name: tracker for tracker in (_TensorBoard, _WandB, _MLflow)}
@@ -164,13 +165,14 @@ class Trackers:
                 self._guarded(tracker.name, lambda t=tracker: t.summary(figures, event.step),
                               tracker)
         if isinstance(event, TrainDone | TrainStopped):
-            self.close()
+            self.close("finished" if isinstance(event, TrainDone) else "stopped")
 
-    def close(self) -> None:
-        """Close every tracker (idempotent: also on a failed run)."""
+    def close(self, outcome: str = "failed") -> None:
+        """End every tracker's run as `outcome` (finished, stopped or failed); idempotent, so
+        a failed run's trainer closes them too."""
         while self.open:
             tracker = self.open.pop()
-            self._guarded(tracker.name, tracker.close)
+            self._guarded(tracker.name, lambda t=tracker: t.close(outcome))
 
     def _guarded(self, name: str, call, tracker=None) -> None:
         try:

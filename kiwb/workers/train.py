@@ -127,8 +127,11 @@ class Trainer:
         self.learning_rate, chosen = resolve_learning_rate(self.training.learning_rate, self.model.config)
         if not existing:  # the rate "auto" chose, and the teachers' MC dropout, for the model card
             dropout = recorded_dropout(self.store, self.data.manifest) if self.store else {}
+            evaluation = self.config.data.eval  # named as trained on, for the card's model-index
             ckpt.write_manifest(self.run_dir, {**self.data.manifest, "learning_rate": self.learning_rate,
-                                               **({"teacher_dropout": dropout} if dropout else {})})
+                                               **({"teacher_dropout": dropout} if dropout else {}),
+                                               **({"eval_source": evaluation.source()}
+                                                  if evaluation is not None else {})})
         self.model.to(self.device)
         of_epochs = total_steps(len(self.data.texts), self.training.batch_size, self.training.epochs, 0)
         raised = ("" if self.total_steps <= of_epochs else
@@ -220,8 +223,9 @@ class Trainer:
             should_stop: Callable[[], bool] | None = None) -> dict:
         try:
             return self._run(progress, should_stop)
-        finally:  # a failed run's trackers end too (a finished one's closed at its end)
-            self.trackers.close()
+        except BaseException:  # its trackers' runs end as failed (a finished or stopped run's
+            self.trackers.close("failed")  # ended with its last event)
+            raise
 
     def _run(self, progress, should_stop) -> dict:
         self.model.train()

@@ -12,7 +12,7 @@ from kiwb import __version__
 from kiwb.kinds.embedding import EMBEDDING, POOLING_KEY
 from kiwb.project.atomic import atomic_directory
 from kiwb.workers.export import MANIFEST_NAME, evaluation_of
-from kiwb.workers.hub_card import card_metadata, eval_source
+from kiwb.workers.hub_card import card_metadata
 
 MODULES = [
     {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
@@ -38,7 +38,7 @@ def export_encoder(project_root: Path, run: str, destination: Path, source: Path
         "training": manifest.get("training"), "student_base": manifest.get("student"),
         "data": manifest.get("data"), "eval_data": manifest.get("eval_data"),
         "evaluation": evaluation_of(project_root, run, progress),
-        "eval_source": eval_source(project_root),  # the card's model-index names it
+        "eval_source": manifest.get("eval_source"),  # the card's model-index names it
     }
     with atomic_directory(destination) as staging:
         model.save_pretrained(staging, safe_serialization=True)
@@ -46,7 +46,8 @@ def export_encoder(project_root: Path, run: str, destination: Path, source: Path
         write_sentence_transformers_files(staging, pooling, int(model.config.hidden_size),
                                           max_length)
         (staging / MANIFEST_NAME).write_text(json.dumps(export_manifest, indent=2), encoding="utf-8")
-        (staging / "README.md").write_text(encoder_card(export_manifest), encoding="utf-8")
+        (staging / "README.md").write_text(encoder_card(export_manifest, project_root),
+                                           encoding="utf-8")
     return destination
 
 
@@ -68,13 +69,13 @@ def write_sentence_transformers_files(folder: Path, pooling: str, width: int,
         encoding="utf-8")
 
 
-def encoder_card(manifest: dict) -> str:
+def encoder_card(manifest: dict, root: Path | None = None) -> str:
     """The export's README.md: teachers, how it was made, its probe figures, how to use it."""
     pooling = manifest["pooling"]
     pooled = ("the mean of the token states over the attention mask" if pooling == "mean"
               else "the first token's state")
     metadata = card_metadata(manifest, library_name="sentence-transformers",
-                             tags=("sentence-transformers",))
+                             tags=("sentence-transformers",), root=root)
     lines = ["---", metadata.rstrip("\n"), "---", "",
              f"# Sentence encoder from kiwb run `{manifest['run']}`", "",
              f"{EMBEDDING.card['summary']} trained without labels by "

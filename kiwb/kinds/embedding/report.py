@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from kiwb.kinds.embedding import PROBE_NAMES
+from kiwb.project.dropout_rates import dropout_rows
 
 
 def _percent(value: float | None) -> str:
@@ -45,6 +46,8 @@ def integration_tables(integration) -> list[Table]:
     median = summary.margin_quantiles.get("0.5")
     if median is not None:
         facts.add_row("their median cosine spread", f"{1 - median:.3f}")
+    for row in dropout_rows(summary.teacher_dropout):  # steadiness not from its own dropout
+        facts.add_row(*row)
     judged = details.get("judgements")
     if judged is not None:
         facts.add_row("judged pairs used · (teacher, text) places taken",

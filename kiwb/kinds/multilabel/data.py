@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from kiwb.errors import DataError
 from kiwb.project.fingerprint import texts_fingerprint
-from kiwb.workers.data import TextTable, _checked_texts, open_text_columns, row_name
+from kiwb.workers.data import (
+    TextTable,
+    _checked_texts,
+    open_text_columns,
+    row_name,
+    with_item_names,
+)
 
 
 def load_label_set_table(path: str, *, text_column: str = "text", label_column: str | None = None,
@@ -21,8 +27,9 @@ def load_label_set_table(path: str, *, text_column: str = "text", label_column: 
     texts = _checked_texts(dataset[text_column], path, text_column)
     label_sets = None
     if label_column is not None:
+        values = with_item_names(dataset[label_column], dataset.features[label_column])
         label_sets = [_label_set(value, path, row, label_column, label_separator, role)
-                      for row, value in enumerate(dataset[label_column])]
+                      for row, value in enumerate(values)]
     return TextTable(path, texts, None, texts_fingerprint(texts), label_sets=label_sets)
 
 

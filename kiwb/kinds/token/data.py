@@ -6,7 +6,7 @@ from kiwb.errors import DataError
 from kiwb.kinds.token.tags import read_tag_set, spans_to_tags
 from kiwb.kinds.token.words import PRETOKENIZER, split_words
 from kiwb.project.fingerprint import texts_fingerprint
-from kiwb.workers.data import TextTable, open_source, row_name
+from kiwb.workers.data import TextTable, open_source, row_name, setting_place, with_item_names
 
 WORD_SEPARATOR = "\x1f"  # no word holds it: a text's words joined for hashing
 
@@ -33,7 +33,8 @@ def load_word_table(path: str, *, text_column: str = "text", tokens_column: str 
                             "it a text")
     texts = (list(dataset[text_column]) if text_column in columns
              else [" ".join(row_words) for row_words in words])
-    tags = _gold_tags(dataset[tags_column], words, path, tags_column) if tags_column else None
+    tags = (_gold_tags(with_item_names(dataset[tags_column], dataset.features[tags_column]),
+                       words, path, tags_column) if tags_column else None)
     # The words are what is scored: the same texts split otherwise are other data.
     split_by = f"tokens:{tokens_column}" if tokens_column else PRETOKENIZER
     fingerprint = texts_fingerprint([split_by] + [WORD_SEPARATOR.join(w) for w in words])
@@ -47,7 +48,7 @@ def _require_columns(path, role, columns, text_column, tokens_column, tags_colum
     for column, key in wanted:
         if column is not None and column not in columns:
             raise DataError(f"{path}: no column {column!r} (columns: {', '.join(columns)}); set "
-                            f"{key} in kiwb.toml [data.{role}]")
+                            f"{setting_place(key, role)}")
 
 
 def _text(value, path, row: int, column: str) -> str:

@@ -64,13 +64,15 @@ class UncertaintyPane(Pane):
 
     def apply_changes(self, changes: StoreChanges) -> None:
         changed = any([self.histograms.add(event) for event in changes.events])
-        dropout = {each.teacher: each.dropout for each in changes.score_sets  # oldest first:
-                   if each.dataset == "unlabeled" and each.dropout}  # the newest set's stays
-        if dropout != self.dropout:
-            self.dropout, changed = dropout, True
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
             self.use_mc = changes.integration.settings.use_mc
+        # the shown integration's record of the sets it read; before one, the newest set's
+        dropout = {each.teacher: each.dropout for each in changes.score_sets  # oldest first
+                   if each.dataset == "unlabeled" and each.dropout}
+        dropout.update((self.summary.teacher_dropout or {}) if self.summary is not None else {})
+        if dropout != self.dropout:
+            self.dropout, changed = dropout, True
         if changed:
             self.redraw()
 
@@ -365,9 +367,9 @@ def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
 def mc_heading(name: str, dropout: dict | None) -> Text:
     """The MC histogram's name, saying where its passes were not the teacher's own dropout's
     (a rate kiwb set, or none acting: the histogram is then its plain one)."""
-    if dropout and "rate" in dropout:
+    if dropout and "rate" in dropout and dropout["acts"]:
         return Text(f"{name} {dropout['rate']:g} set by kiwb", "bold yellow")
-    if dropout and not dropout["acts"]:
+    if dropout and not dropout["acts"]:  # none acting, whatever rate kiwb set
         return Text(f"{name} none: = plain", "bold yellow")
     return Text(name, "bold")
 
