@@ -31,3 +31,14 @@ def test_changed_labels_stop_a_resume_and_say_why(tmp_path):
         check_resumable(tmp_path, manifest(given_labels="labels-2"))
     with pytest.raises(KiwbError, match=r"labels: True -> False"):
         check_resumable(tmp_path, manifest(method=IntegrationSettings(routing="stacked").to_dict()))
+
+
+def test_a_rescored_teacher_stops_a_resume_and_an_older_run_is_not_held_to_it(tmp_path):
+    """`[scoring] dropout = "auto"` rescores a teacher without dropout: the run's targets would
+    change under it. A manifest from before kiwb pinned the score sets resumes as before."""
+    write_manifest(tmp_path, manifest(scores={"a": "key-1", "b": "key-2"}))
+    check_resumable(tmp_path, manifest(scores={"a": "key-1", "b": "key-2"}))
+    with pytest.raises(KiwbError, match="the teachers' scores changed"):
+        check_resumable(tmp_path, manifest(scores={"a": "key-1", "b": "key-3"}))
+    write_manifest(tmp_path, manifest())  # written before the key existed
+    check_resumable(tmp_path, manifest(scores={"a": "key-1", "b": "key-3"}))

@@ -104,7 +104,12 @@ RESUME_CHECKS = {
     "training": "the training settings changed",
     "init_from_merge": "the merge run it started from changed (or it started from the base)",
     "embedding": "the [embedding] settings changed (pooling, direct_weight, coverage)",
+    # the score sets the targets came from: another [scoring] setting (dropout, K, seed)
+    # rescored a teacher, so the targets would change under the run
+    "scores": "the teachers' scores changed (another [scoring] setting rescored a teacher)",
 }
+# Keys kiwb began to pin later: a run recorded before one existed is not held to it.
+PINNED_SINCE = {"scores"}
 
 
 def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
@@ -113,6 +118,8 @@ def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
     if recorded is None:
         raise KiwbError(f"{run_dir}: no manifest.json, so this run cannot be resumed; start it afresh")
     for key, reason in RESUME_CHECKS.items():
+        if key in PINNED_SINCE and key not in recorded:
+            continue
         if _comparable(key, recorded.get(key)) != _comparable(key, manifest.get(key)):
             raise KiwbError(
                 f"cannot resume run {run_dir.name!r}: {reason} since it started"

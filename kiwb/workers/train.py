@@ -68,6 +68,9 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
     check_method(config, tasks[0].teacher.kind, request.settings.method,
                  request.settings.transfer, request.settings.routing)
     data = run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
+    # the score sets the targets come from, by teacher: a rescore stops a resume (checkpoints)
+    data.manifest["scores"] = {task.teacher.name: task.key for task in tasks
+                               if task.dataset == "unlabeled"}
     if request.init_from_merge:
         from kiwb.workers.merge_start import start_from_merge
 
