@@ -152,3 +152,23 @@ def test_a_note_says_when_passes_are_plain_even_with_a_rate_set():
     assert str(mc_heading("MC dropout", {"acts": True, "rate": 0.1})) == "MC dropout 0.1 set by kiwb"
     assert dropout_rows({"a": {"acts": True}, "b": {"acts": False}}) == [
         ("teacher b's MC passes", "no dropout acts: MC = plain")]
+
+
+def test_auto_keys_a_teacher_with_dropout_as_model_did(tmp_path, teachers_dir, dropout_free,
+                                                        data_dir):
+    """The new default must not orphan cached scores: a teacher whose own dropout acts gets
+    the very score key "model" gave it; one without gets another (kiwb's rate rescores it)."""
+    from kiwb.project.config import load_config
+    from kiwb.workers.score import plan_scoring
+
+    def keys(setting: str) -> dict[str, str]:
+        project = write_project(tmp_path / setting, {"bert": teachers_dir / "teacher_a",
+                                                     "qwen": dropout_free["qwen"]},
+                                data_dir / "unlabeled.jsonl",
+                                scoring=f'mc_passes = 4\nshard_size = 16\ndropout = "{setting}"\n')
+        with Store(ProjectPaths(project).store) as store:
+            return {task.teacher.name: task.key for task in plan_scoring(load_config(project), store)
+                    if task.dataset == "unlabeled"}
+
+    auto, model = keys("auto"), keys("model")
+    assert auto["bert"] == model["bert"] and auto["qwen"] != model["qwen"]
