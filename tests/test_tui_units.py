@@ -284,6 +284,22 @@ def test_inspect_dataset_reads_parquet(tmp_path):
     assert (summary.rows, summary.format, summary.samples[0]) == (2, "parquet", {"text": "a"})
 
 
+def test_the_data_form_names_a_hub_data_set_with_its_split_and_subset(tmp_path):
+    """Written to kiwb.toml as given; the Data pane says it is the jobs' to read (the
+    workbench fetches nothing); a subset is refused for a local file."""
+    root = write_config(tmp_path / "proj")
+    config = config_edit.set_dataset(load_config(root), "eval", "hf://datasets/fancyzhx/ag_news",
+                                     "text", "label", split="test", subset="default")
+    spec = load_config(root).data.eval
+    assert (spec.path, spec.split, spec.subset) == ("hf://datasets/fancyzhx/ag_news", "test",
+                                                    "default")
+    summary = inspect_dataset(config, "eval", spec)
+    assert summary.problem is None and summary.format.startswith(
+        "Hub data set (subset default, split test)")
+    with pytest.raises(ConfigError, match="a subset is a Hub data set's"):
+        config_edit.set_dataset(config, "eval", "data/unlabeled.jsonl", subset="default")
+
+
 # -- config edits --------------------------------------------------------------------------------
 
 

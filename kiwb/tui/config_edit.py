@@ -20,6 +20,7 @@ from kiwb.errors import ConfigError
 from kiwb.project import config as project_config
 from kiwb.project.atomic import atomic_write_text
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig
+from kiwb.project.config_schema import HUB_DATA, hub_dataset
 from kiwb.project.environment import environment_problems
 from kiwb.project.teach_report import refuse_untrained_teacher
 
@@ -131,8 +132,10 @@ def set_teacher_labels(config: ProjectConfig, name: str, labels: str) -> Project
 
 
 def set_dataset(config: ProjectConfig, role: str, path: str, text_column: str = "text",
-                label_column: str = "", limit: str = "") -> ProjectConfig:
-    """Point the `unlabeled` or `eval` data set at a file; an empty path removes it."""
+                label_column: str = "", limit: str = "", split: str = "",
+                subset: str = "") -> ProjectConfig:
+    """Point the `unlabeled` or `eval` data set at a file, a saved folder or a Hub data set
+    (with its split and subset; a subset only there); an empty path removes it."""
     if role not in ("unlabeled", "eval"):
         raise ConfigError(f"unknown data set {role!r}; use unlabeled or eval")
     spec = None
@@ -143,10 +146,15 @@ def set_dataset(config: ProjectConfig, role: str, path: str, text_column: str = 
         # the keys the form does not show (an NER set's columns, a retrieval probe's partner
         # column, a multi-label separator) are kept as kiwb.toml has them
         previous = getattr(config.data, role) or DatasetConfig(path="")
-        spec = replace(previous, path=typed_path(config, path),
+        located = typed_path(config, path)
+        if subset.strip() and hub_dataset(located) is None:
+            raise ConfigError(f"a subset is a Hub data set's (path \"{HUB_DATA}ORG/NAME\"); "
+                              "leave subset empty for a file or a saved folder")
+        spec = replace(previous, path=located,
                        text_column=text_column.strip() or "text",
                        label_column=label_column.strip() or None,
-                       limit=int(limit) if limit else None)
+                       limit=int(limit) if limit else None,
+                       split=split.strip() or None, subset=subset.strip() or None)
     return write_config(replace(config, data=replace(config.data, **{role: spec})))
 
 

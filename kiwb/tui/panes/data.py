@@ -88,13 +88,19 @@ class DataPane(Pane):
                   ("label" if role == "eval" else ""),
                   placeholder="required for eval" if role == "eval" else "optional"),
             Field("limit", "limit", str(spec.limit or "") if spec else "", placeholder="all rows"),
+            Field("split", "split", (spec.split or "") if spec else "",
+                  placeholder="where it has several: train, test, ..."),
+            Field("subset", "subset", (spec.subset or "") if spec else "",
+                  placeholder="a Hub data set's, where it has several"),
         ]
         self.app.push_screen(FormScreen(
             ROLES[role], fields,
             lambda v: config_edit.set_dataset(config, role, v["path"], v["text_column"],
-                                              v["label_column"], v["limit"]),
+                                              v["label_column"], v["limit"], v["split"],
+                                              v["subset"]),
             browse="path", browse_root=Path.cwd(),
-            note="csv, tsv, jsonl, json or parquet, or a folder saved with save_to_disk." + columns),
+            note="csv, tsv, jsonl, json or parquet, a folder saved with save_to_disk, or a Hub "
+                 "data set as hf://datasets/ORG/NAME." + columns),
             self._config_written)
 
     def action_remove_eval(self) -> None:
