@@ -85,18 +85,18 @@ def test_a_tracker_that_fails_is_said_and_dropped_and_the_run_goes_on(tmp_path, 
     logged = []
 
     class Failing:
-        name = "tensorboard"
+        name, id = "tensorboard", None
 
-        def __init__(self, run, folder, settings):
+        def __init__(self, run, folder, settings, resume=None):
             pass
 
         def log(self, figures, step):
             raise RuntimeError("disk full")
 
     class Keeping:
-        name = "wandb"
+        name, id = "wandb", None
 
-        def __init__(self, run, folder, settings):
+        def __init__(self, run, folder, settings, resume=None):
             pass
 
         def log(self, figures, step):
@@ -119,6 +119,38 @@ def test_a_tracker_that_fails_is_said_and_dropped_and_the_run_goes_on(tmp_path, 
     said = " ".join(capsys.readouterr().err.split())
     assert said.count("report_to tensorboard: RuntimeError: disk full") == 1
     assert [entry[0] for entry in logged[:3]] == [10, 20, "summary"] and logged[-1] == "finished"
+
+
+def test_a_resumed_run_goes_on_in_its_trackers_run(tmp_path, monkeypatch):
+    """MLflow's file store, in this process: the resumed run's curve continues the first's."""
+    from mlflow.tracking import MlflowClient
+
+    from kiwb.project.records import TrainStart
+    from kiwb.workers.trackers import IDS_FILE, Trackers
+
+    tracking = f"file:{tmp_path / 'mlruns'}"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", tracking)
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")
+    folder = tmp_path / "runs" / "r"
+
+    def part(first: int, last: int, done: bool) -> None:
+        trackers = Trackers(("mlflow",), "r", folder, {"project": "resume", "training": {"seed": 0}})
+        trackers.record(TrainStart(step=first, total_steps=last, method="muki-hard"))
+        for step in range(first + 10, last + 1, 10):
+            trackers.record(TrainStep(step=step, loss=1 / step, lr=1e-4, texts_per_s=9.0,
+                                      total_steps=last))
+        trackers.close("finished" if done else "stopped")
+
+    part(0, 20, done=False)
+    first_id = json.loads((folder / IDS_FILE).read_text())["mlflow"]
+    part(20, 40, done=True)
+    assert json.loads((folder / IDS_FILE).read_text())["mlflow"] == first_id
+    client = MlflowClient(tracking)
+    history = client.get_metric_history(first_id, "train/loss")
+    assert sorted(m.step for m in history) == [10, 20, 30, 40]
+    assert client.get_run(first_id).info.status == "FINISHED"
+    (experiment,) = [e for e in client.search_experiments() if e.name == "resume"]
+    assert len(client.search_runs([experiment.experiment_id])) == 1
 
 
 def test_mlflow_without_a_store_it_can_write_is_said_before_the_run(monkeypatch):

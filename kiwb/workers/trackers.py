@@ -8,10 +8,12 @@ tracker that fails to log is said once in the log and dropped, never the run's e
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from kiwb.console import console
+from kiwb.project.atomic import atomic_write_text
 from kiwb.project.records import (
     TrainCheck,
     TrainDone,
@@ -55,8 +57,9 @@ def final_figures(event: TrainDone) -> dict[str, float]:
 
 class _TensorBoard:
     name = "tensorboard"
+    id = None  # its log folder is the run's: a resumed run writes on into it
 
-    def __init__(self, run: str, folder: Path, settings: dict) -> None:
+    def __init__(self, run: str, folder: Path, settings: dict, resume: str | None = None) -> None:
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"))
@@ -77,7 +80,7 @@ class _TensorBoard:
 class _WandB:
     name = "wandb"
 
-    def __init__(self, run: str, folder: Path, settings: dict) -> None:
+    def __init__(self, run: str, folder: Path, settings: dict, resume: str | None = None) -> None:
         import os
 
         import wandb
@@ -86,7 +89,9 @@ class _WandB:
         # WANDB_PROJECT's, else the kiwb project's name
         self.run = wandb.init(name=run, config=flat(settings), dir=str(folder),
                               project=os.environ.get("WANDB_PROJECT") or settings.get("project"),
-                              reinit="create_new", job_type="kiwb-train")
+                              reinit="create_new", job_type="kiwb-train",
+                              id=resume, resume="allow" if resume else None)
+        self.id = self.run.id
 
     def log(self, figures: dict[str, float], step: int) -> None:
         self.run.log(figures, step=step)
@@ -101,7 +106,7 @@ class _WandB:
 class _MLflow:
     name = "mlflow"
 
-    def __init__(self, run: str, folder: Path, settings: dict) -> None:
+    def __init__(self, run: str, folder: Path, settings: dict, resume: str | None = None) -> None:
         import os
 
         import mlflow
@@ -110,8 +115,12 @@ class _MLflow:
         # else the kiwb project's name
         self.mlflow = mlflow
         mlflow.set_experiment(os.environ.get("MLFLOW_EXPERIMENT_NAME") or settings.get("project"))
-        self.run = mlflow.start_run(run_name=run)
-        mlflow.log_params({key: str(value)[:500] for key, value in flat(settings).items()})
+        if resume:  # the run a resumed kiwb run reported to: its curves go on
+            self.run = mlflow.start_run(run_id=resume)
+        else:
+            self.run = mlflow.start_run(run_name=run)
+            mlflow.log_params({key: str(value)[:500] for key, value in flat(settings).items()})
+        self.id = self.run.info.run_id
 
     def log(self, figures: dict[str, float], step: int) -> None:
         self.mlflow.log_metrics(figures, step=step)
@@ -124,6 +133,7 @@ class _MLflow:
             outcome, "FAILED"))
 
 
+IDS_FILE = "trackers.json"  # in the run's folder: the W&B and MLflow runs it reports to
 TRACKER_TYPES = {tracker.name: tracker for tracker in (_TensorBoard, _WandB, _MLflow)}
 
 
@@ -152,9 +162,11 @@ class Trackers:
             return
         if isinstance(event, TrainStart) and not self.started:
             self.started = True
+            ids = self._ids()  # a resumed run goes on in the trackers' runs it started
             for name in self.names:
                 self._guarded(name, lambda name=name: self.open.append(
-                    TRACKER_TYPES[name](self.run, self.folder, self.settings)))
+                    TRACKER_TYPES[name](self.run, self.folder, self.settings, ids.get(name))))
+            self._keep_ids({**ids, **{t.name: t.id for t in self.open if t.id}})
         figures = scalars(event)
         if figures:
             for tracker in list(self.open):
@@ -166,6 +178,18 @@ class Trackers:
                               tracker)
         if isinstance(event, TrainDone | TrainStopped):
             self.close("finished" if isinstance(event, TrainDone) else "stopped")
+
+    def _ids(self) -> dict[str, str]:
+        path = self.folder / IDS_FILE
+        try:
+            return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        except ValueError:  # a torn write: new tracker runs, nothing lost in kiwb's store
+            return {}
+
+    def _keep_ids(self, ids: dict[str, str]) -> None:
+        if ids:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            atomic_write_text(self.folder / IDS_FILE, json.dumps(ids, indent=2))
 
     def close(self, outcome: str = "failed") -> None:
         """End every tracker's run as `outcome` (finished, stopped or failed); idempotent, so
