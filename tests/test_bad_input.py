@@ -348,6 +348,10 @@ def test_a_reader_that_went_away_ends_quietly(tmp_path, command):
     ("d.jsonl", '{"text": "a", "label": "x"}\n{"text": null, "label": "y"}\n',
      '{"text": "a", "label": "x"}\n{"text": "b", "label": null}\n', "line 2"),
     ("d.csv", "text,label\na,x\n,y\n", "text,label\na,x\nb,\n", "line 3"),  # after the header
+    # a blank line the reader skips, and a quoted line break, still counted as the editor does
+    ("e.jsonl", '{"text": "a", "label": "x"}\n\n{"text": null, "label": "y"}\n',
+     '{"text": "a", "label": "x"}\n\n{"text": "b", "label": null}\n', "line 3"),
+    ("e.csv", 'text,label\n"a\nb",x\n,y\n', 'text,label\n"a\nb",x\nc,\n', "line 4"),
 ])
 def test_a_bad_row_is_named_as_an_editor_numbers_it(tmp_path, name, no_text, no_label, where):
     from kiwb.errors import DataError

@@ -3,6 +3,7 @@ data set) into memory."""
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -220,13 +221,31 @@ def _require_utf8(location: Path) -> None:
 
 
 def row_name(path: str, row: int) -> str:
-    """Row `row` (from 0) of a data set as an editor shows it: the line of a jsonl file (of a
-    csv file, after its header line), else the row counted from 1."""
-    suffix = Path(str(path)).suffix.lower()
-    if suffix == ".jsonl":
-        return f"line {row + 1}"
-    if suffix in (".csv", ".tsv"):
-        return f"line {row + 2}"
+    """Row `row` (from 0) of a data set as an editor shows it: the line of a jsonl or csv
+    file where it starts (blank lines, which the readers skip, and a csv header and quoted
+    line breaks counted), else the row counted from 1. Read only when naming a fault."""
+    location = Path(str(path))
+    suffix = location.suffix.lower()
+    try:
+        if suffix == ".jsonl":
+            with open(location, encoding="utf-8") as handle:
+                rows = (number for number, line in enumerate(handle, 1) if line.strip())
+                return f"line {next(itertools.islice(rows, row, None))}"
+        if suffix in (".csv", ".tsv"):
+            import csv
+
+            with open(location, encoding="utf-8", newline="") as handle:
+                reader = csv.reader(handle, delimiter="\t" if suffix == ".tsv" else ",")
+                next(reader)  # the header
+                start, found = reader.line_num + 1, -1
+                for record in reader:
+                    if record:  # a blank line is no row
+                        found += 1
+                        if found == row:
+                            return f"line {start}"
+                    start = reader.line_num + 1
+    except (OSError, StopIteration, UnicodeDecodeError, ValueError):
+        pass  # not a file here (the Hub's), or not one row more: count rows instead
     return f"row {row + 1}"
 
 
@@ -254,10 +273,12 @@ def _checked_labels(values: list, feature, path: str) -> list[str]:
     names = getattr(feature, "names", None)  # a ClassLabel column stores ints
     labels = []
     for row, value in enumerate(values):
-        if value is None or (names is not None and value < 0):  # -1: ClassLabel's "no label"
-            raise DataError(f"{path}: {row_name(path, row)} has no label; remove it or give it "
-                            "one (a Hub split without labels, as many test splits are, is no "
-                            "labeled set)")
+        if value is None:
+            raise DataError(f"{path}: {row_name(path, row)} has no label; remove it or give it one")
+        if names is not None and value < 0:  # -1: ClassLabel's "no label"
+            raise DataError(f"{path}: {row_name(path, row)} has no label (ClassLabel -1); a split "
+                            "without labels, as many Hub test splits are, is no labeled set: "
+                            "choose a labeled split")
         labels.append(names[value] if names is not None else str(value))
     return labels
 
