@@ -149,7 +149,7 @@ def test_a_project_scores_and_integrates_hub_data(tmp_path, teachers_dir, reposi
     ("path", "teach", "--data"), ("split", "teach", "--split"),
     ("path", "teach-dev", "--dev"), ("split", "teach-dev", "--dev-split"),
     ("subset", "teach-dev", "--dev-subset"), ("text_column", "teach-dev", "--text-column"),
-    ("subset", "evaluate", "--subset"),
+    ("subset", "evaluate", "--subset"), ("pair_column", "evaluate", "pair_column in kiwb.toml [data.eval]"),
 ])
 def test_an_error_names_where_the_user_sets_the_key(key, role, place):
     from kiwb.workers.data import setting_place

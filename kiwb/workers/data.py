@@ -98,6 +98,8 @@ COMMAND_LINE_ROLES = {"teach": ("--data", "--"), "teach-dev": ("--dev", "--dev-"
 def setting_place(key: str, role: str) -> str:
     """Where the user sets a data set's `key`: its kiwb.toml [data.ROLE] key, or the option of
     the command that named it."""
+    if role == "evaluate" and key == "pair_column":  # kiwb evaluate reads [data.eval]'s
+        return "pair_column in kiwb.toml [data.eval]"
     if role in COMMAND_LINE_ROLES:
         option, prefix = COMMAND_LINE_ROLES[role]
         if key == "path":
