@@ -213,3 +213,9 @@ class FollowedJob:
             self._shape = shape
             self._task = self._bar.add_task(record["label"], total=record["total"], unit=record["unit"])
         self._bar.update(self._task, completed=record["done"], description=record["label"])
+
+
+def one_line(text: str) -> str:
+    """A text's whitespace runs (tabs, line breaks) as single spaces: how `kiwb predict` shows
+    a text beside its answers, whose fields a tab separates and a line ends."""
+    return " ".join(text.split())

@@ -7,6 +7,7 @@ from pathlib import Path
 import torch
 from rich.markup import escape
 
+from kiwb.console import one_line
 from kiwb.errors import KiwbError
 from kiwb.workers.runtime import load_classifier
 
@@ -62,5 +63,5 @@ def predicted_labels(folder: Path, texts: list[str], top: int = 3) -> list[str]:
     lines = []
     for text, ranked in zip(texts, predict_texts(folder, texts, top=top), strict=True):
         shown = "  ".join(f"{label} {100 * prob:.1f}%" for label, prob in ranked)
-        lines.append(f"[bold]{escape(ranked[0][0])}[/bold]\t{escape(shown)}\t{escape(text[:60])}")
+        lines.append(f"[bold]{escape(ranked[0][0])}[/bold]\t{escape(shown)}\t{escape(one_line(text)[:60])}")
     return lines

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import torch
 
+from kiwb.console import one_line
 from kiwb.core.learning_check import LearningCheck
 from kiwb.core.target_fit import decisive_yes, thresholded_fit
 from kiwb.core.training_defaults import SIGMOID_STEPS_FACTOR, label_exposure_steps
@@ -212,5 +213,5 @@ def predicted_labels(folder, texts: list[str], top: int = 3) -> list[str]:
         said = ", ".join(label for label, yes in zip(labels, chosen.tolist(), strict=True) if yes)
         ranked = row.argsort(descending=True)[:top].tolist()
         shown = "  ".join(f"{labels[i]} {100 * float(row[i]):.1f}%" for i in ranked)
-        lines.append(f"[bold]{escape(said or '(none)')}[/bold]\t{escape(shown)}\t{escape(text[:60])}")
+        lines.append(f"[bold]{escape(said or '(none)')}[/bold]\t{escape(shown)}\t{escape(one_line(text)[:60])}")
     return lines

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 from rich.markup import escape
 
+from kiwb.console import one_line
 from kiwb.kinds.multitask.student import load_multitask, task_answers
 from kiwb.workers.runtime import FittedBatch
 from kiwb.workers.student import predict_logits, tokenize
@@ -30,7 +31,7 @@ def predicted_answers(folder, texts: list[str], top: int = 3) -> list[str]:
             else:
                 chosen = [head.labels[i] for i in decided[row].nonzero().flatten().tolist()]
                 said.append(f"{head.task}: [bold]{escape(', '.join(chosen) or '(none)')}[/bold]")
-        lines.append(f"{'  '.join(said)}\t{escape(text[:60])}")
+        lines.append(f"{'  '.join(said)}\t{escape(one_line(text)[:60])}")
     return lines
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import torch
 
-from kiwb.console import console
+from kiwb.console import console, one_line
 from kiwb.core.losses import softmax_distillation_loss
 from kiwb.errors import KiwbError
 from kiwb.kinds.token.metrics import entity_report
@@ -415,5 +415,5 @@ def predicted_entities(folder, texts: list[str], top: int = 3) -> list[str]:
     lines = []
     for text, found in zip(texts, predict_entities(folder, texts), strict=True):
         shown = "  ".join(f"{entity_type}: {words}" for entity_type, words in found)
-        lines.append(escape(f"{shown or '(no entity)'}\t{text[:60]}"))
+        lines.append(escape(f"{shown or '(no entity)'}\t{one_line(text)[:60]}"))
     return lines
