@@ -131,7 +131,7 @@ def test_labeled_set_overlapping_the_eval_set_is_refused(tmp_path, teachers_dir)
     line = refused.stderr.strip()
     assert "\n" not in line
     assert "2 text(s) of [data.labeled]" in line and "are also in [data.eval]" in line
-    assert "row 7" in line and "remove them from one of the two files" in line
+    assert "line 7" in line and "remove them from one of the two files" in line
     assert not list((project / "scores").glob("*/*.npz")) if (project / "scores").exists() else True
 
 
