@@ -214,7 +214,10 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
         "class_funnel": run_manifest["class_funnel"], "kind": "sequence",
         # both tiny BERT teachers drop (0.2): what their score sets recorded, for the card
         "teacher_dropout": {"a": {"acts": True}, "b": {"acts": True}},
+        # the eval set the run trained with, as kiwb.toml named it: the card's model-index
+        "eval_source": run_manifest["eval_source"],
     }
+    assert run_manifest["eval_source"]["path"].endswith("eval.jsonl")
     # the run's routing check travels into the card, as the learning check does
     assert f"- kiwb's routing check: {run_manifest['routing_check']['status']}" in card
     # and so does where each class went, with the student's own recall as the last step
