@@ -166,6 +166,22 @@ def test_mlflow_without_a_store_it_can_write_is_said_before_the_run(monkeypatch)
     assert tracker_problem(("mlflow", "tensorboard"), "kiwb.toml") is None
 
 
+def test_wandb_without_a_key_is_said_before_the_run(tmp_path, monkeypatch):
+    """Online W&B needs a key: said in one line instead of a login prompt or a failed init."""
+    from kiwb.project.tracker_check import tracker_problem
+
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.netrc
+    monkeypatch.delenv("WANDB_API_KEY", raising=False)
+    monkeypatch.delenv("WANDB_MODE", raising=False)
+    assert "no W&B API key" in tracker_problem(("wandb",), "kiwb.toml")
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    assert tracker_problem(("wandb",), "kiwb.toml") is None
+    monkeypatch.delenv("WANDB_MODE")
+    (tmp_path / ".netrc").write_text("machine api.wandb.ai\n  login user\n  password k" + "0" * 39 + "\n")
+    (tmp_path / ".netrc").chmod(0o600)
+    assert tracker_problem(("wandb",), "kiwb.toml") is None  # `wandb login`'s entry
+
+
 def copy_project(scored_project: Path, tmp_path: Path, training_line: str) -> Path:
     project = tmp_path / "proj"
     shutil.copytree(scored_project, project, ignore=shutil.ignore_patterns("runs", "exports"))
