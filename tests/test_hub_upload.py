@@ -76,6 +76,12 @@ def kiwb_with(env: dict, *args, cwd: Path) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def push(env: dict, project: Path, tmp_path: Path, repo: str, *extra: str):
+    """`kiwb export PROJECT --run r --to TMP/out --push-to-hub REPO` in `env`."""
+    return kiwb_with(env, "export", project, "--run", "r", "--to", tmp_path / "out",
+                     "--push-to-hub", repo, *extra, cwd=tmp_path)
+
+
 @pytest.fixture(scope="module")
 def trained(scored_project, tmp_path_factory) -> Path:
     project = tmp_path_factory.mktemp("hub-upload") / "proj"
@@ -88,9 +94,8 @@ def trained(scored_project, tmp_path_factory) -> Path:
 def test_export_pushes_the_folder_and_its_card_to_the_hub(trained, tmp_path):
     hub, server = serve()
     try:
-        done = kiwb_with(hub_env(hub.endpoint, tmp_path / "home"), "export", trained, "--run",
-                         "r", "--to", tmp_path / "out", "--push-to-hub", "kiwb-org/student",
-                         "--private", cwd=tmp_path)
+        done = push(hub_env(hub.endpoint, tmp_path / "home"), trained, tmp_path,
+                    "kiwb-org/student", "--private")
     finally:
         server.shutdown()
     assert done.returncode == 0, done.stderr
@@ -122,8 +127,7 @@ def test_an_upload_that_cannot_start_is_refused_before_anything_is_exported(
         env["HF_HUB_OFFLINE"] = "1"
     with Store(ProjectPaths(trained).store) as store:
         jobs_before = len(store.jobs.all())
-    refused = kiwb_with(env, "export", trained, "--run", "r", "--to", tmp_path / "out",
-                        "--push-to-hub", repo, cwd=tmp_path)
+    refused = push(env, trained, tmp_path, repo)
     assert_refused(refused, "--push-to-hub", repo, *fragments)
     assert not (tmp_path / "out").exists()
     with Store(ProjectPaths(trained).store) as store:
@@ -134,9 +138,8 @@ def test_an_upload_that_cannot_start_is_refused_before_anything_is_exported(
 def test_a_refused_upload_is_one_line_and_the_export_is_kept(trained, tmp_path):
     hub, server = serve()
     try:
-        failed = kiwb_with(hub_env(hub.endpoint, tmp_path / "home"), "export", trained, "--run",
-                           "r", "--to", tmp_path / "out", "--push-to-hub", "kiwb-org/forbidden",
-                           cwd=tmp_path)
+        failed = push(hub_env(hub.endpoint, tmp_path / "home"), trained, tmp_path,
+                      "kiwb-org/forbidden")
     finally:
         server.shutdown()
     assert failed.returncode != 0 and "Traceback" not in failed.stderr
@@ -152,9 +155,8 @@ def test_an_unreachable_hub_is_one_line_and_the_export_is_kept(trained, tmp_path
     hub, server = serve()
     server.shutdown()  # nothing listens on its port any more
     server.server_close()
-    failed = kiwb_with(hub_env(hub.endpoint, tmp_path / "home"), "export", trained, "--run",
-                       "r", "--to", tmp_path / "out", "--push-to-hub", "kiwb-org/student",
-                       cwd=tmp_path)
+    failed = push(hub_env(hub.endpoint, tmp_path / "home"), trained, tmp_path,
+                  "kiwb-org/student")
     assert failed.returncode != 0 and "Traceback" not in failed.stderr, failed.stderr
     said = " ".join(failed.stderr.split())
     assert f"upload to kiwb-org/student via {hub.endpoint} failed:" in said

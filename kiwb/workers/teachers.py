@@ -157,12 +157,13 @@ def _model_config(folder: Path) -> dict:
 def _dropout_overrides(info: TeacherInfo, setting: float | str) -> dict[str, float]:
     """The config values that set the rate `setting` asks of this teacher in every rate its
     config names (none where it keeps its own)."""
-    dropout = teacher_dropout(info, setting)
-    if dropout == "model":
+    if setting == "model":
         return {}
-    from kiwb.project.dropout_rates import injected_dropout
+    from kiwb.project.dropout_rates import injected_dropout, scoring_dropout
 
-    return injected_dropout(_model_config(info.folder), float(dropout))
+    model_config = _model_config(info.folder)  # read once for both
+    dropout = scoring_dropout(setting, model_config)
+    return {} if dropout == "model" else injected_dropout(model_config, float(dropout))
 
 
 def _teacher_kind(name: str, folder: Path, config,
