@@ -1,4 +1,4 @@
-"""The README's picture of the workbench (docs/workbench.svg), made again from the demo.
+"""The picture of the workbench in the README and the docs (docs/workbench.svg), made again from the demo.
 
     python docs/make_screenshot.py [--demo build/demo] [--quick] [--pane uncertainty]
 

@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                           "hf://datasets/ORG/NAME (default: the project's [data.eval])")
     evaluate.add_argument("--split", help="split of --data to read, where it has several")
     evaluate.add_argument("--subset", help="subset of a Hub data set --data, where it has several")
-    evaluate.add_argument("--text-column", default="text")
+    evaluate.add_argument("--text-column", default="text", help="the text column of --data (default: text)")
     evaluate.add_argument("--label-column", help="the gold labels column of --data (default: "
                           "[data.eval]'s, else label; multi-label: a list per row, or a string "
                           "split by [data.eval] label_separator)")

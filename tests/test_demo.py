@@ -104,7 +104,7 @@ def test_demo_end_to_end_then_reused(tmp_path):
     manifest = json.loads((exported / "kiwb-manifest.json").read_text())
     assert sorted(manifest["labels"]) == sorted(topic_labels())
 
-    # The README's first try of the student: a project folder, its newest run.
+    # The documentation's first try of the student: a project folder, its newest run.
     predicted = run_kiwb("predict", root, "Parliament passed the budget bill after a long debate",
                          cwd=tmp_path)
     assert predicted.stdout.split()[0] in topic_labels()
@@ -127,7 +127,7 @@ FULL_RESULTS = os.environ.get("KIWB_DEMO_RESULTS")
 @pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
 def test_the_full_demo_is_honest():
     """On the full demo, MC dropout routes better than plain confidence and the MUKI student
-    beats the untrained Ensemble, as the README says."""
+    beats the untrained Ensemble, as the documentation says."""
     results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
     assert results["recipe"] == FULL.key()
     # The students train with [training]'s defaults (no epochs or learning rate set by hand)
@@ -144,7 +144,8 @@ def test_the_full_demo_is_honest():
     assert results["students"]["Vanilla KD"]["check"]["status"] == "collapsed"
 
 
-# The README's table of the demo's spread over CPUs and library releases: its rows by name,
+# The documented spread of the demo over CPUs and library releases (the single-label kind's
+# page, docs/kinds/single-label.md): its rows by name,
 # and where the demo's results file keeps each.
 SPREAD_ROWS = {
     "Ensemble": lambda results: results["ensemble"],
@@ -152,13 +153,13 @@ SPREAD_ROWS = {
        for method in ("Vanilla KD", "UHC", "MUKI-Hard", "MUKI-Soft", "MUKI-Hard without MC dropout")},
     "teacher routing · rank": lambda results: results["routing"]["chosen"],
 }
-SPREAD_MARGIN = 2.0  # points beyond the spread the README gives, for a CPU not yet seen
+SPREAD_MARGIN = 2.0  # points beyond the documented spread, for a CPU not yet seen
 
 
 def readme_spread() -> dict[str, tuple[float, float]]:
-    """Each row of the README's spread table: (lowest, highest) over the machines it lists."""
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    table = readme[readme.index("| method | AVX-512 (above) |"):].split("\n\n")[0]
+    """Each row of the documented spread table: (lowest, highest) over the machines it lists."""
+    page = (Path(__file__).resolve().parents[1] / "docs" / "kinds" / "single-label.md").read_text(encoding="utf-8")
+    table = page[page.index("| method | AVX-512 (above) |"):].split("\n\n")[0]
     spread = {}
     for line in table.splitlines()[2:]:
         name, *cells = [cell.strip() for cell in line.strip("|").split("|")]
@@ -176,14 +177,14 @@ def test_the_readme_gives_a_spread_for_every_row_it_compares():
 
 @pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
 def test_the_full_demo_is_within_the_readmes_spread():
-    """The figures this machine's demo produced lie within the spread the README gives over
+    """The figures this machine's demo produced lie within the documented spread over
     CPUs and library releases, widened by SPREAD_MARGIN points."""
     results = json.loads(open(FULL_RESULTS, encoding="utf-8").read())
     outside = []
     for name, (low, high) in readme_spread().items():
         value = 100 * SPREAD_ROWS[name](results)
         if not low - SPREAD_MARGIN <= value <= high + SPREAD_MARGIN:
-            outside.append(f"{name}: {value:.1f}% here, README {low}%–{high}%")
+            outside.append(f"{name}: {value:.1f}% here, documented {low}%–{high}%")
     assert not outside, "; ".join(outside)
 
 

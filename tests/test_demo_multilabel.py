@@ -76,7 +76,7 @@ FULL_RESULTS = os.environ.get("KIWB_MULTILABEL_DEMO_RESULTS")
 @pytest.mark.skipif(not FULL_RESULTS,
                     reason="set KIWB_MULTILABEL_DEMO_RESULTS to a full multi-label demo's results")
 def test_the_full_multilabel_demo_is_honest():
-    """What the README says of the full multi-label demo: with kiwb's defaults every student
+    """What docs/kinds/multi-label.md says of the full multi-label demo: with kiwb's defaults every student
     fits its targets and none is flagged for its training; the exported MUKI-Hard passes the
     check; the figures at 0.5, the owners' mean's terms, are reported beside the tuned ones."""
     results = json.loads(Path(FULL_RESULTS).read_text(encoding="utf-8"))

@@ -65,7 +65,7 @@ FULL_RESULTS = os.environ.get("KIWB_MULTITASK_DEMO_RESULTS")
 @pytest.mark.skipif(not FULL_RESULTS,
                     reason="set KIWB_MULTITASK_DEMO_RESULTS to a full multi-task demo's results")
 def test_the_full_multitask_demo_is_honest():
-    """What the README says of the full multi-task demo: with kiwb's defaults every student
+    """What docs/kinds/multi-task.md says of the full multi-task demo: with kiwb's defaults every student
     passes the learning check, with the feature loss and without it (heads only), and every
     student's topic head beats the topic Ensemble; the tags task is reported at 0.5, its
     Ensemble's terms."""

@@ -1,4 +1,4 @@
-"""docs/make_screenshot.py, the README's picture of the workbench, on a small store."""
+"""docs/make_screenshot.py, the picture of the workbench in the README and the docs, on a small store."""
 
 from __future__ import annotations
 

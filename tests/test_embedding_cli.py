@@ -104,7 +104,7 @@ def test_the_export_loads_in_sentence_transformers_and_as_a_plain_encoder(scored
     out = tmp_path / "export"
     run_kiwb("export", scored, "--run", "exported", "--to", out, cwd=scored)
     texts = ["the team won the match", "a new song on the radio"]
-    # the README's snippet for a plain transformers encoder: mean pooling, then unit length
+    # the documented snippet for a plain transformers encoder: mean pooling, then unit length
     tokenizer, model = AutoTokenizer.from_pretrained(out), AutoModel.from_pretrained(out)
     batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
     with torch.no_grad():

@@ -3,7 +3,7 @@ architectures: a BERT that knows the topics sports and politics and a RoBERTa (i
 tokenizer) that knows music and cooking answer the single-label task `topic` (which needs
 integrating), a sigmoid BERT answers the multi-label task `tags`. Score, integrate (each task
 by its kind; VENUS' mean consensus), train (with and without the feature loss, supervised),
-evaluate, export (read back by the documented snippet, in the model card and the README),
+evaluate, export (read back by the documented snippet, in the model card and the kind's page),
 predict, a conflict labeled per task, an exported multi-task student as a teacher whose head
 is named; and the bad input, each one line with nothing written."""
 
@@ -48,7 +48,7 @@ learning_rate = 0.006
 batch_size = 16
 eval_every = 20
 """
-README = Path(__file__).resolve().parents[1] / "README.md"
+KIND_PAGE = Path(__file__).resolve().parents[1] / "docs" / "kinds" / "multi-task.md"
 
 
 @pytest.fixture(scope="module")
@@ -159,8 +159,8 @@ def test_train_evaluate_export_predict_and_the_snippet(scored, mt_root, tmp_path
     texts = ["goal match referee team coach", "guitar album song recipe oven"]
     card = (out / "README.md").read_text()
     snippet = card.split("## Use")[1].split("```python\n")[1].split("```")[0]
-    readme = README.read_text()
-    assert snippet.split("\n", 1)[1] in readme  # the README documents the same lines
+    page = KIND_PAGE.read_text()
+    assert snippet.split("\n", 1)[1] in page  # the kind's page documents the same lines
     namespace = {}
     exec(snippet.replace('"PATH/TO/THIS/FOLDER", ["your text here"]',
                          f"{str(out)!r}, {texts!r}"), namespace)
@@ -290,7 +290,7 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
 def test_the_readme_snippet_is_the_one_the_model_card_carries():
     from kiwb.kinds.multitask.heads import SNIPPET
 
-    block = re.search(r"```python\n(path, texts = .*?)```", README.read_text(), re.S)
+    block = re.search(r"```python\n(path, texts = .*?)```", KIND_PAGE.read_text(), re.S)
     assert block is not None and block.group(1).split("\n", 1)[1] == SNIPPET
 
 

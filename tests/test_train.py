@@ -461,7 +461,7 @@ def test_teach_makes_a_teacher_on_a_label_subset(tmp_path, student_base):
 
 @pytest.mark.slow
 def test_the_cli_around_a_trained_run(scored_project, tmp_path):
-    """The commands a user runs around a run, as the README lists them: detached training,
+    """The commands a user runs around a run, as the documentation lists them: detached training,
     the ablations' integration, evaluation on other data, predict --top, logs and jobs."""
     project = _copy_project(scored_project, tmp_path / "proj")
     summary = json.loads(run_kiwb("integrate", project, "--no-mc", "--no-reweight", "--threshold", "0.3",

@@ -1,6 +1,6 @@
-"""The configuration reference in the README, made from the settings dataclasses themselves,
-so the documented keys, defaults and meanings cannot drift from the code
-(`python -m kiwb.project.config_reference` prints it; a test holds the README to it)."""
+"""The configuration reference of the documentation, made from the settings dataclasses
+themselves, so the documented keys, defaults and meanings cannot drift from the code
+(`python -m kiwb.project.config_reference` prints it; the docs build puts it in its page)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def reference_markdown() -> str:
     for title, cls in SECTIONS:
         rows = [f"| `{field.name}` | `{_default(field)}` | {_meaning(field)} |"
                 for field, _ in toml_fields(cls)]
-        blocks.append("\n".join([f"**{title}**", "", "| key | default | meaning |", "|---|---|---|", *rows]))
+        blocks.append("\n".join([f"## {title}", "", "| key | default | meaning |", "|---|---|---|", *rows]))
     return "\n\n".join(blocks) + "\n"
 
 

@@ -331,7 +331,8 @@ class IntegrationConfig:
         "How teachers are compared per text: auto (the teachers' kind's: rank for single-label "
         "teachers, confidence for NER taggers), "
         + ", ".join(ROUTINGS)
-        + " (see the README); stacked and trust need labeled texts: "
+        + " (see the documentation's Integration and routing page); stacked and trust need "
+        "labeled texts: "
         "[data.labeled] or labels = true.",
         AUTO_ROUTING,
         choices=(AUTO_ROUTING, *ROUTINGS),

@@ -57,6 +57,12 @@ def flag(name: str, help: str, *, default: Any = None, **how) -> Any:
     return field(default=default, metadata={"flag": Flag(name, help, default=default, **how)})
 
 
+def _for_argparse(help: str) -> str:
+    """A help text as argparse reads it: a literal % (TIES' "top-k%") doubled, since argparse
+    expands %-formats in help and fails on any other."""
+    return help.replace("%", "%%")
+
+
 def _either(names: tuple[str, ...]) -> str:
     """`a, b or c`."""
     return ", ".join(names[:-1]) + " or " + names[-1]
@@ -104,7 +110,7 @@ class JobSpec:
             if how is None:
                 continue
             if how.type is bool:  # a switch; absent, the field keeps its default (None: unset)
-                parser.add_argument(how.name, dest=spec_field.name, help=how.help,
+                parser.add_argument(how.name, dest=spec_field.name, help=_for_argparse(how.help),
                                     action="store_const", const=not how.negative,
                                     default=how.default)
                 for alias in how.aliases:
@@ -112,7 +118,8 @@ class JobSpec:
                                         action="store_const", const=not how.negative,
                                         default=how.default)
                 continue
-            parser.add_argument(how.name, dest=spec_field.name, type=how.type, help=how.help,
+            parser.add_argument(how.name, dest=spec_field.name, type=how.type,
+                                help=_for_argparse(how.help),
                                 metavar=how.metavar, choices=how.choices, required=how.required,
                                 default=how.default)
 

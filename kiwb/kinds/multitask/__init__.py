@@ -11,7 +11,7 @@ kind's own: which outputs answer which task (heads.py), reading the teachers' he
 features (scoring.py), the per-task integration and its record (runtime.py, summary.py,
 integrate_job.py), the student with one output slice per task and the feature adapters
 (student.py, losses.py), training (training.py) and the exported model's use (predict.py).
-Token-level tasks are out of scope: their units are words, not texts (see the README).
+Token-level tasks are out of scope: their units are words, not texts (docs/kinds/multi-task.md).
 """
 
 from __future__ import annotations

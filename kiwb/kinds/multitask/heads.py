@@ -69,7 +69,7 @@ def heads_of_config(model_config: Mapping, outputs: Sequence[str]) -> tuple[Head
 
 
 # Every task's answers from an exported multi-task model with plain transformers: the model
-# card's and the README's snippet (tests run it). `path` and `texts` are the reader's.
+# card's snippet and the kind's page's (docs/kinds/multi-task.md) (tests run it). `path` and `texts` are the reader's.
 SNIPPET = '''\
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer

@@ -60,7 +60,7 @@ class JobsPane(Pane):
         Binding("s", "score", "Score"),
         Binding("i", "integrate", "Integrate"),
         Binding("t", "train", "Train"),
-        # in ? and the README; the footer keeps its width at 80 columns
+        # in ? and the docs; the footer keeps its width at 80 columns
         Binding("m", "merge", "Merge weights", show=False),
         Binding("c", "cancel", "Cancel job"),
     ]
