@@ -262,8 +262,13 @@ def test_the_model_card_names_teachers_whose_mc_passes_were_not_their_own(tmp_pa
                                      num_shards=1, meta={"labels": ["x"], "data": data, **meta})
         recorded = recorded_dropout(store, {"data": "pool", "teachers": [
             {"name": "qwen"}, {"name": "modern"}, {"name": "a"}]})
-    assert recorded == {"qwen": {"acts": False}, "modern": {"acts": True, "rate": 0.1},
-                        "a": {"acts": True}}
+        assert recorded == {"qwen": {"acts": False}, "modern": {"acts": True, "rate": 0.1},
+                            "a": {"acts": True}}
+        # a run that pins its score sets reads exactly those (this one on other texts), not the
+        # newest on its pool
+        pinned = recorded_dropout(store, {"data": "pool", "teachers": [{"name": "a"}],
+                                          "scores": {"a": "elsewhere"}})
+        assert pinned == {"a": {"acts": False}}
     card = model_card({"run": "r", "checkpoint": "step-0000010", "step": 10, "labels": ["x"],
                        "teachers": [], "method": {"method": "muki-hard"}, "teacher_dropout": recorded})
     assert "- teacher qwen: no dropout acts in it, so its MC figures were its plain ones" in card

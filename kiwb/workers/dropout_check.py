@@ -57,10 +57,13 @@ def check_teacher_dropout(model, tokenizer, device: torch.device, teacher, keys:
 
 def recorded_dropout(store, manifest: dict) -> dict[str, dict]:
     """What the score sets of a run's teachers on its pool recorded of their MC dropout:
-    teacher -> kiwb.project.dropout_rates.score_set_dropout's facts, the newest score set's
-    (teachers scored before kiwb checked are left out)."""
+    teacher -> kiwb.project.dropout_rates.score_set_dropout's facts (teachers scored before
+    kiwb checked are left out). A run that pins its score sets (manifest `scores`) reads those;
+    an older one, the newest score set of each teacher on its pool."""
     from kiwb.project.dropout_rates import score_set_dropout
 
+    if manifest.get("scores"):
+        return store.score_dropout(manifest["scores"])
     found: dict[str, dict] = {}
     names = [teacher["name"] for teacher in manifest.get("teachers") or ()]
     rows = store.connection.execute(
