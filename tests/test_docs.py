@@ -21,6 +21,7 @@ from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts
 from kiwb.cli import build_parser
 from kiwb.cli_reference import documented_actions
 from kiwb.cli_reference import reference_markdown as cli_reference
+from kiwb.project import config_schema
 from kiwb.project.config_reference import SECTIONS
 from kiwb.project.config_reference import reference_markdown as config_reference
 from kiwb.project.config_render import toml_fields
@@ -93,6 +94,10 @@ def test_the_readme_is_a_short_front_door_whose_links_resolve():
 def test_the_configuration_reference_page_is_made_from_the_settings_schema():
     page = _hooks().filled(PAGES["reference/configuration.md"])
     assert config_reference() in page and "<!-- kiwb:" not in page
+    tables = {cls for name, cls in vars(config_schema).items() if name.endswith("Config")
+              and isinstance(cls, type) and cls.__module__ == config_schema.__name__}
+    containers = {config_schema.ProjectConfig, config_schema.DataConfig}  # tables of tables
+    assert {cls for _, cls in SECTIONS} == tables - containers, "a settings table is not documented"
     for title, cls in SECTIONS:
         assert f"## {title}" in page
         assert all(f"| `{field.name}` |" in page for field, _ in toml_fields(cls))

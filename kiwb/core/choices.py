@@ -53,6 +53,8 @@ INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
 # Multi-label teachers decide each label over the teachers that have it (kiwb/kinds/multilabel):
 # ANT's rule, the owners' vote or mean, or MUKI per label. Each kind lists the methods it takes.
 MULTILABEL_METHODS = ("ant", "vote", "mean", "muki-hard", "muki-soft")
+# Multi-task projects (kiwb/kinds/multitask): MUKI per task, or VENUS' mean of the logits.
+MULTITASK_METHODS = ("muki-hard", "muki-soft", "mean")
 KNOWN_METHODS = tuple(dict.fromkeys((*INTEGRATION_METHODS, *MULTILABEL_METHODS)))
 TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")
 KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, "supervised")

@@ -12,6 +12,7 @@ from kiwb.project.config_schema import (
     EmbeddingConfig,
     IntegrationConfig,
     ScoringConfig,
+    TaskConfig,
     TeacherConfig,
     TrainingConfig,
     rules_of,
@@ -19,6 +20,7 @@ from kiwb.project.config_schema import (
 
 SECTIONS = (
     ("[[teachers]]", TeacherConfig),
+    ("[[tasks]] (multi-task projects)", TaskConfig),
     ("[data.unlabeled] / [data.eval] / [data.labeled]", DatasetConfig),
     ("[scoring]", ScoringConfig),
     ("[integration]", IntegrationConfig),

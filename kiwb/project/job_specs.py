@@ -21,6 +21,8 @@ from kiwb.core.choices import (
     INTEGRATION_METHODS,
     MERGE_METHODS,
     MULTILABEL_METHODS,
+    MULTITASK_METHODS,
+    PAIR_WEIGHTINGS,
     ROUTINGS,
     TRAINING_METHODS,
 )
@@ -66,6 +68,14 @@ def _for_argparse(help: str) -> str:
 def _either(names: tuple[str, ...]) -> str:
     """`a, b or c`."""
     return ", ".join(names[:-1]) + " or " + names[-1]
+
+
+def _other_kinds_methods(also: str = "") -> str:
+    """The methods of the kinds whose methods are not single-label teachers', for a --method
+    help: each kind checks its own (kiwb/kinds), so the parser cannot list them as choices."""
+    return (f" (multi-label teachers: {_either(MULTILABEL_METHODS)}{also}; multi-task projects: "
+            f"{_either(MULTITASK_METHODS)} (VENUS' consensus){also}; embedding projects: the pair "
+            f"weighting, {_either(PAIR_WEIGHTINGS)})")
 
 
 def _routing_help() -> str:
@@ -184,8 +194,7 @@ class ScoreSpec(JobSpec):
 class _MethodOptions(JobSpec):
     """The integration choices shared by `integrate` and `train` (None: [integration]'s)."""
 
-    method: str | None = flag("--method", _either(INTEGRATION_METHODS) + " (multi-label "
-                              "teachers: " + _either(MULTILABEL_METHODS) + ")")
+    method: str | None = flag("--method", _either(INTEGRATION_METHODS) + _other_kinds_methods())
     tau: float | None = flag("--tau", "MUKI-Soft temperature", type=float)
     reweight: bool | None = flag("--no-reweight", "ablation: every text counts the same (no "
                                  "margin weights)", type=bool, negative=True)
@@ -247,8 +256,7 @@ class TrainSpec(_MethodOptions):
 
     kind: ClassVar[str] = "train"
     run: str | None = flag("--run", "run name (default: from the method, e.g. muki-hard)")
-    method: str | None = flag("--method", _either(TRAINING_METHODS) + " (multi-label "
-                              "teachers: " + _either((*MULTILABEL_METHODS, "supervised")) + ")")
+    method: str | None = flag("--method", _either(TRAINING_METHODS) + _other_kinds_methods(", or supervised"))
     student: str | None = flag("--student", "override [training] student (base checkpoint)")
     epochs: float | None = flag("--epochs", "override [training] epochs (a run still takes "
                                 "min_steps steps or more)", type=float)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kiwb.core.choices import MULTITASK_METHODS
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.multitask.heads import CONFIG_KEY, SNIPPET
 
@@ -45,7 +46,7 @@ class MultiTaskKind(TeacherKind):
                           "[[tasks]] it answers to kiwb.toml and name them in its entry with "
                           "tasks = [...]")
     # "mean" is VENUS' consensus: the teachers' logits (multi-label: probabilities) averaged.
-    methods = ("muki-hard", "muki-soft", "mean")
+    methods = MULTITASK_METHODS
     default_routing = "rank"  # a single-label task's; multi-label tasks compare per label
     merge_refusal = ("kiwb merge does not merge a multi-task project's teachers: each answers "
                      "its own tasks through its own head, and no head layout is shared to merge "
