@@ -287,7 +287,7 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
     assert done.returncode == 0, done.stderr
 
 
-def test_the_readme_snippet_is_the_one_the_model_card_carries():
+def test_the_documented_snippet_is_the_one_the_model_card_carries():
     from kiwb.kinds.multitask.heads import SNIPPET
 
     block = re.search(r"```python\n(path, texts = .*?)```", KIND_PAGE.read_text(), re.S)
