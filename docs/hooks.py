@@ -33,8 +33,8 @@ def benchmarks_summary(text: str) -> str:
 def filled(markdown: str) -> str:
     """A page's text with each marker replaced by what it names."""
     fillers = {
-        "cli reference": lambda: _cli_reference(),
-        "configuration reference": lambda: _configuration_reference(),
+        "cli reference": _cli_reference,
+        "configuration reference": _configuration_reference,
         "benchmarks summary": lambda: benchmarks_summary(BENCHMARKS.read_text(encoding="utf-8")),
         "benchmarks record": lambda: BENCHMARKS.read_text(encoding="utf-8"),
     }

@@ -33,7 +33,7 @@ def _argument(action: argparse.Action) -> str:
 
 def _meaning(action: argparse.Action, formatter: argparse.HelpFormatter) -> str:
     text = formatter._expand_help(action) if action.help else ""
-    if action.choices and not isinstance(action, argparse._SubParsersAction) and "," not in text:
+    if action.choices and "," not in text:  # a help that lists its choices already has commas
         text += f" (one of: {', '.join(map(str, action.choices))})"
     return text.replace("|", "\\|").replace("\n", " ")
 

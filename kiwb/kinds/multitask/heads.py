@@ -68,8 +68,9 @@ def heads_of_config(model_config: Mapping, outputs: Sequence[str]) -> tuple[Head
     return heads
 
 
-# Every task's answers from an exported multi-task model with plain transformers: the model
-# card's snippet and the kind's page's (docs/kinds/multi-task.md) (tests run it). `path` and `texts` are the reader's.
+# Every task's answers from an exported multi-task model with plain transformers: the snippet
+# of the model card and of docs/kinds/multi-task.md (tests run it). `path` and `texts` are the
+# reader's.
 SNIPPET = '''\
 import torch
 from transformers import AutoModelForSequenceClassification, AutoTokenizer
