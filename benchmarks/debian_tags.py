@@ -55,11 +55,12 @@ SHARED = 3
 CAPS = {"teacher_train": 4000, "train": 2000, "dev": 1000, "test": 1000}
 # 1e-4, twice ner-en's rate: these teachers get half its steps (375), set before any run.
 TEACHER_EPOCHS, TEACHER_LR, TEACHER_BATCH, MAX_LENGTH = 3, 1e-4, 32, 128
-# The aims' runs first: a session cut short still reports ANT, MUKI-Hard and Supervised.
+# The aims' runs first: a session cut short still reports ANT, MUKI-Hard and Supervised; ANT's
+# transfer last, since dev decides whether it is used at all (it was not: 30.7 against 30.8).
 RUNS = [("ant", ["--method", "ant"]), ("muki-hard", ["--method", "muki-hard"]),
-        ("supervised", ["--method", "supervised"]),
-        ("ant-transfer", ["--method", "ant", "--transfer"]), ("muki-soft", ["--method", "muki-soft"]),
-        ("mean", ["--method", "mean"]), ("vote", ["--method", "vote"])]
+        ("supervised", ["--method", "supervised"]), ("muki-soft", ["--method", "muki-soft"]),
+        ("mean", ["--method", "mean"]), ("vote", ["--method", "vote"]),
+        ("ant-transfer", ["--method", "ant", "--transfer"])]
 NAMES = {"vote": "Vote (owners' majority)", "mean": "Mean (owners' mean)", "ant": "ANT",
          "ant-transfer": "ANT + transfer", "muki-hard": "MUKI-Hard per label",
          "muki-soft": "MUKI-Soft per label", "supervised": "Supervised (gold pool labels)"}
@@ -405,10 +406,12 @@ def aims(results: dict) -> list[str]:
              f"**{'met' if value > union else 'not met'}**."]
     if "supervised" in students:
         gap = 100 * (students["supervised"]["micro_f1"] - value)
-        lines.append(f"- Within 5 points of Supervised: {percent(value)} vs "
-                     f"{percent(students['supervised']['micro_f1'])} (Supervised {gap:+.1f} "
-                     "points) — "
-                     f"**{'met' if gap <= 5 else 'not met'}**.")
+        # Issue 27 set 5 points; issue 43, after the budget rule, 8.
+        for issue, points in ((27, 5), (43, 8)):
+            lines.append(f"- Within {points} points of Supervised (issue {issue}): "
+                         f"{percent(value)} vs {percent(students['supervised']['micro_f1'])} "
+                         f"(Supervised {gap:+.1f} points) — "
+                         f"**{'met' if gap <= points else 'not met'}**.")
     return lines
 
 
