@@ -246,10 +246,10 @@ def cmd_jobs(args: argparse.Namespace) -> int:
     from rich.markup import escape
 
     from kiwb.console import stdout
-    from kiwb.project.jobs import rank_lines
+    from kiwb.project.jobs import rank_lines, taken_over_by
 
     with open_existing_store(args.project) as store:
-        jobs = store.jobs.all()
+        jobs = every_job = store.jobs.all()
     if not args.all:  # live jobs and the most recent others
         recent = {job.id for job in jobs if not job.live}
         recent = set(sorted(recent)[-RECENT_JOBS:])
@@ -273,14 +273,20 @@ def cmd_jobs(args: argparse.Namespace) -> int:
                 stdout.print(f"\n[bold]job {job.id} ({escape(job.label)})[/bold]: "
                              f"{escape(check.line(subject))}", highlight=False, soft_wrap=True)
     for job in jobs:
-        if job.status in ("failed", "lost"):
-            stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
-                         + (f": {escape(job.error)}" if job.error else "")
-                         + ("; last lines of its log:" if job.log_tail else ""), soft_wrap=True)
-            for line in (job.log_tail or [])[-LOG_LINES_SHOWN:]:
-                stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
-            hint = job.resume_command(str(args.project))
-            stdout.print(f"  resume with: {hint}", highlight=False, markup=False, soft_wrap=True)
+        if job.status not in ("failed", "lost"):
+            continue
+        successor = taken_over_by(job, every_job)
+        if successor is not None:  # its resume hint would repeat what the later job did
+            stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]: taken over by job "
+                         f"{successor.id} ({successor.status})", soft_wrap=True)
+            continue
+        stdout.print(f"\n[bold]job {job.id} {job.status}[/bold]"
+                     + (f": {escape(job.error)}" if job.error else "")
+                     + ("; last lines of its log:" if job.log_tail else ""), soft_wrap=True)
+        for line in (job.log_tail or [])[-LOG_LINES_SHOWN:]:
+            stdout.print(f"  {line}", highlight=False, markup=False, soft_wrap=True)
+        hint = job.resume_command(str(args.project))
+        stdout.print(f"  resume with: {hint}", highlight=False, markup=False, soft_wrap=True)
     return 0
 
 

@@ -144,13 +144,19 @@ def test_killed_worker_shows_lost_and_a_relaunch_completes_it(tmp_path, models):
     lost = next(entry for entry in listed if entry["id"] == first)
     assert lost["status"] == "lost"
     assert any("Scoring" in line for line in lost["log_tail"])
-    assert "lost" in run_kiwb("jobs", root, cwd=tmp_path).stdout
+    listing = run_kiwb("jobs", root, cwd=tmp_path).stdout
+    assert f"job {first} lost" in listing
+    assert "resume with: kiwb score" in listing
 
     second = launch_job(root, ScoreSpec())  # the dead worker's lock and shard claim block nothing
     wait_for(lambda: not job(root, second).live, "the relaunched job to end")
     assert job(root, second).status == "finished"
     assert job(root, first).status == "lost"
     assert_one_score_per_text(root)
+    # The lost job's hint is stale now: the listing names the job that finished its work.
+    listing = " ".join(run_kiwb("jobs", root, cwd=tmp_path).stdout.split())
+    assert f"job {first} lost: taken over by job {second} (finished)" in listing
+    assert "resume with" not in listing
 
 
 @pytest.mark.slow

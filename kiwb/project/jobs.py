@@ -66,6 +66,18 @@ def derive_status(lifecycle: Sequence[str], *, heartbeat_age: float | None,
     return "cancelling" if "job.cancel_requested" in lifecycle else "running"
 
 
+def taken_over_by(job: JobState, jobs: Sequence[JobState]) -> JobState | None:
+    """The first later job of the same kind and run that is live or finished, if any.
+
+    Once one exists, a failed or lost job's "resume with" hint is stale: following it
+    again would redo (or collide with) the work the later job did.
+    """
+    later = [other for other in jobs
+             if other.id > job.id and other.kind == job.kind and other.run == job.run
+             and (other.live or other.status == "finished")]
+    return min(later, key=lambda other: other.id, default=None)
+
+
 @dataclass
 class JobState:
     """A job as any reader sees it: its record plus what its events and heartbeat say."""
