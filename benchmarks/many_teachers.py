@@ -227,8 +227,9 @@ def routing_table(project: Path, test_view: Path) -> dict:
     pool = routing.scores_of(project, "unlabeled")
     splits = {"dev": routing.scores_of(project, "eval"),
               "test": routing.scores_of(test_view, "unlabeled")}
-    return {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None, splits)
-            for spec in ROUTINGS}
+    found = {routing.routing_name(*spec): routing.measure(*spec[:3], pool, None, splits)
+             for spec in ROUTINGS}
+    return {**found, **representations.auto_rows(pool, splits)}  # kiwb's default beside them
 
 
 def students(project: Path, runs: list, test: Path, stages: dict, stage: str, found: dict,
@@ -398,6 +399,8 @@ def render_differ(results: dict) -> str:
             (f"{percent(found['dev'])} / {percent(found['test'])}"
              if (found := entry.get("routings", {}).get(name)) else "")
             for entry in pairings.values()])
+    for label, cells in auto_cells(pairings.values()).items():
+        row(f"routing {label}, dev / test", cells)
     if carried:
         lines += ["", "† from an earlier run of this part on the same teachers, not trained "
                   "again: that run's teachers, Ensemble, routings and MUKI-Hard figures are "
@@ -409,6 +412,23 @@ def render_differ(results: dict) -> str:
                   "each teacher's own training texts (seen), and the best settings of the grid "
                   "on dev:", "", *table]
     return "\n".join(lines)
+
+
+def auto_cells(entries) -> dict[str, list[str]]:
+    """kiwb's `routing = "auto"` rows (with the eval labels, and without), each cell naming
+    the routing chosen there."""
+    found = {}
+    for label in ("eval labels", "no labels"):
+        cells = []
+        for entry in entries:
+            name = next((name for name in entry.get("routings", {})
+                         if name.startswith(f"auto ({label}: ")), None)
+            row = entry["routings"][name] if name else None
+            cells.append(f"{name.split(': ', 1)[1].removesuffix(')')}: {percent(row['dev'])} / "
+                         f"{percent(row['test'])}" if row else "")
+        if any(cells):
+            found[f"auto ({label})"] = cells
+    return found
 
 
 def render(results: dict) -> str:
@@ -456,6 +476,8 @@ def render(results: dict) -> str:
         row(name, [(f"{percent(found['dev'])} / {percent(found['test'])}"
                     if (found := entry.get("routings", {}).get(name)) else "")
                    for entry in counts.values()])
+    for label, cells in auto_cells(counts.values()).items():
+        row(label, cells)
     table = representations.render_columns(
         {f"{count} teachers": entry.get("representation") for count, entry in counts.items()})
     if table:

@@ -187,3 +187,21 @@ def render_columns(columns: dict[str, dict], mail: bool = False) -> list[str]:
                  f"{percent(entry['combinations'][name]['test'])}" for entry in shown.values()]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
+
+
+def auto_rows(pool, splits: dict) -> dict:
+    """`routing = "auto"` as kiwb integrates it (kiwb.kinds.sequence.routing_choice): chosen on
+    dev's labels, and without labels; each row names the routing chosen."""
+    from kiwb.core import routing as routes
+    from kiwb.kinds.sequence.routing_choice import choose_routing
+    from kiwb.project.records import IntegrationSettings
+
+    rows = {}
+    for label, labeled in (("eval labels", splits["dev"]), ("no labels", None)):
+        settings, choice = choose_routing(IntegrationSettings(routing="auto"), pool, labeled,
+                                          "dev")
+        fitted = routes.fit_routing(settings.routing, pool.features(), use_mc=settings.use_mc,
+                                    teacher_names=pool.teachers)
+        rows[f"auto ({label}: {choice.chosen})"] = {
+            split: accuracy(scores, scores.routing_scores(fitted)) for split, scores in splits.items()}
+    return rows

@@ -33,8 +33,10 @@ LABEL_FREE = [("confidence", True, None), ("confidence", False, None), ("rank", 
               ("rank", False, None)] + [
     (routing, use_mc, features) for routing in MIXTURES for features in ("margin", "all")
     for use_mc in (True, False)] + [
-    # the representation routings (issue 42): no dropout, so no plain variant
-    ("energy", True, None), ("mahalanobis", True, None), ("knn", True, None)]
+    # the representation routings (issue 42): no dropout, so no plain variant; and the joint
+    # router over them (issue 58)
+    ("energy", True, None), ("mahalanobis", True, None), ("knn", True, None),
+    ("joint", True, None)]
 FEW_LABEL = [("trust", use_mc, features) for features in ("margin", "all")
              for use_mc in (True, False)]
 LABEL_COUNTS = (16, 64, 256)
@@ -127,6 +129,10 @@ def routing_tables(project: Path, test_view: Path, labeled_view: Path) -> dict:
     for routing, use_mc, features in LABEL_FREE:
         tables["label_free"][routing_name(routing, use_mc, features)] = measure(
             routing, use_mc, features, pool, None, splits)
+    # kiwb's default beside them, as `kiwb integrate` chooses it (dev's labels, or none)
+    for name, row in representations.auto_rows(pool, splits).items():
+        tables["label_free"][name] = {**row, "test_wins": {}, "share": {},
+                                      "routing": "auto", "use_mc": True, "features": None}
     for routing, use_mc, features in FEW_LABEL:
         for count in LABEL_COUNTS:
             tables["few_label"].setdefault(routing_name(routing, use_mc, features), {})[str(count)] = \
@@ -236,15 +242,19 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
     found["defaults"] = representations.default_rows(pool, splits, seen_references)
     found["seen_grid"] = representations.sweep(pool, splits, seen_references)
     save()
-    rewrite(representation="mean")  # the mean of the last hidden states instead of the head's input
-    for folder in (project, test_view):
-        found[f"mean_stage_{folder.name}"] = {k: v for k, v in debian8.kiwb(
-            "score", folder, "--representations", "--foreground", log=log).items() if k != "stdout"}
-    mean_pool = scores_of(project, "unlabeled")
-    mean_splits = {"dev": scores_of(project, "eval"), "test": scores_of(test_view, "unlabeled")}
-    found["mean"] = {name: representations.measured(
-        representations.fitted_scores(name, mean_pool, mean_splits), mean_splits)
-        for name in ("mahalanobis", "knn")}
+    # other representations than the head's input: the mean of the last hidden states, and
+    # the first token's last hidden state ([CLS] before BERT's pooler; issue 58)
+    for mode in ("mean", "cls"):
+        rewrite(representation=mode)
+        for folder in (project, test_view):
+            found[f"{mode}_stage_{folder.name}"] = {k: v for k, v in debian8.kiwb(
+                "score", folder, "--representations", "--foreground", log=log).items()
+                if k != "stdout"}
+        mode_pool = scores_of(project, "unlabeled")
+        mode_splits = {"dev": scores_of(project, "eval"), "test": scores_of(test_view, "unlabeled")}
+        found[mode] = {name: representations.measured(
+            representations.fitted_scores(name, mode_pool, mode_splits), mode_splits)
+            for name in ("mahalanobis", "knn", "joint")}
     rewrite()
     save()
 
@@ -307,10 +317,12 @@ def render_representation(found: dict) -> list[str]:
             for name in (best, worst):
                 lines.append(f"| {name}{' (worst on dev)' if name == worst else ''} | "
                              f"{percent(grid[name]['dev'])} | {percent(grid[name]['test'])} |")
-    if found.get("mean"):
-        lines += ["", "The mean of the last hidden states instead of the head's input "
-                  "(`[scoring] representation = \"mean\"`, kiwb's other settings):", ""]
-        lines += representations.render_rows(found["mean"], "routing · mean")
+    for mode, words in (("mean", "The mean of the last hidden states"),
+                        ("cls", "The first token's last hidden state ([CLS] before the pooler)")):
+        if found.get(mode):
+            lines += ["", f"{words} instead of the head's input (`[scoring] representation = "
+                      f"\"{mode}\"`, kiwb's other settings):", ""]
+            lines += representations.render_rows(found[mode], f"routing · {mode}")
     if found.get("combinations"):
         lines += ["", "Combined with the confidence routings (the mean of the two per-teacher "
                   "quantile scores):", ""]
@@ -352,7 +364,7 @@ def main() -> None:
         measured = debian8.kiwb("score", folder, "--representations", "--foreground", log=log)
         if representation_rows(folder) > before:  # representations added to cached scores
             stages[f"represent_{folder.name}"] = {k: v for k, v in measured.items() if k != "stdout"}
-    reuse = args.reuse_tables and previous.get("representation", {}).get("mean")
+    reuse = args.reuse_tables and previous.get("representation", {}).get("cls")
     # students evaluated by an earlier run (other methods or seeds) stay in the table
     results = {"preset": args.preset, "labeled_seed": LABEL_SEED,
                "tables": previous["tables"] if reuse else routing_tables(project, test_view, labeled_view),

@@ -8,6 +8,7 @@ from typing import Any
 from rich.table import Table
 
 from kiwb.console import FittedTable
+from kiwb.core.choices import OWN_SCORE_ROUTINGS
 from kiwb.kinds import kind_named, run_seam
 from kiwb.project.config_schema import SINGLE_LABEL_TASK
 from kiwb.project.dropout_rates import dropout_rows
@@ -16,6 +17,7 @@ from kiwb.project.records import (
     RECALL_COLUMNS,
     ClassFunnel,
     IntegrationRecord,
+    RoutingChoice,
     TeacherRouting,
 )
 
@@ -36,9 +38,12 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     routing_name = (routing.name if routing is not None
                     else kind_named(summary.teachers_kind).routing_unrecorded)
     probabilistic = routing is not None and routing.name != "confidence"
+    choice = summary.routing_choice
+    use_mc = choice.use_mc if choice is not None else settings.use_mc
     head = FittedTable(title=f"Integration · {settings.method} · routing {routing_name}"
+                       + (" (chosen by auto)" if choice is not None else "")
                        + (f" (tau {settings.tau})" if settings.method == "muki-soft" and not probabilistic else "")
-                       + ("" if settings.use_mc else " · no MC dropout")
+                       + ("" if use_mc or routing_name in OWN_SCORE_ROUTINGS else " · no MC dropout")
                        + ("" if settings.reweight else " · no re-weighting"))
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
     kind = kind_named(summary.teachers_kind)
@@ -96,8 +101,13 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
                             ("eval", evaluation.routing_accuracy if evaluation else None)):
         if accuracy is not None:
             if accuracy.chosen is not None:
-                facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing} (used)",
+                picked_here = scope == "eval" and choice is not None and choice.basis == "labels"
+                facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing} (used"
+                              + (", chosen on these texts" if picked_here else "") + ")",
                               _percent(accuracy.chosen))
+                if picked_here and choice.cross_validated is not None:
+                    facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing}, "
+                                  "cross-validated choice", _percent(choice.cross_validated))
             facts.add_row(f"routing accuracy on {scope}{per}: MC confidence",
                           _percent(accuracy.mc_dropout))
             facts.add_row(f"routing accuracy on {scope}{per}: plain confidence",
@@ -110,11 +120,35 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         facts.add_row(f"targets' {kind.headline} on eval",
                       _percent(summary.token["eval"]["targets"]["f1"]))
     tables = [head, margins, facts]
+    if choice is not None:
+        tables.append(choice_table(choice))
     if summary.details and "tasks" in summary.details:
         tables.append(task_table(summary.details["tasks"], summary.conflict_threshold))
     if summary.funnel is not None:
         tables += funnel_tables(summary.funnel)
     return tables
+
+
+def choice_table(choice: RoutingChoice) -> Table:
+    """How `routing = "auto"` chose: on labeled texts, every candidate's routing accuracy there
+    (the chosen one marked); without labels, the rule it followed."""
+    title = f"Routing chosen by auto: {choice.chosen}"
+    if choice.table:
+        table = FittedTable(title=title)
+        table.add_column("routing")
+        table.add_column(f"routed right ({choice.labeled_texts:,} labeled texts)", justify="right",
+                         no_wrap=False)
+        for name, accuracy in sorted(choice.table.items(), key=lambda item: -item[1]):
+            table.add_row(f"[bold]{name} ← chosen[/bold]" if name == choice.chosen else name,
+                          _percent(accuracy))
+        table.caption = choice.why + (f"; left out: {choice.left_out}" if choice.left_out else "")
+        return table
+    table = FittedTable(title=title, wrap=("why",))
+    table.add_column("why")
+    table.add_row(choice.why)
+    if choice.left_out:
+        table.add_row(f"left out: {choice.left_out}")
+    return table
 
 
 def task_table(tasks: Mapping[str, Any], threshold: float) -> Table:

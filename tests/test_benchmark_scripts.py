@@ -219,6 +219,31 @@ def test_many_teachers_table_puts_each_teacher_count_in_a_column():
     assert "| routing accuracy (default routing) | 80.0 | 80.0 |" in text
     assert "| texts x teachers | 5,700 | 9,500 |" in text
     assert "| seconds | 1,800 | 3,000 |" in text
+    # kiwb's default, auto, beside the fixed routings, naming what it chose for each count
+    results["counts"]["3"]["routings"]["auto (eval labels: rank (plain))"] = {"dev": 0.9, "test": 0.8}
+    results["counts"]["5"]["routings"]["auto (eval labels: knn)"] = {"dev": 0.7, "test": 0.6}
+    text = many_teachers.render(results)
+    assert "| auto (eval labels) | rank (plain): 90.0 / 80.0 | knn: 70.0 / 60.0 |" in text
+    assert "auto (no labels)" not in text  # not measured in this results file
+
+
+def test_auto_routing_table_marks_the_best_fixed_routing_and_names_each_choice():
+    import auto_routing
+
+    entry = {"fixed": {"rank": {"dev": 0.7, "test": 0.72}, "joint": {"dev": 0.8, "test": 0.79}},
+             "auto": {"labels": {"chosen": "joint", "dev": 0.8, "cross_validated": 0.78,
+                                 "test": 0.79, "texts": 400},
+                      "label_free": {"chosen": "rank", "dev": 0.7, "test": 0.72},
+                      "fewer": {"25": 0.75, "50": 0.77}},
+             "few_label": {"joint": {"16": 0.8}}}
+    text = auto_routing.render({"sets": {"debian-8": entry}})
+    assert "| joint | 80.0 / **79.0** |" in text and "| rank | 70.0 / 72.0 |" in text
+    assert "| **auto, eval labels** (chosen on dev, test) | joint: 79.0 |" in text
+    assert "| auto, eval labels: cross-validated on dev / test | 78.0 / 79.0 |" in text
+    assert "| auto, 25 dev labels (mean of 200 draws), test | 75.0 |" in text
+    assert "| auto, 100 dev labels (mean of 200 draws), test | – |" in text  # not drawn
+    assert "| **auto, no labels** (test) | rank: 72.0 |" in text
+    assert "| joint · 16 | 80.0 |" in text and "| stacked · 16 | – |" in text
 
 
 def test_embedding_benchmark_cuts_descriptions_and_renders_each_row():

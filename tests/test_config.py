@@ -79,14 +79,15 @@ def test_defaults(project: Path) -> None:
 
 
 def test_routing_auto_is_the_teachers_kinds(project: Path) -> None:
-    """[integration] routing defaults to auto: the kind's (rank: single-label, confidence:
-    token); a routing kiwb.toml names is kept whatever the kind."""
+    """[integration] routing defaults to auto: the kind's (single-label teachers keep "auto",
+    chosen per project when they integrate; confidence: token); a routing kiwb.toml names is
+    kept whatever the kind."""
     from kiwb.kinds import SEQUENCE, TOKEN
 
     write_toml(project, 'name = "p"\n')
     config = load_config(project)
     assert config.integration.routing == "auto"
-    assert config.with_defaults_of(SEQUENCE).integration.routing == "rank"
+    assert config.with_defaults_of(SEQUENCE).integration.routing == "auto"
     assert config.with_defaults_of(TOKEN).integration.routing == "confidence"
     assert config.with_defaults_of(TOKEN).scoring == config.scoring
     write_toml(project, 'name = "p"\n[integration]\nrouting = "rank"\n')

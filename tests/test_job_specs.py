@@ -144,12 +144,13 @@ def test_the_integration_settings_are_declared_once():
 def test_the_workbench_forms_read_the_declaration_and_name_runs_as_the_cli_does():
     """The forms' [integration] fields take their choices, flags and checks from kiwb.toml's
     declaration; their answers become the same spec, and the same run name, as the flags."""
-    from kiwb.core.choices import DEFAULT_ROUTING, ROUTINGS
+    from kiwb.core.choices import AUTO_ROUTING, DEFAULT_ROUTING, ROUTINGS
     from kiwb.errors import ConfigError
     from kiwb.project.integration_form import TRAIN_FORM, form_overrides
 
     by_name = {setting.name: setting for setting in TRAIN_FORM}
-    assert by_name["routing"].choices() == tuple(ROUTINGS)  # never "auto": a job resolves it
+    # "auto" too: single-label teachers choose per project, other kinds take their own
+    assert by_name["routing"].choices() == (AUTO_ROUTING, *ROUTINGS)
     assert [s.name for s in TRAIN_FORM if s.flag] == ["reweight", "use_mc", "labels"]
     project = IntegrationConfig(routing=DEFAULT_ROUTING, transfer=True)
     answers = {"method": "muki-soft", "routing": DEFAULT_ROUTING, "tau": "0.5",

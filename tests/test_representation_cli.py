@@ -69,6 +69,21 @@ def test_mean_representation_is_the_mean_of_the_last_hidden_states(teachers_dir)
     assert np.allclose(found["representation"][0].astype(np.float32), hidden.mean(0).numpy(), atol=2e-3)
 
 
+@pytest.mark.parametrize("teacher", ["teacher_a", "teacher_b"])  # BERT-like, RoBERTa-like
+def test_cls_representation_is_the_first_tokens_last_hidden_state(teachers_dir, teacher):
+    model, tokenizer = load(teachers_dir / teacher)
+    found = represent_texts(model, tokenizer, TEXTS, settings(), torch.device("cpu"), "cls")
+    with torch.no_grad():  # one text at a time: no padding to differ by
+        first = torch.stack([model(**tokenizer(text, truncation=True, max_length=32,
+                                               return_tensors="pt"),
+                                   output_hidden_states=True).hidden_states[-1][0, 0]
+                             for text in TEXTS])
+    assert np.allclose(found["representation"].astype(np.float32), first.numpy(), atol=2e-3)
+    # before BERT's pooler: not the head's input
+    assert not np.allclose(found["representation"].astype(np.float32),
+                           head_input_by_hand(model, tokenizer, TEXTS).numpy(), atol=2e-3)
+
+
 @pytest.mark.parametrize("side", ["right", "left"])
 def test_a_decoder_classifiers_representation_is_its_last_real_token(tmp_path, side):
     from tiny import bpe_tokenizer
@@ -149,13 +164,16 @@ def test_scores_made_without_representations_get_them_from_one_forward(unexposed
     assert 'representation = "none" does not keep: set it to "head"' in refused.stderr
 
     config = project / "kiwb.toml"
-    config.write_text(config.read_text().replace('representation = "none"', ""))
+    # a routing that does not read them: the project is not made to draw them
+    config.write_text(config.read_text().replace('representation = "none"', "")
+                      + '[integration]\nrouting = "rank"\n')
     refused = run_kiwb("integrate", project, "--routing", "mahalanobis", cwd=project, check=False)
     assert refused.returncode != 0 and f"run kiwb score {project} --representations" in refused.stderr
     assert "one dropout-off forward per text; the MC scores are kept" in refused.stderr
-    # a project whose routing does not read them is not made to draw them
     untouched = run_kiwb("score", project, cwd=project)
     assert "nothing to do." in untouched.stdout + untouched.stderr
+    # "auto" (the default) measures the routings that read them, so it has them drawn: here
+    # asked for by the flag, as a project with routing = "rank" asks
     done = run_kiwb("score", project, "--representations", cwd=project)
     said = done.stdout + done.stderr  # the worker's lines go to stderr
     assert "Keeping the teachers' representations of 400 text×teacher pairs" in said

@@ -441,10 +441,10 @@ def test_few_label_routing_needs_labeled_texts(name):
 
 def test_unknown_routing_lists_the_names():
     assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mixture", "quantile-mixture",
-                              "mahalanobis", "knn", "energy", "stacked", "trust"]
+                              "mahalanobis", "knn", "energy", "joint", "stacked", "trust"]
     with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mixture, "
-                                         r"quantile-mixture, mahalanobis, knn, energy, stacked, "
-                                         r"trust"):
+                                         r"quantile-mixture, mahalanobis, knn, energy, joint, "
+                                         r"stacked, trust"):
         fit_routing("oracle", [from_confidences([0.5, 0.6])])
 
 

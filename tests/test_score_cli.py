@@ -11,7 +11,6 @@ import pytest
 from cli_helpers import run_kiwb, start_kiwb, write_project
 from tiny import make_texts, write_jsonl
 
-from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.shards import SCORES_ONLY
@@ -79,7 +78,8 @@ def test_init_score_integrate(project):
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
     assert set(routing) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
-    assert routing["routing"] == DEFAULT_ROUTING  # the project sets none
+    # the project sets none: auto, which names the routing it chose
+    assert routing["routing"] == summary["routing_choice"]["routing"] == summary["routing"]["name"]
 
     shard_times = {p: p.stat().st_mtime_ns for p in ProjectPaths(project).scores.rglob("*.npz")}
     soft = json.loads(run_kiwb("integrate", project, "--method", "muki-soft", "--tau", "0.5",
@@ -130,7 +130,9 @@ def _every_reader_takes_what_the_jobs_recorded(project, key):
         assert split_line(teacher, entry, summary.num_texts).startswith(f"{teacher}: won {entry.won}")
     assert "routing accuracy: " in accuracy_line(summary.eval.routing_accuracy)
     assert set(baseline_rows(summary.eval)) == {":ensemble", ":teacher:a", ":teacher:b"}
-    assert integration_note(summary).startswith(f"integrated 48 texts with {DEFAULT_ROUTING} routing")
+    chosen = summary.routing_choice.chosen  # the project sets no routing: auto chose one
+    assert integration_note(summary).startswith(f"integrated 48 texts with {chosen} routing "
+                                                "chosen by auto")
 
 
 @pytest.mark.slow

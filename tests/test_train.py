@@ -15,7 +15,6 @@ import torch
 from cli_helpers import run_kiwb, start_kiwb
 from safetensors.torch import load_file
 
-from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -81,7 +80,9 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     assert len(last["confusion"]) == 4 and sum(map(sum, last["confusion"])) == 40
     assert 0.0 <= last["macro_f1"] <= 1.0
     assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
-    assert last["routing_accuracy"]["routing"] == DEFAULT_ROUTING  # the project sets none
+    # the project sets none: auto, which chose this one (and says so in the run's manifest)
+    chosen = ckpt.read_manifest(ProjectPaths(project).run_dir("hard"))["routing_choice"]["routing"]
+    assert last["routing_accuracy"]["routing"] == chosen
 
     run_dir = ProjectPaths(project).run_dir("hard")
     recorded_best = ckpt.read_best(run_dir)
@@ -189,7 +190,10 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
     for teacher in run_manifest["teachers"]:
         assert f"| {teacher['name']} | {', '.join(teacher['labels'])} | `{teacher['hash'][:16]}` |" in card
     assert "- method: `muki-soft` (tau = 0.2)" in card
-    assert f"- routing: `{DEFAULT_ROUTING}`; MC dropout: True; margin re-weighting: True" in card
+    # the project sets no routing: auto, which names the one it chose and why
+    choice = run_manifest["routing_choice"]
+    assert (f"- routing: `{choice['chosen']}`, chosen by `auto`: {choice['why']}; margin "
+            "re-weighting: True") in card
     for key, value in (("epochs", 8.0), ("learning_rate", 0.006), ("batch_size", 16), ("seed", 0)):
         assert f"- {key}: `{value}`" in card
     assert f"- checkpoint: `{best['checkpoint']}` (step {best['step']})" in card
@@ -198,7 +202,8 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
     assert f"- macro-F1: {100 * metrics['macro_f1']:.2f}%" in card
     routing = metrics["routing_accuracy"]
     assert f"- teacher-routing accuracy (mc dropout): {100 * routing['mc_dropout']:.2f}%" in card
-    assert f"- teacher-routing accuracy ({DEFAULT_ROUTING} routing): {100 * routing['chosen']:.2f}%" in card
+    assert (f"- teacher-routing accuracy ({choice['routing']} routing): "
+            f"{100 * routing['chosen']:.2f}%") in card
     for label in LABELS:
         assert f"| {label} | {100 * metrics['per_class_accuracy'][label]:.1f}% |" in card
     assert f"- kiwb's learning check: {metrics['check']['status']}" in card
@@ -216,6 +221,9 @@ def _assert_card_and_manifest(destination: Path, best: dict, run_manifest: dict)
         "teacher_dropout": {"a": {"acts": True}, "b": {"acts": True}},
         # the eval set the run trained with, as kiwb.toml named it: the card's model-index
         "eval_source": run_manifest["eval_source"],
+        # routing = "auto": what it chose, and the representations it measured them with
+        "routing_choice": run_manifest["routing_choice"],
+        "representations": run_manifest["representations"],
     }
     assert run_manifest["eval_source"]["path"].endswith("eval.jsonl")
     # the run's routing check travels into the card, as the learning check does

@@ -28,7 +28,7 @@ from tui_support import (
     write_teacher,
 )
 
-from kiwb.core.choices import DEFAULT_ROUTING
+from kiwb.core.choices import AUTO_ROUTING
 from kiwb.launch import cancel_job
 from kiwb.project.config import load_config
 from kiwb.project.job_specs import IntegrateSpec, ScoreSpec
@@ -319,7 +319,8 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "t")
         form = await fill_form(pilot, student="students/base", min_steps="many")
-        assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING   # kiwb.toml's
+        # kiwb.toml's: auto, which single-label teachers choose per project as they integrate
+        assert form.query_one("#field-routing", Select).value == AUTO_ROUTING
         assert form.query_one("#field-min_steps", Input).value == "many"
         choose(form, routing="mixture")
         await pilot.press("ctrl+s")
@@ -377,7 +378,7 @@ async def test_the_integrate_form_starts_an_integration_job_with_its_method_and_
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3", "i")
         form = await fill_form(pilot, wait=("routing",))
-        assert form.query_one("#field-routing", Select).value == DEFAULT_ROUTING
+        assert form.query_one("#field-routing", Select).value == AUTO_ROUTING
         choose(form, method="uhc", routing="confidence")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: any("Job started" in n for n in notifications),

@@ -19,11 +19,16 @@ ROUTINGS = {
     "texts, read as its quantile over the pool",
     "energy": "each teacher's logsumexp of its logits (minus the energy), read as its quantile "
     "over the pool",
+    "joint": "one logistic model over every teacher's representation side by side, fitted on "
+    "mahalanobis and knn's routing of the pool (and on any labeled texts)",
     "stacked": "few labels: one model of which teacher's labels hold a text, over rank "
     "routing plus every teacher's probabilities and margin, kept near rank with few labels",
     "trust": "few labels: a logistic trust model per teacher fitted on the labeled texts",
 }
 FEW_LABEL_ROUTINGS = ("stacked", "trust")
+# Routings fitted on labeled texts where the project has them ([data.labeled], the labels
+# given with `labels`): the few-label ones need them, joint adds them to its pool answers.
+LABEL_READING_ROUTINGS = (*FEW_LABEL_ROUTINGS, "joint")
 # Options that never won where they were measured, removed: what a kiwb.toml still naming one
 # is told (kiwb.project.config_checks). BENCHMARKS.md has the figures.
 REMOVED_ROUTINGS = {
@@ -35,10 +40,10 @@ REMOVED_ROUTINGS = {
 # Label-free routings whose per-teacher score is their own, not a confidence: a distance in the
 # teacher's representation (mahalanobis, knn; scoring keeps it) or its logits' energy, each
 # read as the teacher's quantile over the pool (kiwb.core.representation_routing).
-OWN_SCORE_ROUTINGS = ("mahalanobis", "knn", "energy")
-READS_REPRESENTATION = ("mahalanobis", "knn")
+OWN_SCORE_ROUTINGS = ("mahalanobis", "knn", "energy", "joint")
+READS_REPRESENTATION = ("mahalanobis", "knn", "joint")
 # What scoring keeps of a teacher's dropout-off pass for them (kiwb.workers.representation).
-REPRESENTATIONS = ("head", "mean", "none")
+REPRESENTATIONS = ("head", "mean", "cls", "none")
 # The routing fitted when labels given to texts are used (the workbench's re-integration):
 # it held on labels taken from the conflicts list, where trust collapsed (BENCHMARKS.md).
 LABELS_ROUTING = "stacked"

@@ -26,6 +26,7 @@ from torch import Tensor
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, OWN_SCORE_ROUTINGS, ROUTINGS
 from kiwb.core.gaussians import Gaussians
+from kiwb.core.joint_routing import JOINT_BASES, JointModel, fit_joint
 from kiwb.core.quantiles import empirical_cdf
 from kiwb.core.representation_routing import (
     EnergyRouter,
@@ -312,6 +313,9 @@ class FittedRouting:
     name: str
     routers: tuple[Router, ...]
     stack: StackedOwner | None = None   # stacked routing: over the routers' rank scores
+    # joint routing: one model over every teacher's representation; the routers are those of
+    # the routing whose answers it was fitted on (their references and shares stay readable)
+    joint: JointModel | None = None
 
     @property
     def probabilistic(self) -> bool:
@@ -323,6 +327,8 @@ class FittedRouting:
         """(n, N) routing scores in [0, 1]."""
         if len(features) != len(self.routers):
             raise ValueError(f"routing fitted for {len(self.routers)} teachers got {len(features)}")
+        if self.joint is not None:
+            return self.joint.scores([_representation(f) for f in features])
         scores = torch.stack([router.scores(f) for router, f in zip(self.routers, features,
                                                                      strict=True)], dim=1)
         return self.stack.posterior(scores, features) if self.stack is not None else scores
@@ -346,6 +352,8 @@ def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = Tr
     the representation routings on `seen` texts where a teacher has them."""
     if name not in ROUTINGS:
         raise ValueError(f"unknown routing {name!r}; choose one of {', '.join(ROUTINGS)}")
+    if name == "joint":
+        return _fit_joint(pool, labeled, teacher_names, seen, representation)
     if name in OWN_SCORE_ROUTINGS:
         return FittedRouting(name, fit_representation_routers(
             name, pool, seen, representation or RepresentationSettings(), teacher_names))
@@ -377,6 +385,35 @@ def _fit_stacked(pool: Sequence[TeacherFeatures], labeled: LabeledFeatures,
     return dataclasses.replace(unfitted, routers=tuple(
         dataclasses.replace(router, share=float(share))
         for router, share in zip(ranks, shares, strict=True)))
+
+
+def _fit_joint(pool: Sequence[TeacherFeatures], labeled: LabeledFeatures | None,
+               teacher_names: Sequence[str] | None, seen: Sequence[Reference | None] | None,
+               representation: RepresentationSettings | None) -> FittedRouting:
+    """The joint router, fitted on the answers of its base routings on the pool (the mean of
+    their quantile scores, argmax), and on labeled texts where there are some."""
+    settings = representation or RepresentationSettings()
+    bases = [FittedRouting(base, fit_representation_routers(base, pool, seen, settings,
+                                                             teacher_names))
+             for base in JOINT_BASES]
+    votes = torch.stack([base.scores(pool) for base in bases]).mean(0)  # (n, N)
+    answers = torch.nn.functional.one_hot(votes.argmax(1), len(pool)).float()
+    owners = labeled_reps = None
+    if labeled is not None:
+        owners = torch.stack([classes >= 0 for classes in labeled.classes], dim=1)  # (n_l, N)
+        labeled_reps = [_representation(f) for f in labeled.features]
+    model = fit_joint([_representation(f) for f in pool], answers, labeled=labeled_reps,
+                      owners=owners)
+    shares = model.scores([_representation(f) for f in pool]).mean(0)
+    routers = tuple(dataclasses.replace(router, share=float(share))
+                    for router, share in zip(bases[0].routers, shares, strict=True))
+    return FittedRouting("joint", routers, joint=model)
+
+
+def _representation(features: TeacherFeatures) -> Tensor:
+    if features.representation is None:
+        raise ValueError("this routing reads the teacher's representation, which its scores lack")
+    return features.representation
 
 
 def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set: str) -> Router:

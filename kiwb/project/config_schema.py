@@ -292,7 +292,8 @@ class ScoringConfig:
     representation: str = _setting(
         "What is kept of each teacher's dropout-off pass for the representation routings: head "
         "(the input of its classifier head: the pooled [CLS], a decoder's last token), mean (the "
-        "mean of its last hidden states) or none.",
+        "mean of its last hidden states), cls (the first token's last hidden state, before any "
+        "pooler) or none.",
         "head",
         choices=REPRESENTATIONS,
     )
@@ -328,8 +329,10 @@ class IntegrationConfig:
         "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True
     )
     routing: str = _setting(
-        "How teachers are compared per text: auto (the teachers' kind's: rank for single-label "
-        "teachers, confidence for NER taggers), "
+        "How teachers are compared per text: auto (single-label teachers: every label-free "
+        "routing measured on the labeled texts, [data.eval] among them, and the best taken, or "
+        "without labels the label-free choice; NER taggers: confidence; the integration names "
+        "the routing chosen), "
         + ", ".join(ROUTINGS)
         + " (see the documentation's Integration and routing page); stacked and trust need "
         "labeled texts: "

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kiwb.core.choices import AUTO_ROUTING
 from kiwb.project.config_checks import checked_setting
 from kiwb.project.config_schema import IntegrationConfig, declared_setting, rules_of
 
@@ -27,10 +26,10 @@ class FormSetting:
         return _declared(self.name).type in (bool, "bool")
 
     def choices(self) -> tuple[str, ...]:
-        """The declared choices (none for a number or a flag) a job can resolve to, so never
-        "auto". A form narrows the methods to the teachers' kind's."""
-        return tuple(choice for choice in rules_of(_declared(self.name)).choices or ()
-                     if choice != AUTO_ROUTING)
+        """The declared choices (none for a number or a flag), "auto" among the routings (the
+        teachers' kind's choice: per project for single-label teachers). A form narrows the
+        methods to the teachers' kind's."""
+        return tuple(rules_of(_declared(self.name)).choices or ())
 
     def shown(self, integration: IntegrationConfig) -> str | bool:
         """What the form starts with: the project's value (its "auto" settings resolved)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kiwb.core.choices import (
+    AUTO_ROUTING,
     DEFAULT_MERGE_METHOD,
     DEFAULT_ROUTING,
     INTEGRATION_METHODS,
@@ -79,7 +80,9 @@ def _other_kinds_methods(also: str = "") -> str:
 
 
 def _routing_help() -> str:
-    return ("how teachers are compared per text: "
+    return ("how teachers are compared per text: auto: single-label teachers: the routing that "
+            "routes best on the labeled texts (eval), or without labels the label-free choice; "
+            "other kinds: their own; "
             + "; ".join(f"{name}: {text}" for name, text in ROUTINGS.items())
             + " (default: [integration] routing)")
 
@@ -202,7 +205,8 @@ class _MethodOptions(JobSpec):
                                "pass's confidence", type=bool, negative=True)
     transfer: bool | None = flag("--transfer", "multi-label teachers: revise each teacher's "
                                  "labels through its label dependencies first (ANT)", type=bool)
-    routing: str | None = flag("--routing", _routing_help(), choices=tuple(ROUTINGS), metavar="NAME")
+    routing: str | None = flag("--routing", _routing_help(), choices=(AUTO_ROUTING, *ROUTINGS),
+                               metavar="NAME")
     # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
     labels: bool | None = flag("--given-labels", "use the labels given in the workbench or by "
                                "kiwb labels import: one-hot targets, none left out, and a "

@@ -16,13 +16,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any, ClassVar
 
-from kiwb.core.choices import DEFAULT_ROUTING, FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.choices import (
+    AUTO_ROUTING,
+    DEFAULT_ROUTING,
+    FEW_LABEL_ROUTINGS,
+    LABEL_READING_ROUTINGS,
+    ROUTINGS,
+)
 from kiwb.core.learning_check import LearningCheck
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import ProjectConfig, check_routing
 from kiwb.project.config_schema import IntegrationConfig as _DECLARED
-from kiwb.project.teacher_kinds import with_kind_defaults
+from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 
 _OPTIONAL = "optional"  # metadata: a key a record may lack; None is written by leaving it out
 _RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
@@ -101,7 +107,9 @@ class IntegrationSettings(Record):
     what: ClassVar[str] = "integration settings"
 
     # The fields of kiwb.toml's [integration] table (IntegrationConfig, where each is described
-    # and its default given once), as a job resolved them: routing is never "auto" here.
+    # and its default given once), as a job resolved them. Routing is "auto" only for a kind
+    # that chooses it per project from the scores (the sequence kind): the integration's
+    # summary then names the routing chosen (RoutingDetails.name, RoutingChoice).
     method: str = _DECLARED.method
     tau: float = _DECLARED.tau
     reweight: bool = _DECLARED.reweight
@@ -133,10 +141,18 @@ class IntegrationSettings(Record):
         section = with_kind_defaults(config).integration
         values = {each.name: getattr(section, each.name) for each in fields(cls)}
         values.update({k: v for k, v in overrides.items() if v is not None})
+        if values["routing"] == AUTO_ROUTING:  # --routing auto: the kind's, as kiwb.toml's is
+            values["routing"] = default_routing(config)
         values["transfer"] = values["transfer"] or None  # off: left out of records and keys
         settings = cls(**values)
         settings.check(config)
         return settings
+
+    @property
+    def reads_labels(self) -> bool:
+        """The routing is fitted on labeled texts where there are some (LABEL_READING_ROUTINGS);
+        `uses_labels`: it cannot be fitted without."""
+        return self.routing in LABEL_READING_ROUTINGS
 
     @property
     def uses_labels(self) -> bool:
@@ -147,7 +163,7 @@ class IntegrationSettings(Record):
     def check(self, config: ProjectConfig) -> None:
         """Refuse a routing that does not exist or needs labels the project lacks, and
         rare-class settings out of range or that do not apply to the method."""
-        if self.routing not in ROUTINGS:
+        if self.routing not in ROUTINGS and self.routing != AUTO_ROUTING:
             raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
         check_routing(config, self.routing, labels=self.labels)
         if not 0 <= self.class_weighting <= 1:
@@ -204,6 +220,40 @@ class RoutingDetails(Record):
     # what the per-teacher histograms count: the confidence (None), or the
     # routing's own score where it reads something else (a representation routing's quantile)
     score: str | None = optional()
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoutingChoice(Record):
+    """How `routing = "auto"` chose the routing of an integration (kiwb.core.routing_choice):
+    the routing, the evidence and, with labeled texts, every candidate's figure on them."""
+
+    what: ClassVar[str] = "routing choice"
+
+    chosen: str           # the candidate's name: "mahalanobis", "rank (plain)"
+    routing: str          # the routing it is, and whether it read the MC passes
+    use_mc: bool
+    basis: str            # "labels" (measured on labeled texts) or "label-free"
+    why: str              # one line, for the CLI, the workbench and the model card
+    labeled_texts: int    # labeled texts the candidates were measured on (0: label-free)
+    where: str | None = optional()  # which labeled texts: "eval", "eval + [data.labeled]", ...
+    # candidate name -> its routing accuracy on the labeled texts (or the label-free rule's
+    # figure), in the order of preference on a tie
+    table: dict[str, float] | None = optional()
+    # the choice's own figure, picked on one half of the labeled texts and measured on the
+    # other (kiwb.core.routing_choice.choose_on_labels)
+    cross_validated: float | None = optional()
+    left_out: str | None = optional()  # routings not considered, and why, in one line
+
+    def line(self) -> str:
+        """The choice in one line: the routing, and on what it was chosen."""
+        return f"{self.chosen} (auto: {self.why})"
+
+    def short(self) -> str:
+        """On what it was chosen, in a few words (the workbench's panes)."""
+        if self.basis == "labels" and self.table and self.cross_validated is not None:
+            return (f"best of {len(self.table)} routings on {self.labeled_texts:,} labeled texts "
+                    f"({self.where}), {self.cross_validated:.1%} cross-validated")
+        return self.why
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -342,6 +392,8 @@ class IntegrationSummary(Record):
     gold_labels: GoldLabelUse | None = optional(record=GoldLabelUse)  # with settings.labels
     check: RoutingCheck | None = optional(record=RoutingCheck)  # kiwb.core.routing_check's verdict
     funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where each class goes
+    # routing = "auto": the routing chosen for this project, and the table it was chosen from
+    routing_choice: RoutingChoice | None = optional(record=RoutingChoice)
     # teacher -> what the score set it read recorded of its MC dropout ({"acts": bool, "rate":
     # a rate kiwb set}, kiwb.project.dropout_rates.score_set_dropout); a teacher scored before
     # kiwb checked is left out, and an integration none of whose teachers was checked has none

@@ -80,6 +80,8 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         "routing_check": manifest.get("routing_check"),
         "class_funnel": manifest.get("class_funnel"),
         **({"teacher_dropout": manifest["teacher_dropout"]} if manifest.get("teacher_dropout") else {}),
+        # routing = "auto": the routing it chose, and the table it chose from
+        **({"routing_choice": manifest["routing_choice"]} if manifest.get("routing_choice") else {}),
         # a representation routing: what it read, and where each teacher's reference came from
         **({"representations": manifest["representations"]}
            if manifest.get("representations") else {}),
@@ -203,13 +205,28 @@ def _merge_start(start: dict | None) -> str:
             "place of the base with a new head")
 
 
+def _routing_line(method: dict, choice: dict | None) -> str:
+    """The routing the student's targets were made with; with `routing = "auto"`, the one it
+    chose, on what, and the candidates' figures."""
+    if not choice:
+        return (f"- routing: `{method.get('routing', 'confidence')}`; MC dropout: "
+                f"{method.get('use_mc')}; margin re-weighting: {method.get('reweight')}")
+    line = (f"- routing: `{choice['chosen']}`, chosen by `auto`: {choice['why']}; margin "
+            f"re-weighting: {method.get('reweight')}")
+    if choice.get("table"):
+        line += (" (each label-free routing's share of labeled texts routed to a teacher that "
+                 "knows their label: " + ", ".join(
+                     f"{name} {100 * value:.1f}%" for name, value
+                     in sorted(choice["table"].items(), key=lambda item: -item[1])) + ")")
+    return line
+
+
 def _method_lines(manifest: dict, method: dict) -> list[str]:
     """The distillation's method and settings (a trained student's card)."""
     lines = ["", "## Method and settings", "",
              f"- method: `{method.get('method')}`"
               + (f" (tau = {method.get('tau')})" if method.get("method") == "muki-soft" else ""),
-              f"- routing: `{method.get('routing', 'confidence')}`; MC dropout: {method.get('use_mc')}; "
-              f"margin re-weighting: {method.get('reweight')}",
+              _routing_line(method, manifest.get("routing_choice")),
               f"- student base: `{manifest.get('student_base')}`"
               + _merge_start(manifest.get("init_from_merge")),
               f"- checkpoint: `{manifest['checkpoint']}` (step {manifest['step']})"]

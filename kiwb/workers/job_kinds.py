@@ -73,11 +73,15 @@ def integrate(session: JobSession) -> Outcome:
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
     line = kind_named(summary.teachers_kind).integrated_line(summary)
+    routing = summary.routing.name if summary.routing is not None else settings.routing
     console.print(line or (
         f"Integrated {summary.num_texts:,} {kind_named(summary.teachers_kind).units} "
-        f"({settings.method}, {settings.routing} routing{labels}): {wins}; "
+        f"({settings.method}, {routing} routing{labels}): {wins}; "
         f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}"),
         highlight=False, soft_wrap=True)
+    if summary.routing_choice is not None:  # routing = "auto": what it chose, and why
+        console.print(f"Routing: {summary.routing_choice.line()}", highlight=False,
+                      markup=False, soft_wrap=True)
     check = summary.check
     if check is not None and check.flagged:
         console.print(check.line(), style="bold yellow", highlight=False, markup=False,

@@ -5,7 +5,8 @@ the dropout-off forward that scoring runs anyway (a hook, no second forward).
 RoBERTa's and ELECTRA's head after its dense layer, DistilBERT's pre-classifier output, and for a
 decoder classifier (Qwen, Llama), whose head reads every position, the last real token's state,
 the one transformers takes the logits of. `mean` is the mean of the last hidden states over the
-text's tokens. Stored in float16.
+text's tokens; `cls` the last hidden state of the first token (an encoder's [CLS], before any
+pooler). Stored in float16.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ class RepresentationCapture:
     training mode, are not kept). Use as a context manager; `take()` after each forward."""
 
     def __init__(self, model: nn.Module, mode: str):
-        if mode not in ("head", "mean"):
-            raise ValueError(f"unknown representation {mode!r}; choose head or mean")
+        if mode not in ("head", "mean", "cls"):
+            raise ValueError(f"unknown representation {mode!r}; choose head, mean or cls")
         self.model, self.mode = model, mode
         self._held: torch.Tensor | None = None
         self._mask: torch.Tensor | None = None
@@ -62,6 +63,8 @@ class RepresentationCapture:
         self._held = None
         if self.mode == "mean":
             return mean_pooled(held, mask)
+        if self.mode == "cls":
+            return held[:, 0].float()
         if held.dim() == 3:  # a head over every position (decoders): the last real token's
             return held[torch.arange(len(held), device=held.device), last_token(held, mask)].float()
         return held.float()
@@ -80,11 +83,11 @@ def output_layer(model: nn.Module) -> nn.Linear:
 
 def capture_problem(model: nn.Module, mode: str) -> str | None:
     """Why this model's representation cannot be kept in `mode`, with the fix; None if it can."""
-    if mode == "mean":
+    if mode in ("mean", "cls"):
         return None if isinstance(getattr(model, "base_model", None), nn.Module) and \
             model.base_model is not model else (
-            f"this {type(model).__name__} has no encoder apart from its head to take the mean "
-            'of; set [scoring] representation = "none"')
+            f"this {type(model).__name__} has no encoder apart from its head to read its last "
+            'hidden states from; set [scoring] representation = "none"')
     count = int(model.config.num_labels)
     if not any(isinstance(module, nn.Linear) and module.out_features == count
                for module in model.modules()):

@@ -20,7 +20,7 @@ from collections.abc import Callable
 import numpy as np
 import torch
 
-from kiwb.core.choices import READS_REPRESENTATION
+from kiwb.core.choices import AUTO_ROUTING, READS_REPRESENTATION
 from kiwb.errors import DataError, KiwbError
 from kiwb.kinds import KINDS
 from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
@@ -69,7 +69,8 @@ def representations_wanted(config: ProjectConfig) -> bool:
     """Whether the project reads representations: a score job then draws those its score sets
     lack (`kiwb score --representations` asks for them whatever the project reads)."""
     return representation_mode(config) is not None and (
-        config.integration.routing in READS_REPRESENTATION
+        # "auto" measures the routings that read them, where the teachers' kind keeps them
+        config.integration.routing in (*READS_REPRESENTATION, AUTO_ROUTING)
         or any(teacher.seen is not None for teacher in config.teachers))
 
 

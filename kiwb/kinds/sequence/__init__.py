@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from kiwb.core.choices import AUTO_ROUTING
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 
 _GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
@@ -48,6 +49,9 @@ class SequenceKind(TeacherKind):
         "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
         "call": 'print(classify("your text here"))'}
     keeps_representation = True
+    # Chosen per project from the scores (kiwb.kinds.sequence.routing_choice): no routing won on
+    # every set measured (BENCHMARKS.md, "Choosing the routing").
+    default_routing = AUTO_ROUTING
     labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
     # A sigmoid head (problem_type multi_label_classification) answers each label alone:
     # its outputs are no distribution over labels, so it is not this kind's teacher.

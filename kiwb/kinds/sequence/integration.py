@@ -26,6 +26,7 @@ from kiwb.core.metrics import classification_report
 from kiwb.core.routing_check import RoutingCheck, RoutingComparison, check_routing_outcome
 from kiwb.errors import ConfigError, DataError
 from kiwb.kinds.sequence import KIND
+from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_representation
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
@@ -256,7 +257,7 @@ def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
     try:
         return routes.fit_routing(
             settings.routing, pool.features(), use_mc=settings.use_mc,
-            labeled=labeled.labeled_features() if settings.uses_labels else None,
+            labeled=labeled.labeled_features() if settings.reads_labels and labeled else None,
             teacher_names=pool.teachers, seen=seen)
     except ValueError as error:  # a labeled set that cannot calibrate some teacher
         raise DataError(f"routing {settings.routing!r}: {error}") from None
@@ -419,7 +420,7 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
 
 # What a representation routing's per-teacher histograms count
 SCORE_NAMES = {"mahalanobis": "Mahalanobis quantile", "knn": "kNN similarity quantile",
-               "energy": "energy quantile"}
+               "energy": "energy quantile", "joint": "joint model's probability"}
 
 
 def reference_text(router) -> str | None:
@@ -531,8 +532,10 @@ def save_instances(store: Store, key: str, scores: TeacherScores, result: integ.
 def labeled_file_scores(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                         tasks: list[ScoreTask]) -> TeacherScores | None:
     """The scores of [data.labeled] when the routing reads labels (label-free routing does
-    not wait for them)."""
-    return scores_from_tasks(config, store, tasks) if settings.uses_labels and tasks else None
+    not wait for them), with the teachers' representations where it reads those too."""
+    if not settings.reads_labels or not tasks:
+        return None
+    return scores_from_tasks(config, store, tasks, settings.routing in READS_REPRESENTATION)
 
 
 def without_given_labels(scores: TeacherScores, texts: list[str],
@@ -549,24 +552,29 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
                     tasks: list[ScoreTask]) -> IntegrationRecord:
     """The sequence kind's integration seam: texts routed, targets, conflicts, figures."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
-    reads = settings.routing in READS_REPRESENTATION
+    asked = settings  # as the job was given it: "auto" stays "auto" in the record and the key
+    reads = reads_representation(asked, store, tasks)
     scores = scores_from_tasks(config, store, by_role["unlabeled"], reads)
     texts = by_role["unlabeled"][0].table.texts
-    labeled = labeled_file_scores(config, store, settings, by_role["labeled"])
+    labeled = labeled_file_scores(config, store, asked, by_role["labeled"])
     seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_role["unlabeled"]])
                        if reads else (None, {}))
-    pool = integrate_pool(settings, store, scores, texts, labeled, seen)
-    summary = summarize(scores, pool, settings)
-    eval_left_out = 0
+    gold = gold_labels(store, texts, scores.labels) if asked.labels else None
+    eval_scores = eval_left_out = None
     if by_role["eval"]:
         eval_scores, eval_left_out = without_given_labels(
             scores_from_tasks(config, store, by_role["eval"], reads),
-            by_role["eval"][0].table.texts, pool.gold)
+            by_role["eval"][0].table.texts, gold)
+    settings, choice = pick_routing(asked, scores, eval_scores,
+                                    labeled_scores_for_choice(config, store, asked, by_role, reads),
+                                    gold, seen, reads)
+    pool = integrate_pool(settings, store, scores, texts, labeled, seen)
+    summary = summarize(scores, pool, settings)
+    if eval_scores is not None:
         summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
-    else:
-        eval_scores = None
-    summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores))
-    used = {"scores": scores.score_keys, **settings.pinned()}
+    summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores),
+                      routing_choice=choice)
+    used = {"scores": scores.score_keys, **asked.pinned()}
     # Keys of integrations from before a setting existed stay the same while it is off, and
     # logit adjustment acts on training alone: the targets do not depend on it.
     del used["logit_adjustment"]
@@ -575,6 +583,8 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
             del used[name]
     if labeled is not None:  # the labels decide the routing as much as the settings do
         used["labeled_scores"] = labeled.score_keys
+    if choice is not None:  # and so does what "auto" chose, from the labeled texts it read
+        used["routing_choice"] = choice.to_dict()
     if reads:  # and so do the representations it read
         used["representations"] = [t.representation.key for t in by_role["unlabeled"]]
         used["seen"] = seen_keys
@@ -584,7 +594,7 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
         summary = replace(summary, gold_labels=GoldLabelUse(
             labeled=len(gold.rows), left_out=len(gold.left_out),
             routing_labels=len(pool.routing_labels.true_labels) if pool.routing_labels else 0,
-            eval_left_out=eval_left_out, fingerprint=gold.fingerprint))
+            eval_left_out=eval_left_out or 0, fingerprint=gold.fingerprint))
     if summary.eval is not None:
         check = routing_check(scores, pool, settings, summary.eval.routing_accuracy,
                               summary.eval.num_texts)
@@ -594,7 +604,16 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
                               where="the unlabeled texts' own labels")
     summary = replace(summary, check=check)
     key = settings_key(used)
-    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
+    store.record_integration(key, dataset="unlabeled", settings=asked.to_dict(),
                              summary=summary.to_dict())
     save_instances(store, key, scores, pool.result, texts)
     return IntegrationRecord.from_dict(store.integration(key))
+
+
+def labeled_scores_for_choice(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                              by_role: dict, reads: bool) -> TeacherScores | None:
+    """[data.labeled]'s scores where "auto" measures the routings on them (a label-free
+    routing reads them for nothing else: they train only with a few-label routing)."""
+    if not is_auto(settings) or not by_role["labeled"]:
+        return None
+    return scores_from_tasks(config, store, by_role["labeled"], reads)

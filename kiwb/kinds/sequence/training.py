@@ -7,21 +7,24 @@ from __future__ import annotations
 import torch
 
 from kiwb import __version__
-from kiwb.core.choices import READS_REPRESENTATION
 from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.errors import KiwbError
 from kiwb.kinds.sequence.integration import (
     TeacherScores,
     class_funnel_of,
     ensemble_reference,
+    gold_labels,
     integrate_pool,
     labeled_file_scores,
+    labeled_scores_for_choice,
     labeled_targets,
     reference_text,
     routing_accuracies,
     routing_check,
     scores_from_tasks,
+    without_given_labels,
 )
+from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_representation
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.records import RoutingAccuracy
@@ -39,7 +42,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
     settings = request.settings
     method = settings.method
     distilled = method != SUPERVISED
-    reads = distilled and settings.routing in READS_REPRESENTATION
+    reads = distilled and reads_representation(settings, store, tasks)
     scores = _scores_or_hint(config, store, by_dataset["unlabeled"], need=distilled,
                              representation=reads)
     seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_dataset["unlabeled"]])
@@ -50,7 +53,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
     labels = union_labels(label_sets)
     unlabeled_table = by_dataset["unlabeled"][0].table
     texts = unlabeled_table.texts
-    targets = weights = label_ids = fitted = labeled_fingerprint = gold = pool = None
+    targets = weights = label_ids = fitted = labeled_fingerprint = gold = pool = choice = None
     if method == SUPERVISED:
         if unlabeled_table.labels is None:
             raise KiwbError(f"{config.file}: the supervised run needs gold labels; set "
@@ -61,6 +64,17 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         if labeled is not None:
             labeled_texts = by_dataset["labeled"][0].table
             labeled_fingerprint = labeled_data_fingerprint(labeled_texts)
+        # "auto" chooses as the integration did: on the same scores and labeled texts
+        given = gold_labels(store, texts, scores.labels) if settings.labels else None
+        eval_for_choice = None
+        if is_auto(settings) and by_dataset["eval"]:
+            eval_for_choice = without_given_labels(
+                scores_from_tasks(config, store, by_dataset["eval"], reads),
+                by_dataset["eval"][0].table.texts, given)[0]
+        settings, choice = pick_routing(
+            settings, scores, eval_for_choice,
+            labeled_scores_for_choice(config, store, settings, by_dataset, reads), given, seen,
+            reads)
         pool = integrate_pool(settings, store, scores, texts, labeled, seen)
         fitted, gold = pool.fitted, pool.gold
         targets, weights = pool.result.targets, pool.result.weights
@@ -109,6 +123,8 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         "routing_check": check.to_dict() if check is not None else None,
         "class_funnel": funnel.to_dict() if funnel is not None else None,
     }
+    if choice is not None:  # routing = "auto": what it chose, and from what
+        manifest["routing_choice"] = choice.to_dict()
     if reads:  # the representations (and seen texts) decide the routing as the scores do
         manifest["representations"] = {
             "sets": [t.representation.key for t in by_dataset["unlabeled"]], "seen": seen_keys,

@@ -254,7 +254,7 @@ class ConflictsPane(Pane):
         margin = self.filters.max_margin
         scope = f"under margin {margin:g}" if margin is not None else "in all"
         labels = SCOPE_NAMES[self.filters.labels]
-        routing = self.integration.settings.routing if self.integration is not None else ""
+        routing = routing_shown(self.integration)
         noun = "pairs" if self.kind.unit == "pair" else "texts"
         status.update(Text(f"{total} {noun} {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
                            f"{len(self.loaded):,} shown · {routing}"))
@@ -545,3 +545,14 @@ def won_by(item: Instance, teachers: list[str]) -> str:
 
 def _name(names: list[str], index: int) -> str:
     return names[index] if 0 <= index < len(names) else str(index)
+
+
+def routing_shown(integration) -> str:
+    """The routing an integration used, as the status line names it: the one "auto" chose,
+    or the settings' own."""
+    if integration is None:
+        return ""
+    summary = integration.summary
+    if summary.routing_choice is not None:
+        return f"{summary.routing_choice.chosen} (auto)"
+    return summary.routing.name if summary.routing is not None else integration.settings.routing

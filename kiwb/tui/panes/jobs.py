@@ -70,6 +70,7 @@ class JobsPane(Pane):
         self.jobs: dict[int, JobState] = {}
         self.seen_status: dict[int, str] | None = None
         self.given_labels = 0  # labels given in the Conflicts pane, as the store last said
+        self.last_choice = None  # what routing = "auto" chose in the newest integration
         self.follow: int | None = None  # a job just launched here: its row is selected once shown
 
     def compose(self) -> ComposeResult:
@@ -86,6 +87,8 @@ class JobsPane(Pane):
     def apply_changes(self, changes: StoreChanges) -> None:
         self.jobs = {job.id: job for job in changes.jobs}
         self.given_labels = changes.given_labels
+        if changes.integration is not None:
+            self.last_choice = changes.integration.summary.routing_choice
         table = self.main_widget()
         sync_rows(table, {str(job.id): job_cells(job) for job in changes.jobs})
         if self.follow is not None and self.follow in self.jobs:  # its log below, not the first's
@@ -288,7 +291,8 @@ class JobsPane(Pane):
 
         self.app.push_screen(FormScreen(
             "Integrate the teachers' scores", fields, start,
-            note="Runs an integration job with these settings; kiwb.toml is left as it is."),
+            note="Runs an integration job with these settings; kiwb.toml is left as it is."
+                 + auto_note(self.last_choice)),
             self._launched)
 
     def action_cancel(self) -> None:
@@ -322,6 +326,14 @@ def integration_fields(shown: tuple[integration_form.FormSetting, ...], integrat
             for setting in shown]
 
 
+def auto_note(choice) -> str:
+    """What routing "auto" chose last (a RoutingChoice, or None before it chose)."""
+    if choice is None:
+        return (" Routing auto: each label-free routing measured on the labeled texts, the "
+                "best taken.")
+    return f" Routing auto chose {choice.chosen} last time: {choice.short()}."
+
+
 def teachers_kind(config: ProjectConfig) -> TeacherKind:
     """The kind of the project's teachers (its methods: the forms' choices); the default kind
     where the teachers cannot be read yet (the job then says what is wrong)."""
@@ -337,9 +349,13 @@ def integration_note(summary: IntegrationSummary) -> str:
     if own is not None:
         return f"{own}; see Uncertainty (4) and Conflicts (6)"
     routing = summary.routing.name if summary.routing is not None else None
+    chosen = summary.routing_choice  # routing = "auto": the one it chose
+    if chosen is not None:
+        routing = f"{chosen.chosen}"
     wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
     return (f"integrated {summary.num_texts:,} texts"
             + (f" with {routing} routing" if routing else "")
+            + (" chosen by auto" if chosen is not None else "")
             + f" ({wins}): {summary.conflicts:,} conflicts under margin "
             f"{summary.conflict_threshold}; see Uncertainty (4) and Conflicts (6)")
 

@@ -66,7 +66,9 @@ class UncertaintyPane(Pane):
         changed = any([self.histograms.add(event) for event in changes.events])
         if changes.integration is not None:
             self.summary, changed = changes.integration.summary, True
-            self.use_mc = changes.integration.settings.use_mc
+            choice = self.summary.routing_choice  # routing = "auto": the signal it chose
+            self.use_mc = (choice.use_mc if choice is not None
+                           else changes.integration.settings.use_mc)
         # the shown integration's record of the sets it read; before one, the newest set's
         dropout = {each.teacher: each.dropout for each in changes.score_sets  # oldest first
                    if each.dataset == "unlabeled" and each.dropout}
@@ -192,6 +194,9 @@ class UncertaintyPane(Pane):
         kind = "" if routing is None else "MC " if self.use_mc else "plain "
         # a representation routing compares its own score, not the confidence
         score = routing.score if routing is not None and routing.score else f"{kind}confidence"
+        choice = summary.routing_choice if summary is not None else None
+        if name and choice is not None:
+            name = f"{choice.chosen}, chosen by auto"
         title = (f"Routing{f' · {name}' if name else ''}: each teacher's {score}, routed "
                  "to it vs elsewhere")
         teachers = routing.teachers if routing is not None else {}
@@ -228,9 +233,14 @@ class UncertaintyPane(Pane):
                 line.truncate(width, overflow="ellipsis")
                 text.append("\n")
                 text.append_text(line)
+            if choice is not None:  # why this routing: the table is in kiwb integrate's output
+                line = Text(f"auto: {choice.short()}", "dim")
+                line.truncate(width, overflow="ellipsis")
+                text.append("\n")
+                text.append_text(line)
             return text
 
-        plot.show(title, draw, 1 + SPLIT_ROWS + 1 + len(teachers))
+        plot.show(title, draw, 1 + SPLIT_ROWS + 1 + len(teachers) + (choice is not None))
 
     def _draw_routing(self) -> None:
         plot = self.query_one("#routing", Plot)
