@@ -130,7 +130,8 @@ def test_auto_takes_the_routing_that_routes_best_on_labeled_texts_and_records_th
     best = max(choice.table.values())
     assert choice.table[choice.chosen] == best and best >= 0.95
     assert choice.table["confidence"] < 0.7 and choice.table["rank"] < 0.7  # outputs: chance
-    assert choice.chosen in ("mahalanobis", "knn")    # the routings that read the representation
+    # the routings that read the representation (joint first: the label-free choice)
+    assert choice.chosen in ("joint", "mahalanobis", "knn")
     assert resolved.routing == choice.routing and resolved.routing != "auto"
     assert choice.cross_validated <= best
     assert "eval" in choice.why and choice.chosen in choice.line()
@@ -139,7 +140,7 @@ def test_auto_takes_the_routing_that_routes_best_on_labeled_texts_and_records_th
 
 def test_too_few_labels_fall_back_to_the_label_free_choice_and_say_so():
     pool = _pair_known_by_representation()
-    labeled = _pair_known_by_representation(n=10)  # 20 labeled texts
+    labeled = _pair_known_by_representation(n=4)  # 8 labeled texts
     _, choice = choose_routing(IntegrationSettings(routing="auto"), pool, labeled, "eval")
     assert choice.basis == "label-free" and choice.table is None
     assert f"{MIN_LABELED_TEXTS} or more are needed" in choice.why
@@ -162,3 +163,24 @@ def test_labeled_sets_join_in_order_and_name_themselves():
                                         ("given labels", second)])
     assert len(joined.true_labels) == 20 and where == "eval + given labels"
     assert labeled_for_choice([("eval", None)]) == (None, "")
+
+
+def test_without_labels_auto_takes_a_routing_that_holds_where_confidence_is_broken():
+    """No labels: the label-free choice (the joint router over the representations), which
+    routes these texts right where every confidence reads chance."""
+    from kiwb.core import routing as routes
+
+    pool = _pair_known_by_representation(n=60)
+    settings, choice = choose_routing(IntegrationSettings(routing="auto"), pool, None, "")
+    assert choice.basis == "label-free" and choice.chosen == "joint" == settings.routing
+    owners = torch.tensor([0] * 60 + [1] * 60)
+    for name, at_least, at_most in (("joint", 0.95, 1.0), ("confidence", 0.0, 0.7),
+                                    ("rank", 0.0, 0.7)):
+        fitted = routes.fit_routing(name, pool.features())
+        share = (pool.routing_scores(fitted).argmax(1) == owners).double().mean()
+        assert at_least <= share <= at_most, name
+    # scores made without representations: rank on the plain confidence, said so
+    pool.representations = None
+    _, plain = choose_routing(IntegrationSettings(routing="auto"), pool, None, "",
+                              representations=False)
+    assert plain.chosen == "rank (plain)" and "joint" in plain.left_out
