@@ -7,6 +7,7 @@ import json
 
 from kiwb.errors import KiwbError
 from kiwb.project.opening import open_existing_store, open_project
+from kiwb.shell import command
 from kiwb.workers.quiet import quiet_libraries
 
 RECENT_JOBS = 10  # ended jobs that `kiwb jobs` shows without --all
@@ -68,7 +69,7 @@ def cmd_init(args: argparse.Namespace) -> int:
                      "shape with other labels; if you merge their weights, use kiwb merge "
                      "(averaging them elsewhere mixes labels)", highlight=False, markup=False,
                      soft_wrap=True)
-    stdout.print(f"Next: edit it if needed, then run [bold]kiwb score {args.project}[/bold]")
+    stdout.print(f"Next: edit it if needed, then run [bold]{command('score', args.project)}[/bold]")
     return 0
 
 
@@ -98,9 +99,9 @@ def start_job(args: argparse.Namespace, spec) -> tuple[int, int]:
     label = job_label(spec.kind, spec.job_run())
     if args.detach:
         stdout.print(f"Started job {job_id} ({label}) in the background; it keeps running if "
-                     f"this terminal closes.\n  follow it: kiwb logs {job_id} {args.project} -f\n"
-                     f"  status:    kiwb jobs {args.project}\n"
-                     f"  stop it:   kiwb cancel {job_id} {args.project}",
+                     f"this terminal closes.\n  follow it: {command('logs', job_id, args.project, '-f')}\n"
+                     f"  status:    {command('jobs', args.project)}\n"
+                     f"  stop it:   {command('cancel', job_id, args.project)}",
                      highlight=False, markup=False, soft_wrap=True)
         return job_id, 0
     return job_id, follow_job(root, job_id, label, str(args.project))
@@ -128,8 +129,8 @@ def follow_job(root, job_id: int, label: str, project_label: str) -> int:
                     shown.text(chunk)
         except KeyboardInterrupt:
             console.print(f"Stopped following job {job_id}; it keeps running.\n"
-                          f"  follow it: kiwb logs {job_id} {project_label} -f\n"
-                          f"  stop it:   kiwb cancel {job_id} {project_label}",
+                          f"  follow it: {command('logs', job_id, project_label, '-f')}\n"
+                          f"  stop it:   {command('cancel', job_id, project_label)}",
                           highlight=False, markup=False, soft_wrap=True)
             return 130
         return exit_code(store.jobs.get(job_id))
@@ -388,8 +389,22 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not texts:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
-    print_predictions(stdout, run_seam(folder_kind(folder), "predict", folder, texts, args.top))
+    try:
+        lines = run_seam(folder_kind(folder), "predict", folder, texts, args.top)
+    except KiwbError:
+        raise
+    except Exception as error:  # transformers and safetensors raise many kinds for a bad folder
+        raise KiwbError(unloadable(folder, error)) from None
+    print_predictions(stdout, lines)
     return 0
+
+
+def unloadable(folder, error: Exception) -> str:
+    """Why a model folder could not be loaded, in one line, with what to give instead."""
+    cause = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return (f"{folder}: cannot load this model ({type(error).__name__}: {cause[:160]}); give a "
+            "folder written whole by save_pretrained or kiwb export (a config.json with its "
+            "model_type, and its weights)")
 
 
 def print_predictions(console, lines: list[str]) -> None:
@@ -520,7 +535,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     root = args.project.resolve()
     if not root.is_dir():
         raise KiwbError(f"{args.project}: no such folder; create a project there with: "
-                        f"kiwb init {args.project}")
+                        + command("init", args.project))
     from kiwb.tui import run
 
     return run(root, theme=args.theme, pane=args.pane)

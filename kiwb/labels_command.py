@@ -108,7 +108,7 @@ def import_labels(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
     from kiwb.kinds import kind_named, run_seam
     from kiwb.project.label_files import file_format, read_label_file
-    from kiwb.project.labels import give_labels, replace_all
+    from kiwb.project.labels import give_labels, label_count, replace_all
     from kiwb.workers.project_inputs import project_kind
 
     file_format(args.file)
@@ -116,6 +116,11 @@ def import_labels(args: argparse.Namespace) -> int:
     with store:
         decisions = read_label_file(args.file, known_labels(config), text_column=args.text_column,
                                     label_column=args.label_column)
+        if not decisions:  # an empty file, a header alone, blank lines: never a set of labels
+            given = label_count(store.connection)
+            raise KiwbError(f"{args.file} holds no labels (no line with a text and a label); "
+                            "nothing changed" + (f": --replace would have forgotten the {given:,} "
+                                                 "labels given" if args.replace and given else ""))
         kind = project_kind(config)
         checked = "check_labels" in kind_named(kind).seams
         if checked:  # refused before anything is written; then each one matches a text

@@ -23,6 +23,7 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive, with_this_kiwb
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import check_before_recording
+from kiwb.shell import command
 
 KILL_WAIT_S = 5.0
 # Unbuffered, so `kiwb logs -f` shows lines as they come; wide, so a log file (not a
@@ -40,7 +41,7 @@ def launch_job(project_root: str | Path, spec: JobSpec) -> int:
     root = Path(project_root).resolve()
     paths = ProjectPaths(root)
     if not paths.config.is_file():
-        raise KiwbError(f"{root}: no kiwb.toml here; create a project with: kiwb init {root}")
+        raise KiwbError(f"{root}: no kiwb.toml here; create a project with: {command('init', root)}")
     check_before_recording(spec, paths.config)
     kind = spec.kind
     paths.make_layout()

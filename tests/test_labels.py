@@ -21,6 +21,7 @@ from kiwb.project.labels import (
 from kiwb.project.queries import label_progress
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
+from kiwb.tui.labeling import header
 
 LABELS = ["sports", "politics", "music", "cooking"]
 
@@ -70,7 +71,8 @@ ROWS = [(0, 0.05, 0, 0), (1, 0.01, 0, 0), (2, 0.20, 1, 2), (3, 0.02, 0, 1),
         (4, 0.30, 1, 3), (5, 0.03, 0, 0), (6, 0.04, 1, 2), (7, 0.50, 1, 2)]
 
 
-def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teacher_labels=True):
+def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teacher_labels=True,
+               gold_labels=None):
     replace_instances(store.connection, key, [
         (row, margin, routed, target, None, [0.5, 0.5], f"text {row}")
         for row, margin, routed, target in rows])
@@ -81,6 +83,8 @@ def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teache
                "teacher_labels": {"A": LABELS[:2], "B": LABELS[2:]}}
     if not teacher_labels:  # as an integration recorded before kiwb kept them
         del summary["teacher_labels"]
+    if gold_labels is not None:  # what an integration with `labels` records of those it read
+        summary["gold_labels"] = gold_labels
     settings = IntegrationSettings(**(settings or {})).to_dict()
     store.record_integration(key, dataset="unlabeled", settings=settings, summary=summary)
     store.connection.execute("UPDATE integrations SET created_at = ? WHERE key = ?",
@@ -155,10 +159,23 @@ def test_the_header_counts_labels_agreement_and_the_change_after_re_integration(
     # Re-integrated with the labels: text 2 now goes to A; the change is measured against
     # the integration before that did not use the labels.
     rows = [(row, margin, 0 if row == 2 else routed, target) for row, margin, routed, target in ROWS]
-    with_labels = _integrate(store, "i2", rows, settings={"labels": True}, created_at=2.0)
+    read = labels_fingerprint(labels_by_hash(store.connection))
+    with_labels = _integrate(store, "i2", rows, settings={"labels": True}, created_at=2.0,
+                             gold_labels={"labeled": 3, "left_out": 1, "routing_labels": 3,
+                                          "eval_left_out": 0, "fingerprint": read})
     progress = label_progress(store, with_labels)
     assert (progress.agree, progress.judged) == (3, 3)
     assert progress.agreement == 1.0 and progress.before == pytest.approx(2 / 3)
+    # its routing was fitted on these labels: the header does not count agreeing with them
+    assert progress.read_current and progress.fitted_on
+    shown = header(progress).plain
+    assert "fitted on them" in shown and "without them agreed 67%" in shown
+    assert "routing agrees" not in shown and "in use" in shown
+    # a label given after that integration: it no longer read the labels as they are
+    give_labels(store.connection, [("text 7", "music")])
+    progress = label_progress(store, with_labels)
+    assert not progress.read_current and "r re-integrate" in header(progress).plain
+    assert "routing agrees" in header(label_progress(store, plain)).plain
 
 
 def test_an_integration_recorded_before_teacher_label_sets_reads_them_from_the_scores(tmp_path):

@@ -410,3 +410,16 @@ def test_the_job_api_and_launcher_import_no_heavy_library():
              "print(sorted({'torch', 'transformers', 'datasets', 'textual'} & set(sys.modules)))")
     loaded = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_a_lost_job_whose_last_heartbeat_came_before_its_start_lasted_no_time():
+    """A worker beats as it begins and records its start after: lost in between, it shows
+    0s, never minus an hour and 59 minutes."""
+    from kiwb.project.jobs import JobState, format_duration
+
+    job = JobState(id=1, kind="score", run="score", settings={}, pid=None, host=None, device=None,
+                   log_path=None, created_at=100.0, started_at=102.0, ended_at=None,
+                   heartbeat_at=100.5, status="lost")
+    assert job.duration() == 0.0 and format_duration(job.duration()) == "0m 00s"
+    assert format_duration(-7199.0) == "0m 00s"
+    assert format_duration(3725.0) == "1h 02m" and format_duration(187.0) == "3m 07s"

@@ -59,6 +59,10 @@ RELATIVE = True    # mahalanobis: relative to one Gaussian over the whole pool (
 # A teacher given fewer pool texts than this keeps its previous reference at a refit: a handful
 # of texts say little of its classes.
 MIN_REFIT_TEXTS = 8
+# A pool with fewer different texts than this is refused: its class means, neighbours and
+# quantiles rest on a handful of texts (a pool of 3, or of one text repeated, routed 38-54%
+# of the demo's eval texts right, no better than chance).
+MIN_POOL_TEXTS = 32
 _CHUNK = 4096      # rows per block when distances are computed (bounded memory on large pools)
 _RIDGE = 1e-6      # of the mean variance, added to the diagonal: keeps a constant dimension invertible
 
@@ -269,6 +273,16 @@ def fit_router(name: str, pool: RoutedTexts, reference: Reference | None,
     raise ValueError(f"unknown representation routing {name!r}")
 
 
+def pool_problem(pool: Sequence[RoutedTexts]) -> str | None:
+    """Why these pool texts are too few to fit a representation routing on, or None."""
+    for features in pool:
+        distinct = len(torch.unique(_representation(features), dim=0))
+        if distinct < MIN_POOL_TEXTS:
+            return (f"the pool holds {distinct} different text(s); the routings that read the "
+                    f"teachers' representations need {MIN_POOL_TEXTS} or more")
+    return None
+
+
 def fit_representation_routers(name: str, pool: Sequence[RoutedTexts],
                                seen: Sequence[Reference | None] | None = None,
                                settings: RepresentationSettings = DEFAULTS,
@@ -279,6 +293,9 @@ def fit_representation_routers(name: str, pool: Sequence[RoutedTexts],
     names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
     if len(seen) != len(pool):
         raise ValueError(f"{len(seen)} seen references for {len(pool)} teachers")
+    problem = pool_problem(pool) if name != "energy" else None
+    if problem:
+        raise ValueError(f"{problem}; add unlabeled texts, or route by rank")
     if name == "energy":
         return tuple(fit_router(name, features, None, settings) for features in pool)
     share = settings.knn_seed_share if name == "knn" else settings.seed_share

@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from kiwb.console import console, stdout
+from kiwb.shell import command
 
 QUICK_ENV = "KIWB_DEMO_QUICK"  # "1": the small recipe, as --quick does (for tests and CI)
 RESULTS_FILE = "demo-results.json"  # the figures of the last headless run
@@ -113,9 +114,10 @@ def open_workbench(root: Path, kind: str = "classification") -> int:
         from kiwb.tui import run  # what `kiwb ui` opens
 
         return run(root)
-    kind_option = "" if kind == "classification" else f" --kind {kind}"
+    kind_option = () if kind == "classification" else ("--kind", kind)
     stdout.print(f"The demo project is ready: {root}\n"
-                 f"Open the workbench on it in a terminal: kiwb ui {root}\n"
-                 f"or run the whole workflow headless:     kiwb demo {root}{kind_option} --no-ui",
+                 f"Open the workbench on it in a terminal: {command('ui', root)}\n"
+                 "or run the whole workflow headless:     "
+                 + command("demo", root, *kind_option, "--no-ui"),
                  highlight=False, soft_wrap=True)
     return 0

@@ -282,6 +282,11 @@ class TrainSpec(_MethodOptions):
         return device_list(self.devices)
 
     def __post_init__(self):
+        if self.epochs is not None:  # as kiwb.toml's [training] epochs is checked
+            from kiwb.project.config_checks import checked_setting
+            from kiwb.project.config_schema import TrainingConfig
+
+            checked_setting(TrainingConfig, "epochs", self.epochs, "--epochs")
         if self.min_steps is not None and self.min_steps < 0:
             raise KiwbError(f"--min-steps {self.min_steps}: give 0 (train exactly --epochs) or "
                             "more steps")
@@ -389,6 +394,10 @@ class ExportSpec(JobSpec):
         """Also refuse, before anything is exported, an upload that cannot start here (the
         repository's form, no token, offline)."""
         super().check()
+        if self.destination is not None:  # a folder it cannot write: now, not in the job
+            from kiwb.project.export_destination import check_writable
+
+            check_writable(Path(self.destination))
         if self.push_to_hub is not None:
             from kiwb.project.hub_upload_check import upload_problem
 
@@ -466,6 +475,10 @@ class TeachSpec(JobSpec):
 
     def check(self) -> None:
         super().check()
+        from kiwb.project.config_checks import checked_setting
+        from kiwb.project.config_schema import TrainingConfig
+
+        checked_setting(TrainingConfig, "epochs", self.epochs, "--epochs")
         if self.min_steps < 0:
             raise KiwbError(f"--min-steps {self.min_steps}: give 0 (teach exactly --epochs) or "
                             "a positive number of steps")

@@ -126,7 +126,9 @@ class JobState:
         if self.started_at is None:
             return None
         end = self.ended_at or (self.heartbeat_at if self.status == "lost" else None)
-        return (end or now or time.time()) - self.started_at
+        # a lost worker's last heartbeat can come before it recorded its start (it beats as
+        # it begins, then starts): it ran for no measurable time, not for minus seconds
+        return max(0.0, (end or now or time.time()) - self.started_at)
 
     def to_dict(self) -> dict[str, Any]:
         return {**asdict(self), "label": self.label, "live": self.live, "error": self.error,
@@ -340,6 +342,6 @@ def format_duration(seconds: float | None) -> str:
     """A job's duration as "1h 05m" or "3m 07s" (empty when unknown)."""
     if seconds is None:
         return ""
-    minutes, secs = divmod(int(seconds), 60)
+    minutes, secs = divmod(max(0, int(seconds)), 60)
     hours, minutes = divmod(minutes, 60)
     return f"{hours}h {minutes:02d}m" if hours else f"{minutes}m {secs:02d}s"

@@ -114,6 +114,9 @@ def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple]) -> int:
     user, host = _who()
     now = time.time()
     rows = {row[0]: row for row in (_row(decision, now, user, host) for decision in decisions)}
+    if not rows:  # forgetting every label is never what a replacement means
+        raise ValueError("replacing the labels with none would forget every label given; "
+                         "nothing changed")
     db.execute("BEGIN IMMEDIATE")
     try:
         db.execute("DELETE FROM text_labels")

@@ -13,6 +13,7 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import kind_named
 from kiwb.project.config import teacher_model_configs
 from kiwb.project.paths import ProjectPaths
+from kiwb.shell import command
 
 # The config.json keys that decide a transformer encoder's tensor shapes.
 SHAPE_KEYS = ("model_type", "vocab_size", "hidden_size", "dim", "d_model", "num_hidden_layers",
@@ -45,13 +46,13 @@ def check_mergeable(config, spec, kind: str) -> None:
         if ours != theirs:
             raise ConfigError(f"cannot merge teacher {name!r} ({theirs}) with {first_name!r} "
                               f"({ours}): weight merging needs one architecture; distill them "
-                              f"instead (kiwb train {config.root})")
+                              f"instead ({command('train', config.root)})")
         for key in SHAPE_KEYS:
             if first.get(key) != model_config.get(key):
                 raise ConfigError(f"cannot merge teacher {name!r} with {first_name!r}: {key} is "
                                   f"{model_config.get(key)} against {first.get(key)} in their "
                                   "config.json; weight merging needs models of one size (distill "
-                                  f"them instead: kiwb train {config.root})")
+                                  f"them instead: {command('train', config.root)})")
 
 
 def _architecture(model_config: dict) -> str:
@@ -67,7 +68,7 @@ def check_merge_start(config, run: str) -> None:
         manifest = None
     if manifest is None or not (run_dir / "checkpoints").is_dir():
         raise ConfigError(f"--init-from-merge {run}: the project has no run {run!r}; make it "
-                          f"with: kiwb merge {config.root} --run {run}")
+                          f"with: {command('merge', config.root, '--run', run)}")
     if "merge" not in manifest:
         raise ConfigError(f"--init-from-merge {run}: run {run!r} is a trained run, not a merge; "
-                          f"give a run that kiwb merge {config.root} made")
+                          f"give a run that {command('merge', config.root)} made")

@@ -19,11 +19,12 @@ from kiwb.errors import KiwbError
 from kiwb.project.dropout_rates import score_set_dropout
 from kiwb.project.instances import Instance, InstanceFilter, count, labeled_in, page
 from kiwb.project.jobs import JobState
-from kiwb.project.labels import label_count
+from kiwb.project.labels import label_count, labels_by_hash, labels_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
 from kiwb.project.run_folder import list_checkpoints, read_best
 from kiwb.project.store import Store
+from kiwb.shell import command
 
 # Event kinds the workbench follows; job.* lifecycle is read through store.jobs instead.
 FEED_KINDS = ("score.shard", "train.start", "train.step", "train.eval", "train.check",
@@ -152,6 +153,10 @@ class LabelProgress:
     agree: int        # labeled texts whose winning teacher knows their label
     judged: int       # labeled texts (not none) the agreement is counted over
     before: float | None = None  # the agreement under the latest integration without labels
+    # the integration read the labels as they are now (the same fingerprint): they are in use
+    read_current: bool = False
+    # its routing was fitted on the labels it read: agreeing with them measures nothing
+    fitted_on: bool = False
 
     @property
     def agreement(self) -> float | None:
@@ -172,8 +177,13 @@ def label_progress(store: Store, integration: IntegrationRecord) -> LabelProgres
             then = [row for row in labeled_in(store.connection, earlier.key) if row[0] in hashes]
             agree_then, judged_then = _agreement(store, earlier, then)
             before = agree_then / judged_then if judged_then else None
+    given = integration.summary.gold_labels
+    read_current = given is not None and given.fingerprint == labels_fingerprint(
+        labels_by_hash(store.connection))
     return LabelProgress(label_count(store.connection), len(decided),
-                         sum(1 for row in decided if row[2] is None), agree, judged, before)
+                         sum(1 for row in decided if row[2] is None), agree, judged, before,
+                         read_current=read_current,
+                         fitted_on=given is not None and given.routing_labels > 0)
 
 
 def _agreement(store: Store, integration: IntegrationRecord,
@@ -292,5 +302,5 @@ def recorded_integration(root: Path, key: str) -> IntegrationRecord:
     with Store(ProjectPaths(Path(root)).store) as store:
         record = store.integration(key)
     if record is None:
-        raise KiwbError(f"no integration {key!r} in {root}; run kiwb integrate {root}")
+        raise KiwbError(f"no integration {key!r} in {root}; run {command('integrate', root)}")
     return IntegrationRecord.from_dict(record)

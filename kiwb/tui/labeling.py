@@ -58,13 +58,14 @@ def no_label_on(key: str, labels: list[str]) -> str:
             "p lists every label")
 
 
-def legend(labels: list[str]) -> Text:
-    """`1 sports 2 politics … · 0 none · s skip · u undo · p list`."""
+def legend(labels: list[str], escape: str = "leave") -> Text:
+    """`1 sports 2 politics … · 0 none · s skip · u undo · p list · Esc leave` (`escape`:
+    what Esc does there)."""
     text = Text()
     for number, label in enumerate(labels[:NUMBERED], start=1):
         text.append(str(number), "bold").append(f" {label} ")
     keys = [("0", NONE), ("s", "skip"), ("u", "undo"),
-            ("p", "all labels" if len(labels) > NUMBERED else "list")]
+            ("p", "all labels" if len(labels) > NUMBERED else "list"), ("Esc", escape)]
     for key, meaning in keys:
         text.append("· ").append(key, "bold").append(f" {meaning} ")
     return text
@@ -76,9 +77,11 @@ def label_cell(item: Instance) -> str:
     return NONE if item.given is None else item.given
 
 
-def header(progress: LabelProgress | None, used: bool) -> Text:
-    """What the labels are doing: how many, how often the routing agrees with them, and the
-    change an integration that used them made; then the keys that feed them back."""
+def header(progress: LabelProgress | None) -> Text:
+    """What the labels are doing: how many, how often the routing agrees with them (a
+    routing fitted on them is not measured by them: the label-free routing's agreement before
+    is shown instead), and whether the integration shown read them as they are now; then the
+    keys that feed them back."""
     if progress is None or not progress.in_store:
         return Text.assemble(("Labels: ", "bold"), "none yet · ", ("l", "bold"),
                              " labels texts with the number keys · ", ("o", "bold"),
@@ -86,13 +89,14 @@ def header(progress: LabelProgress | None, used: bool) -> Text:
     parts = [f"{progress.labeled:,} here"
              + (f" ({progress.none:,} none)" if progress.none else "")
              + (f" of {progress.in_store:,}" if progress.in_store != progress.labeled else "")]
-    if progress.agreement is not None:
+    if progress.agreement is not None and progress.fitted_on:
+        parts.append("the routing was fitted on them")
+        if progress.before is not None:
+            parts.append(f"the routing without them agreed {100 * progress.before:.0f}%")
+    elif progress.agreement is not None:
         parts.append(f"routing agrees {progress.agree:,}/{progress.judged:,} "
                      f"({100 * progress.agreement:.0f}%)")
-        if progress.before is not None:
-            change = 100 * (progress.agreement - progress.before)
-            parts.append(f"{100 * progress.before:.0f}% before ({change:+.0f} points)")
-    keys = "r re-integrate · t train" if not used else "in use · t train"
+    keys = "in use · t train" if progress.read_current else "r re-integrate · t train"
     return Text.assemble(("Labels: ", "bold"), " · ".join(parts), (f" · {keys}", "dim"))
 
 

@@ -11,9 +11,11 @@ from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
 from kiwb.kinds import kind_named, run_seam
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
+from kiwb.project.export_destination import check_writable
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel, TrainEval
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
 from kiwb.workers.hub_card import card_metadata
@@ -29,7 +31,7 @@ def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") ->
     if not available:
         runs = sorted(p.name for p in ProjectPaths(project_root).runs.glob("*") if p.is_dir())
         raise KiwbError(f"run {run!r} has no checkpoints (runs here: {', '.join(runs) or 'none'}); "
-                        f"train it first with: kiwb train {project_root} --run {run}")
+                        f"train it first with: {command('train', project_root, '--run', run)}")
     names = ", ".join(p.name for p in available)
     if checkpoint == "last":
         return available[-1]
@@ -56,6 +58,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     from transformers import AutoTokenizer
 
     source = choose_checkpoint(project_root, run, checkpoint)
+    check_writable(destination)  # before anything is recovered or staged there
     recover_interrupted_writes(destination.parent, destination.name)
     check_destination(destination, run, force)
     run_dir = ProjectPaths(project_root).run_dir(run)
@@ -94,12 +97,18 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
         # the labeled set the figures are on, as kiwb.toml names it (the card's model-index)
         "eval_source": manifest.get("eval_source"),
     }
-    with atomic_directory(destination) as staging:
-        model.save_pretrained(staging, safe_serialization=True)
-        tokenizer.save_pretrained(staging)
-        (staging / MANIFEST_NAME).write_text(json.dumps(export_manifest, indent=2), encoding="utf-8")
-        (staging / "README.md").write_text(model_card(export_manifest, project_root),
-                                           encoding="utf-8")
+    try:
+        with atomic_directory(destination) as staging:
+            model.save_pretrained(staging, safe_serialization=True)
+            tokenizer.save_pretrained(staging)
+            (staging / MANIFEST_NAME).write_text(json.dumps(export_manifest, indent=2),
+                                                 encoding="utf-8")
+            (staging / "README.md").write_text(model_card(export_manifest, project_root),
+                                               encoding="utf-8")
+    except OSError as error:  # a read-only file system, a full disk: nothing was put in place
+        cause = error.strerror or str(error)
+        raise KiwbError(f"{destination}: the export could not be written ({cause}); nothing "
+                        "was replaced. Free space or choose another --to") from None
     return destination
 
 
@@ -117,9 +126,12 @@ def check_destination(destination: Path, run: str, force: bool) -> None:
     if destination.is_dir() and ((destination / MANIFEST_NAME).is_file()
                                  or not any(destination.iterdir())):
         return
+    # a folder of its own beside it: inside a file is no folder at all
+    own = destination / run if destination.is_dir() else destination.with_name(
+        f"{destination.name}-{run}")
     raise KiwbError(f"{destination} is neither an empty folder nor an earlier kiwb export (it has "
                     f"no {MANIFEST_NAME}), so --force will not replace it; export into a folder of "
-                    f"its own, such as {destination / run}")
+                    f"its own, such as {own}")
 
 
 def evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:

@@ -27,6 +27,7 @@ from kiwb.project.job_specs import MergeSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import BestCheckpoint, TrainDone, TrainEval, TrainStart
 from kiwb.project.teacher_kinds import project_kind
+from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.job import JobSession, Outcome
 
@@ -158,9 +159,10 @@ def run_merge(session: JobSession) -> Outcome:
     _record_events(session, run, spec.method, metrics, kind)
     console.print(f"Wrote run {run} ({best.text()})"
                   + (f": eval {headline} {100 * metrics['accuracy']:.2f}%" if metrics else "")
-                  + f". Evaluate it: kiwb evaluate {session.project_label} --run {run}; export "
-                  f"it: kiwb export {session.project_label} --run {run}; or start a student "
-                  f"from it: kiwb train {session.project_label} --init-from-merge {run}",
+                  + f". Evaluate it: {command('evaluate', session.project_label, '--run', run)}; "
+                  f"export it: {command('export', session.project_label, '--run', run)}; or start "
+                  "a student from it: "
+                  + command("train", session.project_label, "--init-from-merge", run),
                   highlight=False, markup=False, soft_wrap=True)
     return Outcome(data={"run": run, "merge": record,
                          "best": {"step": 0, "accuracy": metrics and metrics["accuracy"],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
+from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 
 
@@ -19,11 +20,11 @@ def start_from_merge(config, run: str, data) -> None:
     folder = choose_checkpoint(config.root, run, "best")
     if "merge" not in manifest:
         raise KiwbError(f"run {run!r} is a trained run, not a merge: --init-from-merge starts a "
-                        f"student from merged weights; make them with kiwb merge {config.root}")
+                        f"student from merged weights; make them with {command('merge', config.root)}")
     if list(manifest.get("labels") or []) != list(data.labels):
         raise KiwbError(f"merge run {run!r} predicts {', '.join(manifest.get('labels') or [])}, "
                         f"not this project's union labels ({', '.join(data.labels)}); merge the "
-                        f"project's teachers again: kiwb merge {config.root} --force --run {run}")
+                        f"project's teachers again: {command('merge', config.root, '--force', '--run', run)}")
     from kiwb.project.fingerprint import checkpoint_hash
 
     merge = manifest["merge"]

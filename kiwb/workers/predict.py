@@ -9,6 +9,7 @@ from rich.markup import escape
 
 from kiwb.console import one_line
 from kiwb.errors import KiwbError
+from kiwb.shell import command
 from kiwb.workers.runtime import load_classifier
 
 
@@ -24,7 +25,7 @@ def resolve_model_folder(target: Path, run: str | None) -> Path:
             runs = sorted((p for p in ProjectPaths(target).runs.glob("*") if p.is_dir()),
                           key=lambda p: p.stat().st_mtime)
             if not runs:
-                raise KiwbError(f"{target}: no trained runs yet; run: kiwb train {target}")
+                raise KiwbError(f"{target}: no trained runs yet; run: {command('train', target)}")
             run = runs[-1].name
         return choose_checkpoint(target, run)
     raise KiwbError(f"{target}: neither a model folder (config.json) nor a kiwb project (kiwb.toml)")
@@ -35,7 +36,7 @@ def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tup
     """The `top` most probable labels of each text, most probable first."""
     from transformers import AutoTokenizer
 
-    model = load_classifier(folder).eval()
+    model = load_trained_head(folder)
     tokenizer = AutoTokenizer.from_pretrained(folder)
     batch = tokenizer(texts, padding=True, truncation=True, return_tensors="pt")
     probs = model(**batch).logits.softmax(-1)
@@ -44,6 +45,18 @@ def predict_texts(folder: Path, texts: list[str], top: int = 3) -> list[list[tup
         [(model.config.id2label[int(i)], float(v)) for v, i in zip(row_v, row_i, strict=True)]
         for row_v, row_i in zip(values, indices, strict=True)
     ]
+
+
+def load_trained_head(folder: Path):
+    """The classifier in `folder`, refused in one line when its head is not in the folder: a
+    base encoder loads with a random head, which would answer at random (LABEL_0 ...)."""
+    model, info = load_classifier(folder, output_loading_info=True)
+    missing = list(info.get("missing_keys") or [])
+    if missing:
+        raise KiwbError(f"{folder}: has no trained classifier head ({', '.join(missing[:3])} "
+                        "missing), so it would answer at random; give a kiwb export, a run's "
+                        "checkpoint or a fine-tuned classifier")
+    return model.eval()
 
 
 def folder_kind(folder: Path) -> str:

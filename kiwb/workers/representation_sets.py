@@ -30,6 +30,7 @@ from kiwb.project.fingerprint import settings_key, texts_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.shards import REPRESENTATION_SUFFIX
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.data import TextTable, open_text_columns, row_name
 from kiwb.workers.representation import RepresentationCapture, capture_problem, stored
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
@@ -296,7 +297,7 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
         raise KiwbError(
             f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(REPRESENTATION_SUFFIX)} "
             f"data is incomplete ({len(done)}/{task.num_shards} shards); the representation "
-            f"routings read it: run kiwb score {config.root} --representations, or score with "
+            f"routings read it: run {command('score', config.root, '--representations')}, or score with "
             "representations ticked in the workbench (one dropout-off forward per text; the MC "
             "scores are kept)")
     paths = ProjectPaths(config.root)
@@ -305,6 +306,21 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
         with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
             parts.append({name: data[name] for name in data.files})
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
+
+
+def check_seen_classes(config: ProjectConfig, teacher, classes: np.ndarray, *,
+                       labeled: bool) -> None:
+    """Refuse, in one line, seen texts that leave out some of the teacher's classes: its class
+    means would have none there, and texts of those classes would read as foreign to it (a
+    seen file of 1 of 4 classes routed 38-54% right)."""
+    missing = [label for number, label in enumerate(teacher.labels)
+               if not bool((classes == number).any())]
+    if missing:
+        said = "labels" if labeled else "the teacher's own predictions on them"
+        raise DataError(f"{config.file}: the seen texts of teacher {teacher.name!r} hold "
+                        f"{len(teacher.labels) - len(missing)} of its {len(teacher.labels)} "
+                        f"classes by their {said} ({', '.join(missing)} missing); give seen "
+                        "texts of every class, or remove seen")
 
 
 def seen_references(config: ProjectConfig, store: Store, teachers: list) -> tuple[list, dict]:
@@ -322,6 +338,7 @@ def seen_references(config: ProjectConfig, store: Store, teachers: list) -> tupl
         task, seen = found[teacher.name]
         arrays = load_representation(config, store, task)
         classes = seen.classes if seen.classes is not None else arrays["predicted"]
+        check_seen_classes(config, teacher, classes, labeled=seen.classes is not None)
         references.append(Reference(torch.from_numpy(arrays["representation"]),
                                     torch.from_numpy(classes.astype(np.int64)), "seen"))
     # what an integration read: the seen texts' set, and the labels they were given

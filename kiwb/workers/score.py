@@ -19,6 +19,7 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.dropout_check import check_teacher_dropout
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
 from kiwb.workers.representation import capture_problem
@@ -340,7 +341,7 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
     if len(done) != task.num_shards:
         raise KiwbError(
             f"scores of teacher {task.teacher.name!r} on the {task.dataset} data are incomplete "
-            f"({len(done)}/{task.num_shards} shards); run: kiwb score {config.root}"
+            f"({len(done)}/{task.num_shards} shards); run: {command('score', config.root)}"
         )
     paths = ProjectPaths(config.root)
     parts = []

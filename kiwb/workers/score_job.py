@@ -10,6 +10,7 @@ from typing import Any
 from kiwb.console import console
 from kiwb.core.adaptive_passes import FIRST_PASSES
 from kiwb.project.config import ProjectConfig
+from kiwb.shell import command
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.representation_sets import (
     register_representations,
@@ -54,7 +55,7 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
             console.print("All scores are up to date (cached); nothing to do.")
             return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
         add_representations(session, config, device, representations, extra)
-        console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
+        console.print(f"Done. Next: [bold]{command('integrate', session.project_label)}[/bold]")
         return Outcome(data=score_job_summary(0, config.scoring, device).to_dict())
     scoring = config.scoring
     if scoring.mc_passes == "auto":  # progress in passes: drawn, or found not needed
@@ -83,7 +84,7 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
         summary = dataclasses.replace(summary, passes_drawn=drawn, passes_at_max=at_max)
         console.print(f"Drew {drawn:,} MC-dropout passes, {drawn / max(at_max, 1):.0%} of the "
                       f"{at_max:,} that K = {scoring.max_mc_passes} would take", highlight=False)
-    console.print(f"Done. Next: [bold]kiwb integrate {session.project_label}[/bold]")
+    console.print(f"Done. Next: [bold]{command('integrate', session.project_label)}[/bold]")
     return Outcome(data=summary.to_dict())
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from kiwb.console import console
 from kiwb.kinds import kind_named
+from kiwb.shell import command
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 
 
@@ -50,10 +51,11 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     if check is not None and check.flagged:
         console.print(check.line(f"the student of run {run} (step {best['step']})"),
                       style="bold yellow", highlight=False, markup=False, soft_wrap=True)
-        console.print(f"Done, with the warning above. Export it anyway with: "
-                      f"kiwb export {session.project_label} --run {run}", highlight=False, markup=False)
+        console.print("Done, with the warning above. Export it anyway with: "
+                      + command("export", session.project_label, "--run", run), highlight=False,
+                      markup=False)
     else:
-        console.print(f"Done. Export it with: [bold]kiwb export {session.project_label} --run {run}[/bold]")
+        console.print(f"Done. Export it with: [bold]{command('export', session.project_label, '--run', run)}[/bold]")
     return Outcome(data={"step": result["step"], "best": result["best"],
                          "learning_rate": result["learning_rate"], "precision": trainer.autocast_dtype,
                          "check": check.to_dict() if check else None,

@@ -14,6 +14,7 @@ from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.score import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
@@ -25,8 +26,8 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
     settings, section = request.settings, config.embedding
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     if any(len(store.done_shards(t.key)) < t.num_shards for t in by_role["unlabeled"]):
-        raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
-                        f"kiwb score {config.root}")
+        raise KiwbError("no complete teacher scores for the unlabeled data yet; run: "
+                        + command("score", config.root))
     pool = encoder_scores(config, store, by_role["unlabeled"])
     coverage, judged = judged_coverage(
         store, pool, pool.coverage(section.min_kept_share, section.min_known_share),

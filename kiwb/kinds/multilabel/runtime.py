@@ -29,6 +29,7 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import IntegrationSettings
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.score import ScoreTask, load_scores
 
 # The integration settings a multi-label project cannot use: they re-weight or re-route one
@@ -73,7 +74,7 @@ def label_data(config: ProjectConfig, store: Store, tasks: list[ScoreTask]) -> L
     """The per-label scores of one data set's tasks (one per teacher), on the union labels."""
     if any(len(store.done_shards(task.key)) < task.num_shards for task in tasks):
         raise KiwbError(f"no complete teacher scores for the {tasks[0].dataset} data yet; run: "
-                        f"kiwb score {config.root}")
+                        + command("score", config.root))
     arrays = [load_scores(config, store, task) for task in tasks]
     scores = stack_label_scores([task.teacher.name for task in tasks],
                                 [list(task.teacher.classes) for task in tasks], arrays)

@@ -33,6 +33,7 @@ from kiwb.kinds.sequence.integration import TeacherScores, integrate_pool, score
 from kiwb.project.config import ProjectConfig, TaskConfig
 from kiwb.project.records import GoldLabelUse, IntegrationSettings
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.score import ScoreTask, load_scores
 
 MEAN = "mean"  # VENUS' consensus
@@ -89,7 +90,7 @@ def task_data(config: ProjectConfig, store: Store, tasks: list[ScoreTask], role:
     """The stored scores of one data set's score tasks (one per teacher), split per task."""
     if any(len(store.done_shards(task.key)) < task.num_shards for task in tasks):
         raise KiwbError(f"no complete teacher scores for the {role} data yet; run: "
-                        f"kiwb score {config.root}")
+                        + command("score", config.root))
     teachers = [task.teacher for task in tasks]
     arrays = {task.teacher.name: load_scores(config, store, task) for task in tasks}
     table = tasks[0].table

@@ -15,6 +15,7 @@ from dataclasses import replace
 from kiwb.core import routing as routes
 from kiwb.core import routing_choice as choice_rule
 from kiwb.core.choices import AUTO_ROUTING, READS_REPRESENTATION
+from kiwb.core.representation_routing import pool_problem
 from kiwb.errors import DataError
 from kiwb.project.records import IntegrationSettings, RoutingChoice
 from kiwb.project.store import Store
@@ -60,7 +61,9 @@ def choose_routing(settings: IntegrationSettings, pool, labeled, where: str, see
     integration), `labeled` None without labels; `representations`: whether their
     representations were loaded (else the routings reading them are left out, and said so)."""
     pool_features = pool.features()
-    options = choice_rule.candidates(mc=settings.use_mc, representations=representations)
+    too_few = pool_problem(pool_features) if representations else None
+    options = choice_rule.candidates(mc=settings.use_mc,
+                                     representations=representations and too_few is None)
     # on a tie the earliest wins: the label-free choice first, so labels that cannot tell
     # routings apart leave it as it would be without them
     label_free, why = choice_rule.label_free_choice(options)
@@ -69,6 +72,8 @@ def choose_routing(settings: IntegrationSettings, pool, labeled, where: str, see
     if not representations and settings.use_mc:
         left_out = (f"{', '.join(READS_REPRESENTATION)}: the scores hold no teacher "
                     "representations (kiwb score --representations adds them)")
+    elif too_few and settings.use_mc:
+        left_out = f"{', '.join(READS_REPRESENTATION)}: {too_few}"
     enough = labeled is not None and len(labeled.true_labels) >= choice_rule.MIN_LABELED_TEXTS
     if enough:
         fitted = [_fit(option, pool, pool_features, seen) for option in options]

@@ -29,6 +29,7 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.records import RoutingAccuracy
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.representation_sets import seen_references
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.train import SUPERVISED, TrainRequest
@@ -149,6 +150,6 @@ def _scores_or_hint(config, store, tasks, need: bool,
     if not incomplete:
         return scores_from_tasks(config, store, tasks, representation)
     if need:
-        raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
-                        f"kiwb score {config.root}")
+        raise KiwbError("no complete teacher scores for the unlabeled data yet; run: "
+                        + command("score", config.root))
     return None

@@ -15,6 +15,7 @@ from kiwb.kinds.token.targets import union_coverage
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.store import Store
+from kiwb.shell import command
 from kiwb.workers.score import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
@@ -29,8 +30,8 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     pool_table = by_role["unlabeled"][0].table
     if any(len(store.done_shards(t.key)) < t.num_shards for t in by_role["unlabeled"]):
-        raise KiwbError(f"no complete teacher scores for the unlabeled data yet; run: "
-                        f"kiwb score {config.root}")
+        raise KiwbError("no complete teacher scores for the unlabeled data yet; run: "
+                        + command("score", config.root))
     data = token_data(config, store, by_role["unlabeled"])
     union = list(data.scores.union)
     targets = weights = label_ids = pool = None

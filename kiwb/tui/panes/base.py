@@ -66,6 +66,9 @@ class Pane(Vertical):
         if widget is not None:
             widget.focus()
 
+    def hidden(self) -> None:
+        """Another pane became the visible tab."""
+
     def request_refresh(self) -> None:
         """Ask the screen to read the project again now, after an action changed it."""
         refresh = getattr(self.screen, "refresh_now", None)

@@ -21,6 +21,7 @@ from textual.widgets import DataTable, Input, Select, Static
 
 from kiwb.kinds import TeacherKind, kind_named
 from kiwb.project.instances import Instance, InstanceFilter, key_of
+from kiwb.project.labels import NONE
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import (
     LabelProgress,
@@ -100,7 +101,7 @@ class ConflictsPane(Pane):
         Binding("r", "reintegrate", "Re-integrate"),
         Binding("t", "train", "Train"),
         Binding("x", "export_csv", "Export CSV"),
-        Binding("escape", "focus_list", "List", show=False),
+        Binding("escape", "escape", "List", show=False),
     ]
 
     def __init__(self, root: Path, **kwargs):
@@ -129,7 +130,7 @@ class ConflictsPane(Pane):
             yield Input(placeholder="max margin", id="conflict-margin", compact=True)
         yield Static("No integration yet: in Jobs (3) press i once the scores are done.",
                      id="conflict-status")
-        yield Static(header(None, False), id="label-header")
+        yield Static(header(None), id="label-header")
         yield Static("", id="label-legend")
         table = Table(id="conflicts-table", cursor_type="row", zebra_stripes=True)
         table.add_column("margin", key="margin")
@@ -212,7 +213,7 @@ class ConflictsPane(Pane):
         if self.integration is not None and message.integration == self.integration.key:
             self.progress = message.progress
             self.query_one("#label-header", Static).update(
-                header(message.progress, self.integration.settings.labels))
+                header(message.progress))
 
     def _fetch(self, after: tuple | None) -> None:
         self.loading = True
@@ -360,13 +361,38 @@ class ConflictsPane(Pane):
 
     # -- labeling ------------------------------------------------------------------------
     def action_labeling(self) -> None:
-        """Labeling mode on or off: the number keys label the selected text while it is on."""
+        """Labeling mode on or off: the number keys label the selected text while it is on,
+        and only in this pane, with the legend of what each key gives showing."""
         if self.integration is None:
             self.notify("nothing to label yet: integrate first (Jobs, i)", severity="warning")
             return
-        self.labeling = not self.labeling
-        self.set_class(self.labeling, "labeling")
+        if self.labeling:
+            self.leave_labeling()
+            return
+        self.labeling = True
+        self.set_class(True, "labeling")
         self.main_widget().focus()
+        self.notify("label mode: the number keys label the selected text (the legend above "
+                    "the list); Esc leaves it", title="Label mode", timeout=4)
+
+    def leave_labeling(self, why: str = "") -> None:
+        """Label mode off, said in a notice (`why`: what ended it), so a number key pressed
+        after it switches panes instead of labeling."""
+        if not self.labeling:
+            return
+        self.labeling = False
+        self.set_class(False, "labeling")
+        self.notify("label mode off" + (f": {why}" if why else "")
+                    + "; the number keys switch panes again", timeout=3)
+
+    def hidden(self) -> None:
+        self.leave_labeling("another pane was shown")
+
+    def action_escape(self) -> None:
+        """Esc leaves label mode, else goes back to the list."""
+        if self.labeling:
+            self.leave_labeling()
+        self.action_focus_list()
 
     def check_action(self, action: str, parameters: tuple) -> bool | None:
         if action in ("undo", "pick"):
@@ -401,6 +427,7 @@ class ConflictsPane(Pane):
         number = self._loaded_index(item)
         if decision.kind != "skip":
             self.writer.give(item.text, decision.label)
+            self.notify(label_notice(item.text, decision.label), timeout=3)
             self._unsaved.setdefault(item.text_hash, []).append((item.labeled, item.given))
             if number is not None:
                 self._show_label(number, replace(item, labeled=True, given=decision.label))
@@ -476,6 +503,7 @@ class ConflictsPane(Pane):
     def action_reintegrate(self) -> None:
         """Integrate again with the labels: stacked routing fitted on them, labeled texts as
         one-hot targets, texts marked none left out."""
+        self.leave_labeling("the labels go to an integration")
         config = self._config_with_labels()
         if config is not None:
             spec, root = integrate_with_labels(config), self.root
@@ -486,6 +514,7 @@ class ConflictsPane(Pane):
 
     def action_train(self) -> None:
         """A student run from the labels (the settings of r), beside the runs before."""
+        self.leave_labeling("the labels go to a student")
         config = self._config_with_labels()
         if config is not None:
             root = self.root
@@ -556,3 +585,10 @@ def routing_shown(integration) -> str:
     if summary.routing_choice is not None:
         return f"{summary.routing_choice.chosen} (auto)"
     return summary.routing.name if summary.routing is not None else integration.settings.routing
+
+
+def label_notice(text: str, label: str | None) -> str:
+    """What a label key did, with how to take it back."""
+    shown = " ".join(text.split())
+    shown = shown if len(shown) <= 40 else shown[:39] + "…"
+    return f"“{shown}” → {label if label is not None else NONE} · u undo · Esc leaves label mode"

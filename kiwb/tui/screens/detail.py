@@ -65,7 +65,7 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
             if item.details is None:
                 yield Static("MC mean (bar, left) and deterministic (right) probabilities; esc "
                              "closes.", classes="note")
-            yield Static(legend(self.labels), classes="note", id="detail-legend")
+            yield Static(legend(self.labels, escape="close"), classes="note", id="detail-legend")
 
     def on_mount(self) -> None:
         won = self.teachers[self.instance.routed] if self.instance.routed < len(self.teachers) else None

@@ -87,6 +87,8 @@ class WorkbenchScreen(Screen):
         for pane in self.panes():
             if pane.id == f"{name}-pane":
                 pane.shown()
+            else:  # a pane left behind drops what only holds while it is seen (label mode)
+                pane.hidden()
 
     def refresh_now(self) -> None:
         self.feed.poll()
