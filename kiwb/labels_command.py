@@ -1,4 +1,5 @@
-"""`kiwb labels list|export|import`: the labels given to texts, on the command line.
+"""`kiwb labels list|export|import|history|restore`: the labels given to texts, on the
+command line.
 
 The same store functions the workbench's Conflicts pane calls (kiwb.project.labels); a label
 file is read and checked whole before anything is stored.
@@ -37,11 +38,20 @@ def add_labels_parser(commands) -> None:
                          help="forget every label given before, then import")
     imports.add_argument("--text-column", default="text", help="text column (default: text)")
     imports.add_argument("--label-column", default="label", help="label column (default: label)")
+    history = actions.add_parser("history", help="the sets of labels kept before each import, "
+                                 "restore and workbench session changed them")
+    history.add_argument("project", nargs="?", default=".", type=Path,
+                         help="project folder (default: the current folder)")
+    restoring = actions.add_parser("restore", help="put back a set of labels from the history "
+                                   "(the labels as they are now are kept in it first)")
+    restoring.add_argument("project", type=Path, help="project folder")
+    restoring.add_argument("set", type=int, help="the set's number, as kiwb labels history "
+                           "lists it")
 
 
 def run_labels(args: argparse.Namespace) -> int:
-    return {"list": list_labels, "export": export_labels, "import": import_labels}[
-        args.labels_action](args)
+    return {"list": list_labels, "export": export_labels, "import": import_labels,
+            "history": list_history, "restore": restore_labels}[args.labels_action](args)
 
 
 def _store(project: Path):
@@ -125,10 +135,12 @@ def import_labels(args: argparse.Namespace) -> int:
         checked = "check_labels" in kind_named(kind).seams
         if checked:  # refused before anything is written; then each one matches a text
             run_seam(kind, "check_labels", args.file, decisions, config)
+        # the labels before are kept in the history either way (kiwb labels history, restore)
         if args.replace:
-            replace_all(store.connection, decisions)
+            replace_all(store.connection, decisions,
+                        reason=f"kiwb labels import --replace {args.file}")
         else:
-            give_labels(store.connection, decisions)
+            give_labels(store.connection, decisions, keep=f"kiwb labels import {args.file}")
     last = {text_hash(item.text): item.label for item in decisions}  # a later line wins
     none = sum(1 for label in last.values() if label is None)
     stdout.print(f"imported {len(last):,} labels from {args.file}"
@@ -142,6 +154,45 @@ def import_labels(args: argparse.Namespace) -> int:
         stdout.print(f"{unmatched:,} of them match no text of the project's data: kiwb finds a "
                      "text by its exact content (spaces and case included); they are kept, and "
                      "count once a data set holds them", highlight=False)
+    return 0
+
+
+def list_history(args: argparse.Namespace) -> int:
+    import datetime
+
+    from kiwb.console import FittedTable, stdout
+    from kiwb.project.labels import label_history
+
+    _config, store = _store(args.project)
+    with store:
+        kept = label_history(store.connection)
+    if not kept:
+        stdout.print("No label set kept yet: one is kept before each import, restore and "
+                     "workbench session changes the labels.")
+        return 0
+    table = FittedTable("set", "kept at", "labels", "replaced by", "by", wrap=("replaced by",),
+                        title="Label history (kiwb labels restore DIR SET puts one back)",
+                        title_justify="left")
+    for item in kept:
+        when = datetime.datetime.fromtimestamp(item.taken_at).strftime("%Y-%m-%d %H:%M:%S")
+        table.add_row(str(item.id), when, f"{item.labels:,}", item.reason,
+                      f"{item.user}@{item.host}")
+    stdout.print(table)
+    return 0
+
+
+def restore_labels(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.project.labels import restore_set
+
+    _config, store = _store(args.project)
+    with store:
+        try:
+            count = restore_set(store.connection, args.set)
+        except ValueError as error:
+            raise KiwbError(f"{args.project}: {error}; kiwb labels history lists the sets") from None
+    stdout.print(f"restored {count:,} labels from set {args.set}; the labels before are kept "
+                 "in the history", highlight=False)
     return 0
 
 

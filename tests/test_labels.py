@@ -283,3 +283,25 @@ def test_the_useful_order_pages_alike_however_many_labels_a_group_has(store):
         seen += [key_of(item, useful) for item in chunk]
         after = key_of(chunk[-1], useful)
     assert seen == sorted(expected)
+
+
+def test_every_bulk_change_keeps_the_labels_before_and_any_set_comes_back(store):
+    """An import keeps the labels it changes, a replacement the ones it forgets, a restore the
+    ones it puts aside: no change to the given labels loses any."""
+    from kiwb.project.labels import keep_current, label_history, restore_set
+
+    assert keep_current(store.connection, "nothing yet") is None  # no labels: nothing kept
+    give_labels(store.connection, [("one", "sports"), ("two", None)])
+    give_labels(store.connection, [("three", "music")], keep="kiwb labels import b.csv")
+    replace_all(store.connection, [("four", "cooking")], reason="kiwb labels import --replace c.csv")
+    kept = label_history(store.connection)
+    assert [(item.id, item.reason, item.labels) for item in kept] == [
+        (1, "kiwb labels import b.csv", 2), (2, "kiwb labels import --replace c.csv", 3)]
+    assert restore_set(store.connection, 2) == 3
+    assert sorted((item.text, item.label) for item in all_labels(store.connection)) == [
+        ("one", "sports"), ("three", "music"), ("two", None)]
+    assert label_history(store.connection)[-1].reason == "kiwb labels restore 2"
+    restore_set(store.connection, 3)  # the restore itself is undone the same way
+    assert [(item.text, item.label) for item in all_labels(store.connection)] == [("four", "cooking")]
+    with pytest.raises(ValueError, match="no set 9"):
+        restore_set(store.connection, 9)

@@ -137,3 +137,24 @@ def test_an_import_with_no_label_replaces_nothing(trained, tmp_path, content):
     with sqlite3.connect(trained / "store.sqlite") as db:
         assert db.execute("SELECT text, label FROM text_labels").fetchall() == [("some text",
                                                                                  "sports")]
+
+
+def test_labels_replaced_by_mistake_come_back_from_the_history(trained, tmp_path):
+    first = tmp_path / "first.csv"
+    first.write_text("text,label\nalpha text,sports\nbeta text,music\n")
+    run_kiwb("labels", "import", trained, first, "--replace", cwd=tmp_path)
+    wrong = tmp_path / "wrong.csv"
+    wrong.write_text("text,label\ngamma text,cooking\n")
+    run_kiwb("labels", "import", trained, wrong, "--replace", cwd=tmp_path)  # the mistake
+    listed = " ".join(run_kiwb("labels", "history", trained, cwd=tmp_path).stdout.split())
+    assert "Label history" in listed and "kiwb labels import --replace" in listed
+    with sqlite3.connect(trained / "store.sqlite") as db:
+        wanted = db.execute("SELECT id FROM label_sets WHERE reason = ?",
+                            (f"kiwb labels import --replace {wrong}",)).fetchone()[0]
+    said = run_kiwb("labels", "restore", trained, str(wanted), cwd=tmp_path).stdout
+    assert "restored 2 labels" in said
+    with sqlite3.connect(trained / "store.sqlite") as db:
+        assert sorted(db.execute("SELECT text, label FROM text_labels")) == [
+            ("alpha text", "sports"), ("beta text", "music")]
+    assert_refused(run_kiwb("labels", "restore", trained, "999", cwd=tmp_path, check=False),
+                   "no set 999 in the label history")

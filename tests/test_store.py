@@ -100,11 +100,16 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 7
+        assert store.schema_version == SCHEMA_VERSION == 8
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         # v7 names the kind its meta named only for kinds other than sequence
         assert store.score_set("k1")["meta"] == {"labels": ["x"], "kind": "sequence"}
+        # v8: a shard written before holds no file check (its rows are checked instead), and
+        # the label history is there, empty
+        record = store.shard_records("k1")[0]
+        assert (record.row_start, record.bytes, record.sha256) == (None, None, None)
+        assert store.connection.execute("SELECT COUNT(*) FROM label_sets").fetchone()[0] == 0
         job = store.jobs.create("train", "r", {"epochs": 1})
         assert store.jobs.get(job).status == "queued"
         ids = [event["id"] for event in store.events_after(0)]
@@ -140,7 +145,7 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
             db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
                        "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(data),))
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 7
+        assert store.schema_version == SCHEMA_VERSION == 8
         summary = store.integration("i")["summary"]
         assert summary == {"teachers_kind": "token", "num_texts": 3, "teachers": [],
                            # v7: no use_mc in the routing details, which repeated the settings'

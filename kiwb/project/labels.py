@@ -74,14 +74,18 @@ def give_label(db: sqlite3.Connection, text: str, label: str | None) -> GivenLab
     return give_labels(db, [(text, label)])[0]
 
 
-def give_labels(db: sqlite3.Connection, decisions: Iterable[tuple]) -> list[GivenLabel | None]:
+def give_labels(db: sqlite3.Connection, decisions: Iterable[tuple],
+                keep: str | None = None) -> list[GivenLabel | None]:
     """Record many decisions, (text, label) pairs or Decisions, in one transaction (all or
-    nothing); returns what each replaced."""
+    nothing); returns what each replaced. `keep`: first keep the labels as they are in the
+    history, saying why (a bulk change: an import, the workbench's first label of a session)."""
     user, host = _who()
     now = time.time()
     replaced = []
     db.execute("BEGIN IMMEDIATE")
     try:
+        if keep is not None:
+            keep_current(db, keep)
         for decision in decisions:
             row = _row(decision, now, user, host)
             replaced.append(_label_of(db, row[0]))
@@ -108,9 +112,11 @@ def restore(db: sqlite3.Connection, key: str, previous: GivenLabel | None) -> No
     db.execute("COMMIT")
 
 
-def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple]) -> int:
+def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple],
+                reason: str = "replaced") -> int:
     """Forget every label, then record `decisions` ((text, label) pairs or Decisions), in one
-    transaction; returns how many texts they label."""
+    transaction, the labels before kept in the history (`reason`: what replaced them);
+    returns how many texts they label."""
     user, host = _who()
     now = time.time()
     rows = {row[0]: row for row in (_row(decision, now, user, host) for decision in decisions)}
@@ -119,6 +125,7 @@ def replace_all(db: sqlite3.Connection, decisions: Iterable[tuple]) -> int:
                          "nothing changed")
     db.execute("BEGIN IMMEDIATE")
     try:
+        keep_current(db, reason)
         db.execute("DELETE FROM text_labels")
         db.executemany("INSERT INTO text_labels VALUES (?, ?, ?, ?, ?, ?)", rows.values())
     except BaseException:
@@ -157,3 +164,58 @@ def _label_of(db: sqlite3.Connection, key: str) -> GivenLabel | None:
     row = db.execute("SELECT text_hash, text, label, given_at, user, host FROM text_labels "
                      "WHERE text_hash = ?", (key,)).fetchone()
     return GivenLabel(*row) if row is not None else None
+
+
+# -- the history: every set of labels a bulk change replaced ---------------------------------
+
+@dataclass(frozen=True)
+class LabelSet:
+    """A set of labels kept before a change replaced it."""
+
+    id: int
+    taken_at: float
+    reason: str
+    user: str
+    host: str
+    labels: int
+
+
+def keep_current(db: sqlite3.Connection, reason: str) -> int | None:
+    """Copy the labels as they are into the history (inside the caller's transaction), saying
+    what is about to change them; None when there are none to keep."""
+    count = label_count(db)
+    if not count:
+        return None
+    user, host = _who()
+    cursor = db.execute("INSERT INTO label_sets (taken_at, reason, user, host, labels) "
+                        "VALUES (?, ?, ?, ?, ?)", (time.time(), reason, user, host, count))
+    db.execute("INSERT INTO label_set_rows SELECT ?, text_hash, text, label, given_at, user, "
+               "host FROM text_labels", (cursor.lastrowid,))
+    return cursor.lastrowid
+
+
+def label_history(db: sqlite3.Connection) -> list[LabelSet]:
+    """Every set of labels kept, oldest first."""
+    rows = db.execute("SELECT id, taken_at, reason, user, host, labels FROM label_sets "
+                      "ORDER BY id")
+    return [LabelSet(*row) for row in rows]
+
+
+def restore_set(db: sqlite3.Connection, set_id: int) -> int:
+    """Put back the labels of history set `set_id` (the labels as they are kept first, so
+    restoring can be undone the same way); returns how many."""
+    rows = db.execute("SELECT text_hash, text, label, given_at, user, host FROM label_set_rows "
+                      "WHERE set_id = ?", (set_id,)).fetchall()
+    if not db.execute("SELECT 1 FROM label_sets WHERE id = ?", (set_id,)).fetchone():
+        raise ValueError(f"no set {set_id} in the label history")
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        keep_current(db, f"kiwb labels restore {set_id}")
+        db.execute("DELETE FROM text_labels")
+        db.executemany("INSERT INTO text_labels VALUES (?, ?, ?, ?, ?, ?)",
+                       [tuple(row) for row in rows])
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+    return len(rows)

@@ -7,6 +7,7 @@ connection, so they are plain functions rather than methods of a shared object.
 
 from __future__ import annotations
 
+import io
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from kiwb.project.labels import label_count, labels_by_hash, labels_fingerprint
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord, IntegrationSummary
 from kiwb.project.run_folder import list_checkpoints, read_best
+from kiwb.project.shard_files import problem_with, read_bytes
 from kiwb.project.store import Store
 from kiwb.shell import command
 
@@ -238,9 +240,12 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
         meta = json.loads(record["meta_json"])
         shard = row // int(meta["shard_size"])
         file = paths.shard_file(record["key"], shard)
-        if not file.is_file():
+        checked = store.shard_records(record["key"]).get(shard)
+        data = read_bytes(file)
+        # a shard missing or damaged shows no view (kiwb score names it and scores it again)
+        if checked is None or problem_with(data, checked, shard * int(meta["shard_size"])):
             continue
-        with np.load(file) as arrays:
+        with np.load(io.BytesIO(data)) as arrays:
             index = row - int(arrays["rows"][0])
             mi = arrays["mutual_information"][index] if "mutual_information" in arrays else None
             views.append(TeacherView(

@@ -323,6 +323,42 @@ def _scored_labels(db: sqlite3.Connection, teacher: str, key: str | None) -> lis
     return json.loads(row[0]).get("labels", []) if row else []
 
 
+# Version 8: what each shard file holds, recorded as it is written and checked whenever it is
+# read (kiwb.project.shard_files): its first row, its size and its SHA-256. Shards written
+# before have none, and are checked by the rows they hold. And the history of the labels given
+# to texts (kiwb.project.labels): every set of labels a change replaced, restorable.
+_V8_SHARD_COLUMNS = (("row_start", "INTEGER"), ("bytes", "INTEGER"), ("sha256", "TEXT"))
+_V8_LABEL_HISTORY = """
+CREATE TABLE IF NOT EXISTS label_sets (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    taken_at REAL NOT NULL,
+    reason TEXT NOT NULL,  -- what replaced it: "kiwb labels import --replace", ...
+    user TEXT NOT NULL,
+    host TEXT NOT NULL,
+    labels INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS label_set_rows (
+    set_id INTEGER NOT NULL REFERENCES label_sets(id),
+    text_hash TEXT NOT NULL,
+    text TEXT NOT NULL,
+    label TEXT,
+    given_at REAL NOT NULL,
+    user TEXT NOT NULL,
+    host TEXT NOT NULL,
+    PRIMARY KEY (set_id, text_hash)
+)
+"""
+
+
+def _add_shard_checks_and_label_history(db: sqlite3.Connection) -> None:
+    # a store copied back to an older version number may have them: added where missing
+    present = {row[1] for row in db.execute("PRAGMA table_info(score_shards)")}
+    for name, kind in _V8_SHARD_COLUMNS:
+        if name not in present:
+            db.execute(f"ALTER TABLE score_shards ADD COLUMN {name} {kind}")
+    _run_script(db, _V8_LABEL_HISTORY)
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -333,6 +369,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (5, _add_text_labels),
     (6, _rename_record_keys),
     (7, _complete_records),
+    (8, _add_shard_checks_and_label_history),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from kiwb.project.database import Database
 from kiwb.project.processes import process_running, process_start
+from kiwb.project.shard_files import ShardRecord
 
 # A representation set (kiwb.workers.representation_sets: a teacher's representation of each
 # text, for the representation routings) lives in the same tables as the score sets; its data
@@ -104,13 +105,40 @@ def _claim_is_free(row: sqlite3.Row, owner: str, now: float) -> bool:
     return now - row["claimed_at"] > FOREIGN_CLAIM_TIMEOUT_S
 
 
-def finish_shard(database: Database, key: str, shard: int, *, rows: int, seconds: float) -> None:
+def finish_shard(database: Database, key: str, shard: int, *, rows: int, seconds: float,
+                 row_start: int | None = None, size: int | None = None,
+                 sha256: str | None = None) -> None:
+    """Mark a claimed shard done, with what its file holds (its first row, its size and its
+    SHA-256: kiwb.project.shard_files checks them when it is read)."""
     with database.transaction() as db:
         db.execute(
-            "UPDATE score_shards SET status='done', finished_at=?, rows=?, seconds=? "
-            "WHERE score_key=? AND shard=?",
-            (time.time(), rows, seconds, key, shard),
+            "UPDATE score_shards SET status='done', finished_at=?, rows=?, seconds=?, "
+            "row_start=?, bytes=?, sha256=? WHERE score_key=? AND shard=?",
+            (time.time(), rows, seconds, row_start, size, sha256, key, shard),
         )
+
+
+def shard_records(db: sqlite3.Connection, key: str) -> dict[int, ShardRecord]:
+    """Every finished shard of a score set, by shard number."""
+    rows = db.execute("SELECT shard, rows, row_start, bytes, sha256 FROM score_shards "
+                      "WHERE score_key=? AND status='done'", (key,))
+    return {row["shard"]: ShardRecord(row["shard"], row["rows"], row["row_start"], row["bytes"],
+                                      row["sha256"]) for row in rows}
+
+
+def record_file_check(database: Database, key: str, shard: int, *, row_start: int, size: int,
+                      sha256: str) -> None:
+    """What a shard written before version 8 holds, once its file passed the rows check."""
+    with database.transaction() as db:
+        db.execute("UPDATE score_shards SET row_start=?, bytes=?, sha256=? WHERE score_key=? "
+                   "AND shard=? AND sha256 IS NULL", (row_start, size, sha256, key, shard))
+
+
+def forget_shard(database: Database, key: str, shard: int) -> None:
+    """A finished shard whose file is damaged: no longer done, so it is scored again."""
+    with database.transaction() as db:
+        db.execute("DELETE FROM score_shards WHERE score_key=? AND shard=? AND status='done'",
+                   (key, shard))
 
 
 def release_shard(database: Database, key: str, shard: int, owner: str) -> None:

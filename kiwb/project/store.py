@@ -77,8 +77,15 @@ class Store(Database):
         """Claim a shard for this process unless it is done or held by a live process."""
         return shards.claim_shard(self, key, shard, owner)
 
-    def finish_shard(self, key: str, shard: int, *, rows: int, seconds: float) -> None:
-        shards.finish_shard(self, key, shard, rows=rows, seconds=seconds)
+    def finish_shard(self, key: str, shard: int, *, rows: int, seconds: float,
+                     row_start: int | None = None, size: int | None = None,
+                     sha256: str | None = None) -> None:
+        shards.finish_shard(self, key, shard, rows=rows, seconds=seconds, row_start=row_start,
+                            size=size, sha256=sha256)
+
+    def shard_records(self, key: str) -> dict:
+        """shard -> ShardRecord (kiwb.project.shard_files) of every finished shard of `key`."""
+        return shards.shard_records(self.connection, key)
 
     def release_shard(self, key: str, shard: int, owner: str) -> None:
         """Give back an unfinished claim (on a clean stop), so others may take it at once."""

@@ -9,6 +9,7 @@ drop. The thread keeps the undo stack, since only it knows what each decision re
 
 from __future__ import annotations
 
+import datetime
 import queue
 import sqlite3
 import threading
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from textual.dom import DOMNode
 
-from kiwb.project.labels import GivenLabel, give_label, restore, text_hash
+from kiwb.project.labels import GivenLabel, give_labels, restore, text_hash
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.tui.background import failure_message
@@ -48,6 +49,8 @@ class LabelWriter:
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
         self._undo: list[tuple[str, GivenLabel | None]] = []  # the thread's alone
+        self._kept = False  # the labels before this session are in the history
+        self._since = datetime.datetime.now().strftime("%Y-%m-%d %H:%M")
 
     def give(self, text: str, label: str | None) -> None:
         """Label `text` (None: none of these labels)."""
@@ -104,7 +107,10 @@ class LabelWriter:
 
     def _write(self, store: Store, item):
         if isinstance(item, _Give):
-            previous = give_label(store.connection, item.text, item.label)
+            # the labels as they were before this session are kept once, in the history
+            keep = None if self._kept else f"the workbench's labels of a session from {self._since}"
+            previous = give_labels(store.connection, [(item.text, item.label)], keep=keep)[0]
+            self._kept = True
             key = text_hash(item.text)
             self._undo.append((key, previous))
             return LabelSaved(key, item.label)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -208,9 +209,12 @@ def _kept_part(path, rows: np.ndarray) -> dict | None:
     """A part kept by an earlier run, if it holds exactly these texts (else it is redone)."""
     if not path.exists():
         return None
-    with np.load(io.BytesIO(path.read_bytes())) as data:
-        arrays = {name: data[name] for name in data.files}
-    return arrays if np.array_equal(arrays["rows"], rows) else None
+    try:
+        with np.load(io.BytesIO(path.read_bytes())) as data:
+            arrays = {name: data[name] for name in data.files}
+    except (zipfile.BadZipFile, ValueError, OSError, EOFError):  # cut short: redone
+        return None
+    return arrays if "rows" in arrays and np.array_equal(arrays["rows"], rows) else None
 
 
 def _features(group: list[TaskPasses], rows: np.ndarray):

@@ -11,6 +11,7 @@ project folder is ever unpickled as arbitrary objects.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import shutil
 from pathlib import Path
@@ -50,7 +51,64 @@ def save_checkpoint(run_dir: Path, step: int, model, tokenizer, state: dict[str,
         tokenizer.save_pretrained(staging)
         torch.save(state, staging / STATE_FILE)
         (staging / PROGRESS_FILE).write_text(json.dumps(progress, indent=2), encoding="utf-8")
+        write_checksums(staging)
     return target
+
+
+# What a checkpoint holds, file by file (size and SHA-256), written last into it: a file cut
+# short or changed later is named when the checkpoint is read. progress.json is left out: the
+# run's learning check is written into it once the run ends (settle_check).
+CHECKSUMS_FILE = "checksums.json"
+
+
+def write_checksums(folder: Path) -> None:
+    found = {path.name: _file_check(path) for path in sorted(folder.iterdir())
+             if path.is_file() and path.name not in (PROGRESS_FILE, CHECKSUMS_FILE)}
+    (folder / CHECKSUMS_FILE).write_text(json.dumps(found, indent=2), encoding="utf-8")
+
+
+def _file_check(path: Path) -> dict[str, Any]:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+
+
+def checkpoint_problem(folder: Path) -> str | None:
+    """Why a checkpoint is not what was written (a file missing, cut short or changed), or
+    None; a checkpoint written before kiwb kept checksums is taken as it is."""
+    listed = folder / CHECKSUMS_FILE
+    if not listed.is_file():
+        return None
+    for name, expected in json.loads(listed.read_text(encoding="utf-8")).items():
+        path = folder / name
+        if not path.is_file():
+            return f"{name} is missing"
+        if path.stat().st_size != expected["bytes"]:
+            return f"{name} has {path.stat().st_size:,} bytes where {expected['bytes']:,} were written"
+        if _file_check(path)["sha256"] != expected["sha256"]:
+            return f"{name} is not what was written"
+    return None
+
+
+def set_aside(checkpoint: Path) -> Path:
+    """Rename a damaged checkpoint so that no reader takes it for one (kept to look at)."""
+    target = checkpoint.with_name(f"damaged-{checkpoint.name}")
+    number = 1
+    while target.exists():
+        number += 1
+        target = checkpoint.with_name(f"damaged-{checkpoint.name}-{number}")
+    checkpoint.rename(target)
+    return target
+
+
+def check_checkpoint(folder: Path) -> None:
+    """KiwbError in one line when a checkpoint is damaged, naming it and the file."""
+    problem = checkpoint_problem(folder)
+    if problem:
+        raise KiwbError(f"{folder}: this checkpoint is damaged ({problem}); use another "
+                        "(--checkpoint STEP, kiwb runs lists them)")
 
 
 def load_state(checkpoint: Path) -> tuple[dict[str, Any], dict[str, Any]]:

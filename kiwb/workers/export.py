@@ -25,7 +25,14 @@ MANIFEST_NAME = "kiwb-manifest.json"
 
 
 def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") -> Path:
-    """The checkpoint folder of a run: `best`, `last`, or a step number / folder name."""
+    """The checkpoint folder of a run: `best`, `last`, or a step number / folder name; one
+    that is not what was written is refused in one line (kiwb.workers.checkpoints)."""
+    chosen = _named_checkpoint(project_root, run, checkpoint)
+    ckpt.check_checkpoint(chosen)
+    return chosen
+
+
+def _named_checkpoint(project_root: Path, run: str, checkpoint: str) -> Path:
     run_dir = ProjectPaths(project_root).run_dir(run)
     available = ckpt.list_checkpoints(run_dir)
     if not available:

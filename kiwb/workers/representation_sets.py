@@ -13,7 +13,6 @@ training texts, kiwb.toml [[teachers]] seen) have a representation set and no sc
 from __future__ import annotations
 
 import dataclasses
-import io
 import time
 from collections.abc import Callable
 
@@ -23,11 +22,12 @@ import torch
 from kiwb.core.choices import AUTO_ROUTING, READS_REPRESENTATION
 from kiwb.errors import DataError, KiwbError
 from kiwb.kinds import KINDS
-from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
+from kiwb.project.atomic import recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.config_schema import hub_dataset
 from kiwb.project.fingerprint import settings_key, texts_fingerprint
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.shard_files import write_shard_file
 from kiwb.project.shards import REPRESENTATION_SUFFIX
 from kiwb.project.store import Store
 from kiwb.shell import command
@@ -35,6 +35,7 @@ from kiwb.workers.data import TextTable, open_text_columns, row_name
 from kiwb.workers.representation import RepresentationCapture, capture_problem, stored
 from kiwb.workers.runtime import FittedBatch, autocast_context, to_device
 from kiwb.workers.score_tasks import ScoreTask, claim_owner, non_finite_message, scoring_settings
+from kiwb.workers.shard_checks import checked_shards
 from kiwb.workers.shard_scoring import (
     NonFiniteLogits,
     ProgressOnce,
@@ -280,13 +281,16 @@ def record_representation(store: Store, paths: ProjectPaths, task, shard: int,
                           arrays: dict[str, np.ndarray], seconds: float) -> None:
     """Write a representation shard (atomically), then mark it done. Only seen texts keep the
     teacher's predictions: a scored data set has its logits in its score set."""
-    kept = {"representation": arrays["representation"]}
+    rows = task.shard_rows(shard)
+    kept = {"representation": arrays["representation"],
+            "rows": np.arange(rows.start, rows.stop, dtype=np.int64)}  # what it holds, checked
     if task.dataset == SEEN + REPRESENTATION_SUFFIX:
         kept["predicted"] = arrays["predicted"]
     shard_file = paths.shard_file(task.key, shard)
     recover_interrupted_writes(shard_file.parent, target=shard_file.name)
-    atomic_write_with(shard_file, lambda handle: np.savez(handle, **kept))
-    store.finish_shard(task.key, shard, rows=len(task.shard_rows(shard)), seconds=seconds)
+    size, sha256 = write_shard_file(shard_file, kept)
+    store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds, row_start=rows.start,
+                       size=size, sha256=sha256)
 
 
 def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, np.ndarray]:
@@ -300,11 +304,8 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
             f"routings read it: run {command('score', config.root, '--representations')}, or score with "
             "representations ticked in the workbench (one dropout-off forward per text; the MC "
             "scores are kept)")
-    paths = ProjectPaths(config.root)
-    parts = []
-    for shard in range(task.num_shards):
-        with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
-            parts.append({name: data[name] for name in data.files})
+    parts = [{name: values for name, values in arrays.items() if name != "rows"}
+             for arrays in checked_shards(config, store, task)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import io
 import time
 from collections.abc import Callable, Sequence
 
@@ -13,11 +12,12 @@ from kiwb.console import console
 from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.kinds import DEFAULT_KIND, KINDS, run_seam
-from kiwb.project.atomic import atomic_write_with, recover_interrupted_writes
+from kiwb.project.atomic import recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
+from kiwb.project.shard_files import write_shard_file
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.dropout_check import check_teacher_dropout
@@ -37,6 +37,7 @@ from kiwb.workers.score_tasks import (
     resolved_strategy,
     scoring_settings,
 )
+from kiwb.workers.shard_checks import checked_shards
 from kiwb.workers.shard_scoring import (
     SCORE_FIELDS,
     NonFiniteLogits,
@@ -304,8 +305,9 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
     shard_file = paths.shard_file(task.key, shard)
     recover_interrupted_writes(shard_file.parent, target=shard_file.name)
     arrays["rows"] = np.arange(rows.start, rows.stop, dtype=np.int64)
-    _write_shard(shard_file, arrays)
-    store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds)
+    size, sha256 = write_shard_file(shard_file, arrays)
+    store.finish_shard(task.key, shard, rows=len(rows), seconds=seconds, row_start=rows.start,
+                       size=size, sha256=sha256)
     event = ScoreShard(
         teacher=task.teacher.name, dataset=task.dataset, key=task.key, shard=shard,
         rows=len(rows), seconds=round(seconds, 3),
@@ -313,10 +315,6 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
             ("mc_confidence_hist", "det_confidence_hist"),
             KINDS[task.teacher.kind].histogram_fields, strict=True)})
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
-
-
-def _write_shard(path, arrays: dict[str, np.ndarray]) -> None:
-    atomic_write_with(path, lambda handle: np.savez(handle, **arrays))
 
 
 def _per_task(name: str) -> bool:
@@ -343,11 +341,7 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
             f"scores of teacher {task.teacher.name!r} on the {task.dataset} data are incomplete "
             f"({len(done)}/{task.num_shards} shards); run: {command('score', config.root)}"
         )
-    paths = ProjectPaths(config.root)
-    parts = []
     kept = (*SCORE_FIELDS, *WORD_FIELDS, *KINDS[task.teacher.kind].stored_fields, "rows")
-    for shard in range(task.num_shards):
-        with np.load(io.BytesIO(paths.shard_file(task.key, shard).read_bytes())) as data:
-            parts.append({name: data[name] for name in data.files
-                          if name in kept or _per_task(name)})
+    parts = [{name: values for name, values in arrays.items() if name in kept or _per_task(name)}
+             for arrays in checked_shards(config, store, task)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

@@ -26,6 +26,7 @@ from kiwb.workers.score import (
     register_tasks,
     score_job_summary,
 )
+from kiwb.workers.shard_checks import set_aside_damaged
 
 # (the tasks, the progress callback or None when nothing is left to score); adaptive scoring
 # returns (passes drawn, passes K = max would draw)
@@ -48,6 +49,12 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
                        if asked or representations_wanted(config) else [])
     register_tasks(store, tasks)
     register_representations(store, representations)
+    # what is cached must be what was written: a damaged shard is named and scored again
+    linked = [task.representation for task in tasks if task.representation is not None]
+    checked = {task.key: task for task in (*tasks, *representations, *linked)}
+    set_aside_damaged(store, config.root, list(checked.values()),
+                      lambda line: console.print(line, style="yellow", highlight=False,
+                                                 markup=False, soft_wrap=True))
     todo = pending_texts(store, tasks)
     if todo == 0:
         score_all(tasks, None)  # ranks still wait to be told there is nothing to do

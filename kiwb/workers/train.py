@@ -123,7 +123,7 @@ class Trainer:
         torch.manual_seed(self.training.seed)
         if existing:
             ckpt.check_resumable(self.run_dir, self.data.manifest)
-            self._load(existing[-1])
+            self._load(self._intact(existing))
         else:
             self.model, self.tokenizer = self.initial_model()
             self.step, self.best, self.fit_reached = 0, None, None
@@ -202,6 +202,20 @@ class Trainer:
         if note is not None:  # once, at set-up: why the run does not train as asked
             console.print(note, highlight=False, markup=False, soft_wrap=True)
         return precision
+
+    def _intact(self, existing: list):
+        """The newest checkpoint that is what was written; a damaged newer one is said and
+        passed over (the run goes on from the one before it)."""
+        for checkpoint in reversed(existing):
+            problem = ckpt.checkpoint_problem(checkpoint)
+            if problem is None:
+                return checkpoint
+            kept = ckpt.set_aside(checkpoint)  # out of the way of the one that will replace it
+            console.print(f"{checkpoint}: damaged ({problem}); moved to {kept.name}, resuming "
+                          "from the checkpoint before it", style="yellow", highlight=False,
+                          markup=False, soft_wrap=True)
+        raise KiwbError(f"run {self.request.run!r}: every checkpoint is damaged; start the run "
+                        "afresh with --run NEW_NAME")
 
     def _load(self, checkpoint) -> None:
         from transformers import AutoTokenizer
