@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -141,8 +142,10 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser
+    from kiwb.store_command import add_store_parser
 
     add_labels_parser(commands)
+    add_store_parser(commands)
 
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")
@@ -181,6 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         return code
     except KiwbError as error:
         print(f"kiwb: error: {error}", file=sys.stderr)
+        return 2
+    except sqlite3.DatabaseError as error:  # a store damaged past its first pages
+        if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+            raise
+        project = getattr(args, "project", None) or "PROJECT"
+        print(f"kiwb: error: the project store could not be read ({error}); kiwb store check "
+              f"{project} says what is wrong, kiwb store restore {project} puts back the copy "
+              "kept after the last job", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("kiwb: interrupted", file=sys.stderr)

@@ -225,6 +225,12 @@ def cmd_labels(args: argparse.Namespace) -> int:
     return run_labels(args)
 
 
+def cmd_store(args: argparse.Namespace) -> int:
+    from kiwb.store_command import run_store
+
+    return run_store(args)
+
+
 def cmd_merge(args: argparse.Namespace) -> int:
     """A merge runs as a job like the others; what it chose and its figures are in its log."""
     from kiwb.project.job_specs import MergeSpec

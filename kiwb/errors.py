@@ -15,3 +15,7 @@ class DataError(KiwbError):
 
 class TeacherError(KiwbError):
     """A teacher checkpoint cannot be used."""
+
+
+class StoreDamaged(KiwbError):
+    """The project's store cannot be read as a store, or is empty beside the project's work."""

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from kiwb.errors import KiwbError
+from kiwb.project.backups import back_up
 from kiwb.project.labels import GivenLabel, text_hash
 
 TEXT_CHARS = 70
@@ -141,6 +142,7 @@ def import_labels(args: argparse.Namespace) -> int:
                         reason=f"kiwb labels import --replace {args.file}")
         else:
             give_labels(store.connection, decisions, keep=f"kiwb labels import {args.file}")
+        back_up(store.connection, config.root, "kiwb labels import")
     last = {text_hash(item.text): item.label for item in decisions}  # a later line wins
     none = sum(1 for label in last.values() if label is None)
     stdout.print(f"imported {len(last):,} labels from {args.file}"
@@ -191,6 +193,7 @@ def restore_labels(args: argparse.Namespace) -> int:
             count = restore_set(store.connection, args.set)
         except ValueError as error:
             raise KiwbError(f"{args.project}: {error}; kiwb labels history lists the sets") from None
+        back_up(store.connection, args.project, f"kiwb labels restore {args.set}")
     stdout.print(f"restored {count:,} labels from set {args.set}; the labels before are kept "
                  "in the history", highlight=False)
     return 0

@@ -6,11 +6,13 @@ puts them together, so none of them needs to import another's home.
 
 from __future__ import annotations
 
+import shlex
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from kiwb.errors import StoreDamaged
 from kiwb.project.schema import SCHEMA_VERSION, migrate, refuse_if_newer, stored_version
 
 # How long a write waits for another writer (a job's transaction) before "database is locked".
@@ -22,12 +24,18 @@ class Database:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-        self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-        self._migrate()
+        refuse_empty_beside_work(self.path)
+        try:
+            self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+            self._db.row_factory = sqlite3.Row
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+            self._migrate()
+        except sqlite3.DatabaseError as error:
+            if isinstance(error, sqlite3.OperationalError) and "locked" in str(error):
+                raise
+            raise StoreDamaged(damaged_message(self.path, error)) from None
 
     def close(self) -> None:
         self._db.close()
@@ -61,3 +69,28 @@ class Database:
         refuse_if_newer(self.path, version)
         with self.transaction() as db:
             migrate(self.path, db)
+
+
+def damaged_message(path: Path, error: BaseException) -> str:
+    """A store SQLite cannot read, in one line: the file, what SQLite said, how to recover."""
+    return (f"{path}: the project store is damaged ({error}); put back the copy kiwb kept "
+            f"after the last job: kiwb store restore {shlex.quote(str(path.parent))} (kiwb "
+            "store backups lists the copies)")
+
+
+def refuse_empty_beside_work(path: Path) -> None:
+    """An empty or missing store beside scores/ or runs/ that hold files is this project's
+    store lost, not a new project: opening it would start a new store and hide that work."""
+    if path.exists() and path.stat().st_size > 0:
+        return
+    work = [name for name in ("scores", "runs") if _holds_files(path.parent / name)]
+    if work:
+        state = "empty" if path.exists() else "missing"
+        raise StoreDamaged(
+            f"{path} is {state} while {' and '.join(work)}/ hold this project's work; put back "
+            f"the copy kiwb kept: kiwb store restore {shlex.quote(str(path.parent))}, or move "
+            f"{' and '.join(work)}/ aside to start the project afresh")
+
+
+def _holds_files(folder: Path) -> bool:
+    return folder.is_dir() and any(child.is_file() for child in folder.rglob("*"))

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from kiwb.errors import KiwbError
 from kiwb.project.config import ProjectConfig, load_config
+from kiwb.project.database import refuse_empty_beside_work
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 
@@ -28,6 +29,7 @@ def open_project(project, *, scoring: bool = False) -> tuple[ProjectConfig, Stor
 def open_existing_store(project: Path) -> Store:
     """The store of an existing project, for commands that only read or signal jobs."""
     path = ProjectPaths(project.resolve()).store
+    refuse_empty_beside_work(path)  # scores or runs without a store: a store lost, said so
     if not path.is_file():
         raise KiwbError(f"{project}: no kiwb project store here; run kiwb score or kiwb train "
                         "there first (or name the project folder)")

@@ -36,6 +36,11 @@ class ProjectPaths:
     def exports(self) -> Path:
         return self.root / "exports"
 
+    @property
+    def backups(self) -> Path:
+        """Copies of the store kiwb keeps (kiwb.project.backups)."""
+        return self.root / "backups"
+
     def score_dir(self, score_key: str) -> Path:
         return self.scores / score_key
 
