@@ -125,6 +125,35 @@ def test_an_id_not_cached_offline_is_refused_in_one_line(tmp_path, teachers_dir)
                    "is internet")
 
 
+def test_an_id_not_cached_without_network_is_refused_at_once_without_retries(tmp_path,
+                                                                              teachers_dir):
+    """No HF_HUB_OFFLINE, and a Hub that does not answer (a closed local port): kiwb reads
+    offline after one probe instead of the Hub libraries' half-minute of retry warnings."""
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    from cli_helpers import kiwb_env, write_project
+    from test_bad_input import assert_refused
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    project = write_project(tmp_path / "proj", {"a": teachers_dir / "teacher_a",
+                                                "b": teachers_dir / "teacher_b"},
+                            f"{HUB_DATA}nobody-here/no-such-data")
+    env = {key: value for key, value in kiwb_env().items() if key != "HF_HUB_OFFLINE"}
+    env.update(HF_ENDPOINT=f"http://127.0.0.1:{port}", HF_HOME=str(tmp_path / "hf-home"))
+    started = time.monotonic()
+    refused = subprocess.run([sys.executable, "-m", "kiwb", "score", str(project)], cwd=tmp_path,
+                             env=env, capture_output=True, text=True, timeout=120)
+    assert time.monotonic() - started < 30
+    assert "Retry" not in refused.stderr and "HF_HUB_OFFLINE" not in env
+    assert_refused(refused, f"{HUB_DATA}nobody-here/no-such-data: not in this machine's "
+                   "datasets cache and the Hub cannot be reached")
+
+
 @pytest.mark.slow
 def test_a_project_scores_and_integrates_hub_data(tmp_path, teachers_dir, repository):
     """The pool from the train split, the eval set from test with its ClassLabel names."""

@@ -158,3 +158,18 @@ def test_labels_replaced_by_mistake_come_back_from_the_history(trained, tmp_path
             ("alpha text", "sports"), ("beta text", "music")]
     assert_refused(run_kiwb("labels", "restore", trained, "999", cwd=tmp_path, check=False),
                    "no set 999 in the label history")
+
+
+@pytest.mark.slow
+def test_a_resume_with_other_settings_is_refused_before_its_job_is_recorded(trained, tmp_path):
+    def train_jobs() -> int:
+        with sqlite3.connect(trained / "store.sqlite") as db:
+            return db.execute("SELECT COUNT(*) FROM jobs WHERE kind = 'train'").fetchone()[0]
+
+    before = train_jobs()
+    for extra in (("--detach",), ("--foreground",)):
+        refused = run_kiwb("train", trained, "--resume", "--epochs", "3", *extra, cwd=tmp_path,
+                           check=False)
+        assert_refused(refused, "cannot resume run 'muki-hard': the training settings changed",
+                       "epochs: 1.0 -> 3.0")
+    assert train_jobs() == before  # refused before a job was recorded, detached or not

@@ -93,3 +93,27 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         problem = tracker_problem(config.training.report_to, str(config.file))
         if problem:
             raise ConfigError(problem)
+        if spec.resume and spec.run:
+            check_resume_settings(config, spec)
+
+
+def check_resume_settings(config: ProjectConfig, spec: TrainSpec) -> None:
+    """A resume with other settings than the run started with, refused before its job is
+    recorded (a detached one would fail only once running): the settings known now, compared
+    as the worker compares them (kiwb.project.resume_checks)."""
+    import dataclasses
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.resume_checks import check_resumable, read_manifest
+
+    run_dir = ProjectPaths(config.root).run_dir(spec.run)
+    if read_manifest(run_dir) is None:  # nothing to resume yet: the job starts it afresh
+        return
+    config = with_kind_defaults(config)
+    training = dataclasses.replace(config.training, **spec.overrides(
+        "student", "epochs", "min_steps", "device", "feature_weight"))
+    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
+    check_resumable(run_dir, {"method": settings.pinned(), "training": training.manifest(),
+                              "student": training.student, "init_from_merge": spec.init_from_merge},
+                    keys=("method", "training", "student"))

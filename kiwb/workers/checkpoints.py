@@ -21,6 +21,11 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.project.atomic import atomic_directory, atomic_write_text, recover_interrupted_writes
+from kiwb.project.resume_checks import (  # noqa: F401 (its callers read them here)
+    MANIFEST_FILE,
+    check_resumable,
+    read_manifest,
+)
 from kiwb.project.run_folder import (  # noqa: F401  (the run folder's reading, for the workers)
     PROGRESS_FILE,
     checkpoints_dir,
@@ -31,7 +36,6 @@ from kiwb.project.run_folder import (  # noqa: F401  (the run folder's reading, 
 )
 
 STATE_FILE = "trainer_state.pt"
-MANIFEST_FILE = "manifest.json"
 
 
 def recover_run(run_dir: Path) -> None:
@@ -143,66 +147,3 @@ def prune_checkpoints(run_dir: Path, keep: set[str]) -> None:
 def write_manifest(run_dir: Path, manifest: dict[str, Any]) -> None:
     atomic_write_text(run_dir / MANIFEST_FILE, json.dumps(manifest, indent=2))
 
-
-def read_manifest(run_dir: Path) -> dict[str, Any] | None:
-    path = run_dir / MANIFEST_FILE
-    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-
-
-# Manifest entries that must match for a run to be resumed, and how to explain a mismatch.
-RESUME_CHECKS = {
-    "teachers": "the teachers changed (names or content hashes)",
-    "labels": "the union label set or its order changed",
-    "method": "the integration method or its settings changed",
-    "data": "the unlabeled data changed",
-    "labeled_data": "the [data.labeled] texts or their labels changed",
-    "given_labels": "the labels given to texts changed (kiwb labels list shows them)",
-    "eval_data": "the labeled evaluation data was added, removed or changed",
-    "student": "the student base changed",
-    "training": "the training settings changed",
-    "init_from_merge": "the merge run it started from changed (or it started from the base)",
-    "embedding": "the [embedding] settings changed (pooling, direct_weight, coverage)",
-    # the score sets the targets came from: another [scoring] setting (dropout, K, seed)
-    # rescored a teacher, so the targets would change under the run
-    "scores": "the teachers' scores changed (another [scoring] setting rescored a teacher)",
-}
-# Keys kiwb began to pin later: a run recorded before one existed is not held to it.
-PINNED_SINCE = {"scores"}
-
-
-def check_resumable(run_dir: Path, manifest: dict[str, Any]) -> None:
-    """Refuse to resume a run whose recorded inputs differ from the current ones."""
-    recorded = read_manifest(run_dir)
-    if recorded is None:
-        raise KiwbError(f"{run_dir}: no manifest.json, so this run cannot be resumed; start it afresh")
-    for key, reason in RESUME_CHECKS.items():
-        if key in PINNED_SINCE and key not in recorded:
-            continue
-        if _comparable(key, recorded.get(key)) != _comparable(key, manifest.get(key)):
-            raise KiwbError(
-                f"cannot resume run {run_dir.name!r}: {reason} since it started"
-                f"{_changed_settings(recorded.get(key), manifest.get(key))}; "
-                f"start a new run with --run NEW_NAME (or delete {run_dir})"
-            )
-
-
-def _comparable(key: str, value: Any) -> Any:
-    """The integration settings as the store's records hold them (a manifest is a file, which
-    the store's migrations do not rewrite), so an older run still resumes when nothing really
-    changed."""
-    if key == "method" and isinstance(value, dict):
-        from kiwb.project.records import IntegrationSettings
-        from kiwb.project.schema import completed_settings
-
-        return IntegrationSettings.from_dict(completed_settings(value)).to_dict()
-    return value
-
-
-def _changed_settings(before: Any, now: Any) -> str:
-    """` (name: old -> new, ...)` for settings dicts, so a user can put them back; a default
-    added by a later kiwb shows as unset before."""
-    if not isinstance(before, dict) or not isinstance(now, dict):
-        return ""
-    changed = [f"{name}: {before.get(name, 'unset')!r} -> {now.get(name, 'unset')!r}"
-               for name in sorted(set(before) | set(now)) if before.get(name) != now.get(name)]
-    return f" ({', '.join(changed)})" if changed else ""

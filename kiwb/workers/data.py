@@ -3,7 +3,9 @@ data set) into memory."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import socket
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -110,6 +112,40 @@ def setting_place(key: str, role: str) -> str:
     return f"{key} in kiwb.toml [data.{role}]"
 
 
+PROBE_TIMEOUT_S = 3.0  # how long the Hub's host is given to answer before kiwb reads offline
+
+
+@contextlib.contextmanager
+def offline_unless_reachable():
+    """Offline mode for what runs inside, where the Hub's host cannot be reached: a cached data
+    set then loads, and one that is not is refused at once, where the Hub libraries would retry
+    for half a minute, a warning line each time, before saying the same."""
+    import datasets
+    from huggingface_hub import constants
+
+    if constants.is_offline_mode() or _reachable(constants.ENDPOINT):
+        yield
+        return
+    before = (constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE)
+    constants.HF_HUB_OFFLINE = datasets.config.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE, datasets.config.HF_HUB_OFFLINE = before
+
+
+def _reachable(endpoint: str) -> bool:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(endpoint)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=PROBE_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
 def open_hub_dataset(repo: str, subset: str | None, split: str | None, role: str):
     """A Hub data set through datasets.load_dataset: cached as datasets caches, offline under
     HF_HUB_OFFLINE once cached. `repo` may also be a local folder laid out as a Hub data set
@@ -122,7 +158,8 @@ def open_hub_dataset(repo: str, subset: str | None, split: str | None, role: str
         raise DataError(f"{named}: no data set id; give {setting_place('path', role)} as "
                         f"\"{HUB_DATA}ORG/NAME\"")
     try:
-        loaded = datasets.load_dataset(repo, name=subset, split=split)
+        with offline_unless_reachable():
+            loaded = datasets.load_dataset(repo, name=subset, split=split)
     except ValueError as error:  # an unknown split or subset: datasets lists the known ones
         lines = [line.strip() for line in str(error).strip().splitlines() if line.strip()]
         first = lines[0] if lines else type(error).__name__
