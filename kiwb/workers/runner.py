@@ -52,11 +52,11 @@ def run_job(store: Store, job_id: int, *, project_label: str | None = None) -> i
     except (Exception, KeyboardInterrupt) as error:  # every ending is recorded, then reported
         outcome = _outcome_of(error, session)
     session.finish(outcome)
-    # a copy of the store as this job left it, to put back should the store be damaged later
-    back_up(store.connection, store.path.parent, f"job {job_id} ({job.label})")
     if outcome.status == "cancelled" or outcome.exit_code == 1:
         hint = job.resume_command(session.project_label)
         console.print(f"Resume with: [bold]{hint}[/bold]", highlight=False, soft_wrap=True)
+    # a copy of the store as this job left it, to put back should the store be damaged later
+    back_up(store.connection, store.path.parent, f"job {job_id} ({job.label})")
     return outcome.exit_code
 
 
