@@ -31,8 +31,9 @@ def test_integrate_prints_the_class_funnel_at_80_columns(project):
 
 @pytest.fixture(scope="module")
 def rare_pool_project(tmp_path_factory, teachers_dir, student_base):
-    """A pool where cooking is 2% (4 of 200 texts): kiwb's routing keeps its texts, but a
-    plain student never predicts it. Scored once; each test trains its own runs."""
+    """A pool where cooking is 2% (4 of 200 texts): rank routing keeps its texts, but a
+    plain student never predicts it. Scored once; each test trains its own runs. The routing
+    is named, not auto: what auto picks on 40 tiny eval texts is not what this test is about."""
     from cli_helpers import run_kiwb, write_project
     from tiny import make_texts, write_jsonl
 
@@ -45,7 +46,8 @@ def rare_pool_project(tmp_path_factory, teachers_dir, student_base):
     project = write_project(
         root / "proj", {"a": teachers_dir / "teacher_a", "b": teachers_dir / "teacher_b"},
         root / "pool.jsonl", root / "eval.jsonl", scoring="mc_passes = 4\nshard_size = 64\n",
-        extra=(f'[training]\nstudent = "{student_base}"\nepochs = 12.0\nmin_steps = 0\n'
+        extra=('[integration]\nrouting = "rank"\n'
+               f'[training]\nstudent = "{student_base}"\nepochs = 12.0\nmin_steps = 0\n'
                "learning_rate = 0.003\nbatch_size = 16\neval_every = 25\nseed = 0\n"))
     run_kiwb("score", project, cwd=root)
     return project

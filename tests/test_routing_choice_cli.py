@@ -17,7 +17,7 @@ from kiwb.core.routing_choice import MIN_LABELED_TEXTS, candidates, label_free_c
 
 @pytest.fixture(scope="module")
 def auto_project(tmp_path_factory, teachers_dir, student_base) -> Path:
-    """A pool of 120 texts and an eval set of 60 labeled ones (enough to choose on), scored."""
+    """A pool of 120 texts and an eval set of 30 labeled ones (enough to choose on), scored."""
     root = tmp_path_factory.mktemp("auto")
     write_jsonl(root / "pool.jsonl", [{"text": r["text"]} for r in make_texts(120, seed=41)])
     write_jsonl(root / "eval.jsonl", make_texts(MIN_LABELED_TEXTS + 10, seed=42))
@@ -113,7 +113,8 @@ def test_the_workbench_names_the_routing_auto_chose(auto_project):
                            what="the routing chosen")
             shown = text_of(split, width=140)
             assert f"Routing · {choice['chosen']}, chosen by auto" in shown
-            assert f"auto: best of {len(choice['table'])} routings on 60 labeled texts (eval)" in shown
+            count = f"{len(choice['table'])} routings on {choice['labeled_texts']} labeled texts"
+            assert f"auto: best of {count} (eval)" in shown
             await pilot.press("3", "i")
             form = await fill_form(pilot, wait=("routing",))
             assert form.query_one("#field-routing", Select).value == "auto"

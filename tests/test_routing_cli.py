@@ -15,7 +15,7 @@ from cli_helpers import run_kiwb, write_project
 from conftest import TRAINING_SETTINGS
 from tiny import make_texts, write_jsonl
 
-from kiwb.core.choices import FEW_LABEL_ROUTINGS, ROUTINGS
+from kiwb.core.choices import LABEL_READING_ROUTINGS, ROUTINGS
 
 LABELED = 16
 
@@ -59,10 +59,11 @@ def test_switching_routing_integrates_without_rescoring(labeled_project):
         assert block["name"] == routing and set(block["teachers"]) == {"a", "b"}
         assert sum(t["won"] for t in block["teachers"].values()) == summary["num_texts"] == 160
         assert summary["eval"]["routing_accuracy"]["routing"] == routing
-        # few-label routings say how calibrated each teacher is on its own labeled texts
-        few = routing in FEW_LABEL_ROUTINGS
-        assert block["labeled_texts"] == (LABELED if few else 0)
-        assert ("calibration_error" in block["teachers"]["a"]) == few
+        # routings that read labels count them and say how calibrated each teacher is on its
+        # own labeled texts
+        reads = routing in LABEL_READING_ROUTINGS
+        assert block["labeled_texts"] == (LABELED if reads else 0)
+        assert ("calibration_error" in block["teachers"]["a"]) == reads
         found[routing] = summary["key"]
     assert len(set(found.values())) == len(ROUTINGS)  # each routing is its own integration
     assert score_jobs(labeled_project) == before  # no scoring job was recorded

@@ -23,7 +23,6 @@ from tui_support import (
     write_teacher,
 )
 
-from kiwb.core.choices import DEFAULT_ROUTING
 from kiwb.project.config import load_config
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
@@ -57,7 +56,8 @@ async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_p
     project = tmp_path / "proj"
     shutil.copytree(scored_project, project)
     # A threshold at the median margin: half the texts are conflicts, whatever the draws.
-    margins = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)["margin_quantiles"]
+    summary = json.loads(run_kiwb("integrate", project, "--json", cwd=tmp_path).stdout)
+    margins, routing = summary["margin_quantiles"], summary["routing"]["name"]  # auto's choice
     run_kiwb("integrate", project, "--threshold", f"{margins['0.5']:.6f}", cwd=tmp_path)
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
@@ -77,7 +77,7 @@ async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_p
         await wait_for(pilot, lambda: "are conflicts" in text_of(uncertainty.query_one("#margins")))
         confidence = text_of(uncertainty.query_one("#teacher-confidence", Plot))
         assert "a · MC dropout · 160 texts" in confidence and "b · MC dropout · 160 texts" in confidence
-        assert f"routing accuracy: {DEFAULT_ROUTING}" in text_of(uncertainty.query_one("#routing", Plot))
+        assert f"routing accuracy: {routing}" in text_of(uncertainty.query_one("#routing", Plot))
 
         await pilot.press("6")
         conflicts = app.screen.query_one("#conflicts-table", DataTable)
