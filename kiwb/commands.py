@@ -542,9 +542,24 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise KiwbError(f"{args.project}: no such folder; create a project there with: "
                         + command("init", args.project))
+    from kiwb.project.paths import ProjectPaths
     from kiwb.tui import run
 
+    refuse_damaged_store(ProjectPaths(root).store)
+
     return run(root, theme=args.theme, pane=args.pane)
+
+
+def refuse_damaged_store(path) -> None:
+    """The workbench reads the store from every pane: a damaged one is named here in one line,
+    before the screen opens, instead of a traceback from whichever pane reads it first."""
+    from kiwb.errors import StoreDamaged
+    from kiwb.project.backups import integrity_problems
+    from kiwb.project.database import damaged_message, refuse_empty_beside_work
+
+    refuse_empty_beside_work(path)
+    if path.is_file() and path.stat().st_size and (problems := integrity_problems(path, limit=1)):
+        raise StoreDamaged(damaged_message(path, problems[0]))
 
 
 def cmd_demo(args: argparse.Namespace) -> int:

@@ -57,7 +57,9 @@ def damage(store: Path) -> None:
 def test_a_damaged_store_is_named_and_the_copy_kept_after_the_last_job_put_back(worked, tmp_path):
     project = copy_of(worked, tmp_path)
     damage(project / "store.sqlite")
-    for command in (("jobs", project), ("integrate", project), ("labels", "list", project)):
+    # the workbench too: named before its screen opens, not a traceback from the first pane
+    for command in (("jobs", project), ("integrate", project), ("labels", "list", project),
+                    ("ui", project)):
         assert_refused(run_kiwb(*command, cwd=tmp_path, check=False), "the project store",
                        f"kiwb store restore {project}")
     assert_refused(run_kiwb("store", "check", project, cwd=tmp_path, check=False), "damaged")
@@ -80,7 +82,7 @@ def test_an_empty_store_beside_the_projects_work_is_refused(worked, tmp_path, st
         store.write_bytes(b"")
     else:
         store.unlink()
-    for command in (("jobs", project), ("score", project)):
+    for command in (("jobs", project), ("score", project), ("ui", project)):
         assert_refused(run_kiwb(*command, cwd=tmp_path, check=False),
                        f"is {state} while scores/ hold this project's work",
                        "kiwb store restore")

@@ -6,8 +6,9 @@ The per-teacher routings read each teacher alone and compare quantiles; this one
 the teachers' views of a text disagree. Label-free, it is fitted on another routing's answers
 on the pool (self-training: the regression smooths that routing's scattered mistakes, not its
 systematic ones); with a few labels, the labeled texts join those answers at a higher weight.
-Pool texts are routed cross-fitted (each by a model that did not see its own answer), so a
-text's routing is not just its teacher's label read back.
+The pool is routed by the model fitted on all of it: routing each text by a model that did not
+see its own answer (5 folds) routed debian-8's pool alike (87.8% against 88.0%), so kiwb does
+not pay for it.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from torch import Tensor
 # (BENCHMARKS.md, "Choosing the routing").
 JOINT_BASES = ("mahalanobis", "knn")
 RIDGE = 100.0      # L2 on the weights over the fit's total weight (the features are standardised)
-FOLDS = 5          # cross-fitting, measured against fitting once (it routed the pool alike)
 LABEL_WEIGHT = 10.0  # a labeled text counts as this many pool answers
 _ITERATIONS = 100
 
@@ -102,21 +102,3 @@ def fit_joint(pool: Sequence[Tensor], answers: Tensor, *, labeled: Sequence[Tens
     coefficients, bias = fit_softmax(points, targets, weights, ridge)
     return JointModel(features, coefficients, bias)
 
-
-def cross_fitted_scores(pool: Sequence[Tensor], answers: Tensor, *, folds: int = FOLDS,
-                        ridge: float = RIDGE, labeled: Sequence[Tensor] | None = None,
-                        owners: Tensor | None = None,
-                        label_weight: float = LABEL_WEIGHT) -> Tensor:
-    """(n, N) the pool texts' scores, each from a model fitted without its fold's answers
-    (contiguous folds of a fixed shuffle; the labeled texts join every fit)."""
-    n = len(answers)
-    order = torch.randperm(n, generator=torch.Generator().manual_seed(0))
-    found = torch.empty(n, answers.shape[1], dtype=torch.float64)
-    for fold in range(folds):
-        held = order[fold::folds]
-        kept = torch.ones(n, dtype=torch.bool)
-        kept[held] = False
-        model = fit_joint([rows[kept] for rows in pool], answers[kept], labeled=labeled,
-                          owners=owners, ridge=ridge, label_weight=label_weight)
-        found[held] = model.scores([rows[held] for rows in pool])
-    return found
