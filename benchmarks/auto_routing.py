@@ -2,7 +2,7 @@
 routing, on every real benchmark's dev and test sets.
 
     python benchmarks/auto_routing.py              # the tables, from the projects already scored
-    python benchmarks/auto_routing.py --students   # and the students with kiwb's defaults
+    python benchmarks/auto_routing.py --students all   # and the students with kiwb's defaults
 
 Nothing here scores: it reads the projects that routing.py (debian-8) and many_teachers.py
 (three to five teachers; two teachers that differ) scored, with the teachers' representations.

@@ -229,11 +229,7 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
     found["combinations"] = representations.combinations(pool, splits)
     save()
 
-    def rewrite(**options) -> None:
-        for folder, unlabeled, evaluation in ((project, data["train"], data["dev"]),
-                                              (test_view, data["test"], None)):
-            debian8.write_config(folder, teachers, unlabeled, evaluation, base, preset,
-                                 label_unlabeled=True, **options)
+    rewrite = views_writer(project, test_view, data, teachers, base, preset)
 
     rewrite(seen=seen)  # the teachers' own training texts: one forward each
     found["seen_stage"] = {k: v for k, v in debian8.kiwb(
@@ -242,8 +238,25 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
     found["defaults"] = representations.default_rows(pool, splits, seen_references)
     found["seen_grid"] = representations.sweep(pool, splits, seen_references)
     save()
-    # other representations than the head's input: the mean of the last hidden states, and
-    # the first token's last hidden state ([CLS] before BERT's pooler; issue 58)
+    other_representations(project, test_view, rewrite, log, found)
+    save()
+
+
+def views_writer(project: Path, test_view: Path, data: dict, teachers: dict, base: str,
+                 preset: dict):
+    """Rewrites the project's and the test view's kiwb.toml with other scoring options."""
+    def rewrite(**options) -> None:
+        for folder, unlabeled, evaluation in ((project, data["train"], data["dev"]),
+                                              (test_view, data["test"], None)):
+            debian8.write_config(folder, teachers, unlabeled, evaluation, base, preset,
+                                 label_unlabeled=True, **options)
+    return rewrite
+
+
+def other_representations(project: Path, test_view: Path, rewrite, log: Path, found: dict) -> None:
+    """Other representations than the head's input: the mean of the last hidden states, and
+    the first token's last hidden state ([CLS] before BERT's pooler; issue 58), each drawn by
+    one forward per text and read by the routings that read representations."""
     for mode in ("mean", "cls"):
         rewrite(representation=mode)
         for folder in (project, test_view):
@@ -256,7 +269,6 @@ def representation_tables(out: Path, project: Path, test_view: Path, data: dict,
             representations.fitted_scores(name, mode_pool, mode_splits), mode_splits)
             for name in ("mahalanobis", "knn", "joint")}
     rewrite()
-    save()
 
 
 def render(results: dict) -> str:
@@ -340,6 +352,9 @@ def main() -> None:
     parser.add_argument("--reuse-tables", action="store_true",
                         help="keep the routing tables of the last run (routing.json) and go on "
                         "to the students")
+    parser.add_argument("--other-representations", action="store_true",
+                        help="only measure the mean and [CLS] representations beside the head's "
+                        "input, on the projects already scored (routing.json keeps the rest)")
     parser.add_argument("--methods", default="muki-hard,muki-soft",
                         help="student methods, comma-separated, in the order to train them")
     args = parser.parse_args()
@@ -353,6 +368,16 @@ def main() -> None:
     project, test_view, labeled_view = out / "project", out / "test-view", out / "labeled-view"
     labeled = draw_labeled(out, data, max(LABEL_COUNTS), LABEL_SEED)
     seen = write_seen(out, data)
+    if args.other_representations:
+        results_path = out / "routing.json"
+        results = json.loads(results_path.read_text()) if results_path.exists() else {}
+        found = results.setdefault("representation", {})
+        other_representations(project, test_view, views_writer(
+            project, test_view, data, teachers, base, preset), log, found)
+        results_path.write_text(json.dumps(results, indent=2))
+        for mode in ("mean", "cls"):
+            print("\n".join(representations.render_rows(found[mode], f"routing · {mode}")))
+        return
     debian8.write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
     debian8.write_config(test_view, teachers, data["test"], None, base, preset, label_unlabeled=True)
     debian8.write_config(labeled_view, teachers, labeled, None, base, preset, label_unlabeled=True)
