@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.errors import KiwbError
+from kiwb.project.job_checks import check_before_recording
 from kiwb.project.job_specs import JobSpec
 from kiwb.project.jobs import Jobs
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.processes import pid_alive, with_this_kiwb
 from kiwb.project.store import Store
-from kiwb.project.teacher_kinds import check_before_recording
 from kiwb.shell import command
 
 KILL_WAIT_S = 5.0

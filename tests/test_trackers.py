@@ -65,8 +65,8 @@ def test_a_tracker_not_installed_is_refused_before_the_job_is_recorded(scored_pr
     """What a machine without wandb sees: its package looked up under a name no machine has."""
     from kiwb.errors import ConfigError
     from kiwb.project import tracker_check
+    from kiwb.project.job_checks import check_before_recording
     from kiwb.project.job_specs import TrainSpec
-    from kiwb.project.teacher_kinds import check_before_recording
 
     project = copy_project(scored_project, tmp_path, 'report_to = ["tensorboard", "wandb"]')
     monkeypatch.setitem(tracker_check.MODULES, "wandb", "kiwb_test_no_such_package")

@@ -16,11 +16,11 @@ from pathlib import Path
 from kiwb.console import console
 from kiwb.errors import KiwbError
 from kiwb.project.backups import back_up
+from kiwb.project.job_checks import check_before_recording
 from kiwb.project.job_specs import JobSpec
 from kiwb.project.jobs import LOG_TAIL_LINES, JobConflict, read_log_tail
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
-from kiwb.project.teacher_kinds import check_before_recording
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 from kiwb.workers.job_kinds import WORK
 

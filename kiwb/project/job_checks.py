@@ -1,0 +1,71 @@
+"""What is checked of a job before it is recorded (by the CLI, the workbench's launcher and
+the worker alike): what no worker could run is refused in one line and leaves no row."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from kiwb.errors import ConfigError
+from kiwb.kinds import kind_named
+from kiwb.project.config import ProjectConfig, load_config
+from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
+from kiwb.project.teacher_kinds import check_method, project_kind, with_kind_defaults
+
+
+def check_before_recording(spec: JobSpec, config_file: Path) -> None:
+    """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
+    integrate or train job whose method (given, or the project's [integration] method) the
+    teachers' kind does not take, or a train job reporting to a tracker not installed; a
+    refused job leaves no row. A project that cannot be read
+    here is left to the job, which records why."""
+    spec.check()
+    if isinstance(spec, MergeSpec):
+        from kiwb.project.merge_check import check_mergeable
+
+        config = load_config(config_file)
+        check_mergeable(config, spec, project_kind(config))
+        return
+    if not isinstance(spec, (IntegrateSpec, TrainSpec)):
+        return
+    try:
+        config = load_config(config_file)
+        kind = project_kind(config)
+    except ConfigError:
+        return
+    routing = getattr(spec, "routing", None) or config.integration.routing
+    check_method(config, kind, spec.method or kind_named(kind).configured_method(config),
+                 routing=routing)
+    if isinstance(spec, TrainSpec) and spec.init_from_merge:
+        from kiwb.project.merge_check import check_merge_start
+
+        check_merge_start(config, spec.init_from_merge)
+    if isinstance(spec, TrainSpec):  # a tracker's package missing: now, not after training
+        from kiwb.project.tracker_check import tracker_problem
+
+        problem = tracker_problem(config.training.report_to, str(config.file))
+        if problem:
+            raise ConfigError(problem)
+        if spec.resume and spec.run:
+            check_resume_settings(config, spec)
+
+
+def check_resume_settings(config: ProjectConfig, spec: TrainSpec) -> None:
+    """A resume with other settings than the run started with, refused before its job is
+    recorded (a detached one would fail only once running): the settings known now, compared
+    as the worker compares them (kiwb.project.resume_checks)."""
+    import dataclasses
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.resume_checks import check_resumable, read_manifest
+
+    run_dir = ProjectPaths(config.root).run_dir(spec.run)
+    if read_manifest(run_dir) is None:  # nothing to resume yet: the job starts it afresh
+        return
+    config = with_kind_defaults(config)
+    training = dataclasses.replace(config.training, **spec.overrides(
+        "student", "epochs", "min_steps", "device", "feature_weight"))
+    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
+    check_resumable(run_dir, {"method": settings.pinned(), "training": training.manifest(),
+                              "student": training.student, "init_from_merge": spec.init_from_merge},
+                    keys=("method", "training", "student"))
