@@ -182,11 +182,13 @@ def test_scores_made_without_representations_get_them_from_one_forward(unexposed
     added = sorted(set((project / "scores").glob("*/*.npz")) - set(shards))
     assert len(added) == 8
     with np.load(added[0]) as data:
-        assert data.files == ["representation"] and data["representation"].dtype == np.float16
-    # at most 2 bytes x width per text and teacher, and a few hundred bytes of file header
+        # the representation, and the rows it holds (checked when read: kiwb.project.shard_files)
+        assert data.files == ["representation", "rows"] and data["representation"].dtype == np.float16
+    # at most 2 bytes x width and an 8-byte row number per text and teacher, and a few hundred
+    # bytes of file header per array
     width = 32
     stored = sum(path.stat().st_size for path in added)
-    assert stored <= 2 * (160 + 40) * 2 * width + 8 * 400
+    assert stored <= (160 + 40) * 2 * (2 * width + 8) + 8 * 700
     summary = integrated(project, "mahalanobis")
     assert summary["eval"]["routing_accuracy"]["chosen"] >= 0.95
     again = run_kiwb("score", project, "--representations", cwd=project)

@@ -59,7 +59,9 @@ def test_init_score_integrate(project):
         ("b", "eval (representation)", 32), ("b", "unlabeled (representation)", 48)]
     for record in kept:
         arrays = _arrays(project, record["key"], record["num_shards"])
-        assert list(arrays) == ["representation"] and len(arrays["representation"]) == record["num_texts"]
+        assert list(arrays) == ["representation", "rows"]  # the rows: checked when read
+        assert len(arrays["representation"]) == record["num_texts"]
+        assert arrays["rows"].tolist() == list(range(record["num_texts"]))
     for record in sets:
         arrays = _arrays(project, record["key"], record["num_shards"])
         assert arrays["rows"].tolist() == list(range(record["num_texts"]))  # one score per text

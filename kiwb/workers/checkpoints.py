@@ -79,13 +79,16 @@ def _file_check(path: Path) -> dict[str, Any]:
     return {"bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
-def checkpoint_problem(folder: Path) -> str | None:
+def checkpoint_problem(folder: Path, skip: tuple[str, ...] = ()) -> str | None:
     """Why a checkpoint is not what was written (a file missing, cut short or changed), or
-    None; a checkpoint written before kiwb kept checksums is taken as it is."""
+    None; a checkpoint written before kiwb kept checksums is taken as it is. `skip`: files
+    the reader does not read."""
     listed = folder / CHECKSUMS_FILE
     if not listed.is_file():
         return None
     for name, expected in json.loads(listed.read_text(encoding="utf-8")).items():
+        if name in skip:
+            continue
         path = folder / name
         if not path.is_file():
             return f"{name} is missing"
@@ -108,8 +111,10 @@ def set_aside(checkpoint: Path) -> Path:
 
 
 def check_checkpoint(folder: Path) -> None:
-    """KiwbError in one line when a checkpoint is damaged, naming it and the file."""
-    problem = checkpoint_problem(folder)
+    """KiwbError in one line when the model a checkpoint holds is damaged, naming it and the
+    file. The trainer's state (optimizer, scheduler) is left to a resume, the one reader of it:
+    an export, an evaluation or a prediction reads the model alone."""
+    problem = checkpoint_problem(folder, skip=(STATE_FILE,))
     if problem:
         raise KiwbError(f"{folder}: this checkpoint is damaged ({problem}); use another "
                         "(--checkpoint STEP, kiwb runs lists them)")
