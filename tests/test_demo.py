@@ -108,6 +108,8 @@ def test_demo_end_to_end_then_reused(tmp_path):
     predicted = run_kiwb("predict", root, "Parliament passed the budget bill after a long debate",
                          cwd=tmp_path)
     assert predicted.stdout.split()[0] in topic_labels()
+    newest = max((p for p in (root / "runs").iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    assert f"Run {newest.name}, the newest of {len(STUDENTS)}" in " ".join(predicted.stderr.split())
     results = json.loads((root / "demo-results.json").read_text())
     assert results["recipe"] == QUICK.key() and set(results["students"]) == set(STUDENTS)
 
@@ -142,6 +144,22 @@ def test_the_full_demo_is_honest():
     assert (results["students"]["MUKI-Hard"]["accuracy"]
             > results["students"]["MUKI-Hard without MC dropout"]["accuracy"])
     assert results["students"]["Vanilla KD"]["check"]["status"] == "collapsed"
+
+
+@pytest.mark.skipif(not FULL_RESULTS, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
+def test_the_readmes_example_is_one_the_demo_student_gets_right(tmp_path):
+    """The sentence the README, the docs and the Export pane give `kiwb predict` and `pipeline`
+    is answered right by the demo's exported student."""
+    from kiwb.tui.panes.export import LOAD_SNIPPET
+
+    root = Path(__file__).resolve().parents[1]
+    sentence = re.search(r'kiwb predict \./student "([^"]+)"', (root / "README.md").read_text()).group(1)
+    for page in ("README.md", "docs/getting-started.md", "docs/training.md"):
+        assert sentence in (root / page).read_text(encoding="utf-8"), page
+    assert sentence in LOAD_SNIPPET
+    exported = json.loads(open(FULL_RESULTS, encoding="utf-8").read())["exported"]
+    answered = run_kiwb("predict", exported, sentence, "--top", "1", cwd=tmp_path).stdout
+    assert answered.split()[0] == "finance", answered
 
 
 # The documented spread of the demo over CPUs and library releases (the single-label kind's

@@ -27,6 +27,10 @@ def resolve_model_folder(target: Path, run: str | None) -> Path:
             if not runs:
                 raise KiwbError(f"{target}: no trained runs yet; run: {command('train', target)}")
             run = runs[-1].name
+            from kiwb.console import console  # stderr: the answers on stdout stay as they are
+
+            console.print(f"Run {run}, the newest of {len(runs)} (--run NAME for another)",
+                          highlight=False, markup=False, soft_wrap=True)
         return choose_checkpoint(target, run)
     raise KiwbError(f"{target}: neither a model folder (config.json) nor a kiwb project (kiwb.toml)")
 

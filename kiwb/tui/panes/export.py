@@ -27,7 +27,7 @@ from kiwb.tui.widgets import Table, show, sync_rows
 
 LOAD_SNIPPET = """from transformers import pipeline
 classify = pipeline("text-classification", model="{destination}")
-classify("Stocks rallied after the central bank's decision")"""
+classify("Shares jumped after the bank reported record profits")"""
 
 
 def load_snippet(kind: TeacherKind, destination: str) -> str:
