@@ -21,7 +21,7 @@ from kiwb.project.job_specs import (
     job_label,
     spec_of,
 )
-from kiwb.project.jobs import JobState
+from kiwb.project.jobs import JobState, taken_over_by
 
 # One fully given spec of each kind: every option set away from its default.
 GIVEN = [
@@ -103,6 +103,25 @@ def test_a_job_state_resumes_from_its_typed_spec():
                    heartbeat_at=None, status="cancelled")
     assert job.spec == spec and job.label == "train r1"
     assert job.resume_command("p") == spec.resume_command("p")
+
+
+def _job(job_id: int, spec, status: str) -> JobState:
+    return JobState(id=job_id, kind=spec.kind, run=spec.job_run(), settings=spec.settings(),
+                    pid=None, host=None, device=None, log_path=None, created_at=0.0,
+                    started_at=None, ended_at=None, heartbeat_at=None, status=status)
+
+
+def test_a_failed_job_is_taken_over_only_by_a_later_job_doing_the_same_work():
+    integrate, train = GIVEN[1], GIVEN[2]
+    failed = _job(10, integrate, "failed")
+    other = _job(12, dataclasses.replace(integrate, method="muki-hard"), "finished")  # another one
+    again = _job(13, integrate, "finished")  # the same integration, run again
+    assert taken_over_by(failed, [failed, other]) is None
+    assert taken_over_by(failed, [failed, other, again]) is again
+    lost = _job(20, train, "lost")
+    resumed = _job(21, dataclasses.replace(train, resume=True, device="cpu"), "finished")
+    assert taken_over_by(lost, [lost, resumed]) is resumed
+    assert taken_over_by(lost, [lost, _job(22, train, "running")]).id == 22
 
 
 @pytest.mark.parametrize(("settings", "expected"), [

@@ -66,16 +66,30 @@ def derive_status(lifecycle: Sequence[str], *, heartbeat_age: float | None,
     return "cancelling" if "job.cancel_requested" in lifecycle else "running"
 
 
+# Settings that say how a job runs, not what it makes: a later job that differs only in these
+# did the same work (a resume, another device).
+_HOW_IT_RUNS = frozenset({"device", "devices", "batch_size", "resume", "force"})
+
+
 def taken_over_by(job: JobState, jobs: Sequence[JobState]) -> JobState | None:
-    """The first later job of the same kind and run that is live or finished, if any.
+    """The first later job that does the same work (same kind, run and settings, bar how it
+    runs) and is live or finished, if any.
 
     Once one exists, a failed or lost job's "resume with" hint is stale: following it
-    again would redo (or collide with) the work the later job did.
+    again would redo (or collide with) the work the later job did. Every integration shares
+    one run name, so the settings tell another integration from a re-run of this one.
     """
     later = [other for other in jobs
              if other.id > job.id and other.kind == job.kind and other.run == job.run
+             and same_work(job.settings, other.settings)
              and (other.live or other.status == "finished")]
     return min(later, key=lambda other: other.id, default=None)
+
+
+def same_work(settings: dict, other: dict) -> bool:
+    """Whether two jobs' settings ask for the same result."""
+    keys = (set(settings) | set(other)) - _HOW_IT_RUNS
+    return all(settings.get(key) == other.get(key) for key in keys)
 
 
 @dataclass
