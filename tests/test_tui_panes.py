@@ -640,7 +640,8 @@ async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
         assert rows[2][:3] == ["ensemble", "untrained", "55.0%"]
         assert rows[2][5:] == ["", "mixture 80.0% (MC 90.0%)"]
         assert [row[0] for row in rows[3:]] == ["a alone", "b alone"]
-        assert "muki-hard · muki-hard · step 20/20" in text_of(app.screen.query_one("#curves", Plot))
+        curves = text_of(app.screen.query_one("#curves", Plot))
+        assert "muki-hard · step 20/20" in curves and "muki-hard · muki-hard" not in curves
         per_class = text_of(app.screen.query_one("#per-class", Plot))
         assert "sports" in per_class and "100.0%" in per_class and "–" in per_class
         assert "loss 0.750 → 0.075" in text_of(app.screen.query_one("#curves", Plot))

@@ -33,7 +33,7 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
                   "steps to go")
     routing = RoutingCheck.from_dict(trainer.data.manifest.get("routing_check"))
     if routing is not None and routing.flagged:  # said before training, not after an hour
-        console.print(routing.line(f"the routing run {run} trains with"), style="bold yellow",
+        console.print(routing.line(f"the routing that run {run} trains on"), style="bold yellow",
                       highlight=False, markup=False, soft_wrap=True)
     ranks = trainer.ranks  # on several ranks, each one's share shows in the job's progress
     extra = (lambda: ranks.figures(trainer.step, trainer.training.batch_size)) if ranks else None

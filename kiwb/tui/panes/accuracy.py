@@ -118,7 +118,9 @@ class AccuracyPane(Pane):
             confusion.update("")
             return
         steps = f"{run.step:,}/{run.total_steps:,}" if run.total_steps else f"{run.step:,}"
-        curves.show(f"{run.run} · {run.method or 'method unknown'} · step {steps}: loss and accuracy",
+        # a run named after its method (muki-hard) is not named twice
+        named = run.run if run.method in (None, run.run) else f"{run.run} · {run.method}"
+        curves.show(f"{named} · step {steps}: loss and accuracy",
                     _curves(run), 2)
         latest = run.latest_eval
         if self.show_funnel:
