@@ -40,6 +40,10 @@ def _job_args(parser: argparse.ArgumentParser) -> None:
     _project_arg(parser)
 
 
+# `kiwb demo --kind` also takes the teacher kinds' own names for its first two demos.
+DEMO_KIND_ALIASES = {"sequence": "classification", "token": "ner"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kiwb",
@@ -135,10 +139,12 @@ def build_parser() -> argparse.ArgumentParser:
                       "and export without the workbench, then print the results table")
     demo.add_argument("--kind", choices=("classification", "ner", "multi-label", "multi-task",
                                          "embedding"),
+                      type=lambda name: DEMO_KIND_ALIASES.get(name, name),
                       default="classification",
-                      help="the demo's teachers: text classifiers (default), NER taggers, "
-                      "multi-label classifiers, teachers of two tasks (multi-task), or sentence "
-                      "encoders (embedding), each demo in its own folder")
+                      help="the demo's teachers: text classifiers (default; or sequence, the "
+                      "kind's name), NER taggers (or token), multi-label classifiers, teachers "
+                      "of two tasks (multi-task), or sentence encoders (embedding), each demo "
+                      "in its own folder")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser

@@ -212,3 +212,11 @@ def test_the_given_labels_switch_keeps_its_old_spelling_hidden():
     shown = parser.format_help()
     assert "--given-labels" in shown and "--labels " not in shown.replace("--given-labels", "")
     assert TrainSpec(labels=True).command("proj").split()[3:] == ["--given-labels"]
+
+
+@pytest.mark.parametrize(("given", "demo"), [("sequence", "classification"), ("token", "ner"),
+                                             ("classification", "classification"),
+                                             ("multi-label", "multi-label")])
+def test_the_demo_takes_the_kinds_own_names_too(given, demo):
+    """The kinds table names them sequence and token; `kiwb demo --kind` takes those too."""
+    assert build_parser().parse_args(["demo", "--kind", given]).kind == demo
