@@ -299,11 +299,12 @@ def load_representation(config: ProjectConfig, store: Store, task) -> dict[str, 
     done = store.done_shards(task.key)
     if len(done) != task.num_shards:
         raise KiwbError(
-            f"the representation of teacher {task.teacher.name!r} on the {task.dataset.removesuffix(REPRESENTATION_SUFFIX)} "
-            f"data is incomplete ({len(done)}/{task.num_shards} shards); the representation "
-            f"routings read it: run {command('score', config.root, '--representations')}, or score with "
-            "representations ticked in the workbench (one dropout-off forward per text; the MC "
-            "scores are kept)")
+            f"teacher {task.teacher.name!r}'s representation of the "
+            f"{task.dataset.removesuffix(REPRESENTATION_SUFFIX)} texts is not drawn yet "
+            f"({len(done)} of {task.num_shards} parts), and the representation routings read "
+            f"it: run {command('score', config.root, '--representations')} (one dropout-off "
+            "forward per text, the MC scores kept), or tick representations in the workbench's "
+            "Score form")
     parts = [{name: values for name, values in arrays.items() if name != "rows"}
              for arrays in checked_shards(config, store, task)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}
