@@ -431,6 +431,21 @@ async def test_the_integration_forms_count_the_labels_given_in_the_conflicts_pan
 
 
 @run_async
+async def test_enter_submits_the_score_form_as_it_opens(project):
+    """`s` opens the form with its first field focused; Enter there starts the job."""
+    app = workbench(project)
+    notifications = record_notifications(app)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("3", "s")
+        form = await fill_form(pilot, wait=("mc_passes",))
+        assert app.focused is form.query_one("#field-mc_passes")
+        await pilot.press("enter")
+        await wait_for(pilot, lambda: any("Job started" in n for n in notifications),
+                       what="the score job")
+    assert last_job_cancelled(project).kind == "score"
+
+
+@run_async
 async def test_the_score_form_asks_for_representations_of_scores_made_without(project):
     app = workbench(project)
     notifications = record_notifications(app)

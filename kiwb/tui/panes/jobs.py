@@ -168,7 +168,7 @@ class JobsPane(Pane):
         if config is None:
             return
         scoring = config.scoring
-        fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes),
+        fields = [Field("mc_passes", "K (MC passes; kiwb's default 16)", str(scoring.mc_passes),
                         placeholder='a number, or "auto": more passes only where undecided'),
                   Field("dropout", "dropout", str(scoring.dropout),
                         placeholder="auto: own rates, 0.1 where all are 0; model; or a rate"),
@@ -177,7 +177,8 @@ class JobsPane(Pane):
                   Field("devices", "several devices", "",
                         placeholder="optional: cuda:0,cuda:1 or all (one process each)"),
                   Field("representations", "representations", False,
-                        "add them to scores made without (mahalanobis, knn)", flag=True)]
+                        "also draw the teachers' representations for scores made before "
+                        "(what mahalanobis, knn and joint read)", flag=True)]
         root = self.root
 
         def start(values: dict) -> int:
@@ -194,8 +195,8 @@ class JobsPane(Pane):
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
-            note="K and the dropout are saved to kiwb.toml (a rate kiwb sets rescores); finished "
-                 "shards are kept, so a stopped job resumes."),
+            note="K and the dropout are saved to kiwb.toml; another K or dropout rate scores "
+                 "again. Finished shards are kept, so a stopped job resumes."),
             self._launched)
 
     def action_train(self) -> None:

@@ -65,7 +65,10 @@ class FormScreen(ModalScreen[Any]):
     FormScreen .form-buttons { height: 1; margin-top: 1; align-horizontal: right; }
     FormScreen .form-buttons Button { margin-left: 2; }
     """
-    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "OK")]
+    # Enter submits wherever the focused field does not take it itself (a text box submits
+    # too; a dropdown opens, a checkbox toggles, a button presses).
+    BINDINGS = [Binding("escape", "cancel", "Cancel"), Binding("ctrl+s", "submit", "OK"),
+                Binding("enter", "submit", "OK", show=False)]
 
     def __init__(self, title: str, fields: list[Field], submit: Callable[[dict[str, Any]], Any],
                  *, browse: str | None = None, browse_root: Path | None = None,
@@ -93,6 +96,11 @@ class FormScreen(ModalScreen[Any]):
             with Horizontal(classes="form-buttons"):
                 yield Button("OK", variant="primary", id="form-ok", compact=True)
                 yield Button("Cancel", id="form-cancel", compact=True)
+
+    def on_mount(self) -> None:
+        """The first field takes the keys at once: typing goes into it, Enter submits."""
+        fields = self.query("#form-fields Input, #form-fields Select, #form-fields Checkbox")
+        (fields.first() if fields else self.query_one("#form-ok", Button)).focus()
 
     def _input(self, field: Field):
         widget_id = f"field-{field.name}"
