@@ -253,11 +253,16 @@ def views_writer(project: Path, test_view: Path, data: dict, teachers: dict, bas
     return rewrite
 
 
+# The representations measured beside the head's input ([scoring] representation), in words
+OTHER_REPRESENTATIONS = {"mean": "The mean of the last hidden states",
+                         "cls": "The first token's last hidden state ([CLS] before the pooler)"}
+
+
 def other_representations(project: Path, test_view: Path, rewrite, log: Path, found: dict) -> None:
     """Other representations than the head's input: the mean of the last hidden states, and
     the first token's last hidden state ([CLS] before BERT's pooler; issue 58), each drawn by
     one forward per text and read by the routings that read representations."""
-    for mode in ("mean", "cls"):
+    for mode in OTHER_REPRESENTATIONS:
         rewrite(representation=mode)
         for folder in (project, test_view):
             found[f"{mode}_stage_{folder.name}"] = {k: v for k, v in debian8.kiwb(
@@ -329,8 +334,7 @@ def render_representation(found: dict) -> list[str]:
             for name in (best, worst):
                 lines.append(f"| {name}{' (worst on dev)' if name == worst else ''} | "
                              f"{percent(grid[name]['dev'])} | {percent(grid[name]['test'])} |")
-    for mode, words in (("mean", "The mean of the last hidden states"),
-                        ("cls", "The first token's last hidden state ([CLS] before the pooler)")):
+    for mode, words in OTHER_REPRESENTATIONS.items():
         if found.get(mode):
             lines += ["", f"{words} instead of the head's input (`[scoring] representation = "
                       f"\"{mode}\"`, kiwb's other settings):", ""]
@@ -375,7 +379,7 @@ def main() -> None:
         other_representations(project, test_view, views_writer(
             project, test_view, data, teachers, base, preset), log, found)
         results_path.write_text(json.dumps(results, indent=2))
-        for mode in ("mean", "cls"):
+        for mode in OTHER_REPRESENTATIONS:
             print("\n".join(representations.render_rows(found[mode], f"routing · {mode}")))
         return
     debian8.write_config(project, teachers, data["train"], data["dev"], base, preset, label_unlabeled=True)
