@@ -260,8 +260,14 @@ def main() -> None:
     parser.add_argument("--demo", type=Path, help="a demo folder integrated with auto (kiwb demo)")
     parser.add_argument("--students", default="",
                         help="the sets to train MUKI-Hard with kiwb's defaults on, "
-                        "comma-separated (all: every set), after the tables")
+                        "separated by semicolons (their names hold commas; all: every set), "
+                        "after the tables")
     args = parser.parse_args()
+    wanted = [name.strip() for name in args.students.split(";") if name.strip()]
+    unknown = [name for name in wanted if name != "all" and name not in SETS]
+    if unknown:  # said before the tables, which take minutes
+        sys.exit(f"--students: no set named {', '.join(map(repr, unknown))}; the sets: "
+                 + "; ".join(SETS))
     results_path = OUT / "auto_routing.json"
     previous = json.loads(results_path.read_text()) if results_path.exists() else {"sets": {}}
     results = {"machine": debian8.machine(), "sets": {}}
@@ -279,8 +285,7 @@ def main() -> None:
     if args.demo:
         results["demo"] = demo_row(args.demo)
     results_path.write_text(json.dumps(results, indent=2))
-    wanted = list(results["sets"]) if args.students == "all" else [
-        name.strip() for name in args.students.split(",") if name.strip()]
+    wanted = list(results["sets"]) if args.students == "all" else wanted
     for name in wanted:
         print(f"student on {name} ...", flush=True)
         student(name, results, lambda: results_path.write_text(json.dumps(results, indent=2)))
