@@ -30,6 +30,10 @@ console = Console(stderr=True)
 # As wide as $COLUMNS, else as the terminal on stdin, stdout or stderr, else 80 columns
 # (Rich's default: output piped from a script, CI).
 stdout = Console()
+# Into a file or a pipe (a job's log, CI) a line is written whole: wrapped at 80 columns, a
+# command or a path copied from the log would be cut in two. Tables keep their width.
+for _each in (console, stdout):
+    _each.soft_wrap = not _each.is_terminal
 
 
 class FittedTable(Table):

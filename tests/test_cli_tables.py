@@ -254,3 +254,23 @@ def test_a_progress_bar_writes_plain_lines_where_the_output_is_no_terminal(monke
     with output.progress_bar("score", total=2, unit="texts", lines=False) as advance:
         advance("score", 2)
     assert "/s, ETA" not in written.getvalue()
+
+
+@pytest.mark.slow
+def test_piped_lines_are_written_whole_never_wrapped(project):
+    """Into a pipe or a file (a job's log, CI) a line is not wrapped at 80 columns: a command
+    or a path copied from it must not be cut in two. Tables keep their 80 columns."""
+    folder, _ = project
+    env = kiwb_env()
+    env.pop("COLUMNS")
+    result = subprocess.run([sys.executable, "-m", "kiwb", "integrate", str(folder)], cwd=folder,
+                            env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                            timeout=240)
+    assert result.returncode == 0, result.stderr
+    said = next(line for line in result.stderr.splitlines() if line.startswith("Integrated "))
+    assert re.search(r"conflicts under margin [\d.]+$", said), result.stderr
+    assert cell_len(said) > 80  # long enough that it used to wrap
+    routing = next(line for line in result.stderr.splitlines() if line.startswith("Routing: "))
+    assert routing.endswith(")"), result.stderr
+    assert all(cell_len(line) <= 80 for line in result.stdout.splitlines()
+               if line[:1] in "┏┃┡│└┌├"), result.stdout
