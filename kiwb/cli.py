@@ -148,10 +148,12 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser
+    from kiwb.serve_command import add_serve_parser
     from kiwb.store_command import add_store_parser
 
     add_labels_parser(commands)
     add_store_parser(commands)
+    add_serve_parser(commands)
 
     predict = commands.add_parser("predict", help="classify a few texts with a student")
     predict.add_argument("model", type=Path, help="an exported folder, a checkpoint folder, or a project")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 from kiwb.errors import KiwbError
 from kiwb.project.opening import open_existing_store, open_project
@@ -538,16 +539,27 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_ui(args: argparse.Namespace) -> int:
-    root = args.project.resolve()
-    if not root.is_dir():
-        raise KiwbError(f"{args.project}: no such folder; create a project there with: "
-                        + command("init", args.project))
-    from kiwb.project.paths import ProjectPaths
     from kiwb.tui import run
 
-    refuse_damaged_store(ProjectPaths(root).store)
+    return run(workbench_project(args.project), theme=args.theme, pane=args.pane)
 
-    return run(root, theme=args.theme, pane=args.pane)
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from kiwb.serve_command import serve
+
+    return serve(workbench_project(args.project), args.host, args.port, args.theme)
+
+
+def workbench_project(project) -> Path:
+    """The folder the workbench opens (kiwb ui, kiwb serve): there, with a store it can read."""
+    from kiwb.project.paths import ProjectPaths
+
+    root = project.resolve()
+    if not root.is_dir():
+        raise KiwbError(f"{project}: no such folder; create a project there with: "
+                        + command("init", project))
+    refuse_damaged_store(ProjectPaths(root).store)
+    return root
 
 
 def refuse_damaged_store(path) -> None:

@@ -15,6 +15,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
+from browser import chromium, needs_browser
 from cli_helpers import kiwb_env
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts
 
@@ -209,3 +210,22 @@ def _write_csv(path: Path, rows: list[dict]) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
+
+
+@pytest.mark.slow
+@needs_browser
+def test_options_in_the_docs_tables_stay_whole_in_a_browser(tmp_path):
+    """The theme lets code break at any character, which cut `--representations` after its
+    dashes on the CLI page; the site's stylesheet keeps a table's code on one line."""
+    site = tmp_path / "site"
+    built = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
+                           cwd=ROOT, env=dict(kiwb_env(), NO_MKDOCS_2_WARNING="1"),
+                           capture_output=True, text=True, timeout=300)
+    assert built.returncode == 0, built.stderr
+    with chromium() as browser:
+        page = browser.new_page(viewport={"width": 760, "height": 900})  # a narrow window
+        page.goto((site / "reference" / "cli" / "index.html").as_uri())
+        options = page.eval_on_selector_all(
+            "td code", "codes => codes.map(code => [code.textContent, code.getClientRects().length])")
+    assert len(options) > 100 and any(text == "--representations" for text, _ in options)
+    assert [text for text, lines in options if lines != 1] == []
