@@ -132,12 +132,17 @@ def test_evaluation_and_demo_tables_at_80_columns():
     rows = boxed_rows(rendered(evaluation_table(report), 80))
     assert rows[:2] == [["sports", "100.0%"], ["politics_and_government_affairs", "75.0%"]]
     results = {"eval_texts": 200, "teachers": dict.fromkeys(TEACHERS, 0.5), "ensemble": 0.9,
-               "students": {name: {"accuracy": 0.91, "macro_f1": 0.9} for name in STUDENTS},
+               "students": {name: {"accuracy": 0.91, "macro_f1": 0.9, "check": {"status": "ok"}}
+                            for name in STUDENTS},
                "routing": {"routing": "rank", "chosen": 0.9, "mc_dropout": 0.8,
                            "plain_confidence": 0.7}}
+    weak = next(iter(STUDENTS))
+    results["students"][weak]["check"] = {"status": "below-reference", "problem": "below the Ensemble"}
     lines = rendered(results_table(results), 80)
-    for name in STUDENTS:
-        assert re.search(rf"│ student · {re.escape(name)}\s+│\s+91\.0% │\s+90\.0% │", "\n".join(lines))
+    for name in STUDENTS:  # each student marked against the Ensemble, whole at 80 columns
+        mark = "⚠ below" if name == weak else "ok"
+        assert re.search(rf"│ student · {re.escape(name)}\s+│\s+91\.0% │\s+90\.0% │ {mark}\s+│",
+                         "\n".join(lines)), "\n".join(lines)
 
 
 # The real CLI, piped -----------------------------------------------------------------------

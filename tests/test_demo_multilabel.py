@@ -77,8 +77,8 @@ FULL_RESULTS = os.environ.get("KIWB_MULTILABEL_DEMO_RESULTS")
                     reason="set KIWB_MULTILABEL_DEMO_RESULTS to a full multi-label demo's results")
 def test_the_full_multilabel_demo_is_honest():
     """What docs/kinds/multi-label.md says of the full multi-label demo: with kiwb's defaults every student
-    fits its targets and none is flagged for its training; the exported MUKI-Hard passes the
-    check; the figures at 0.5, the owners' mean's terms, are reported beside the tuned ones."""
+    fits its targets and none is flagged for its training; the check marks each student against
+    the owners' mean at 0.5 (the figures at 0.5, its terms, beside the tuned ones)."""
     results = json.loads(Path(FULL_RESULTS).read_text(encoding="utf-8"))
     assert results["recipe"] == FULL.key()
     assert (FULL.student_epochs, FULL.student_learning_rate, FULL.student_min_steps) == (None, None, None)
@@ -88,5 +88,11 @@ def test_the_full_multilabel_demo_is_honest():
         # (MUKI-Hard's kept checkpoint fits 89.1% with transformers 5.24, its last step 91.6%)
         assert check["cause"] != TRAINING_AT_FAULT, (name, check)
         assert check["fit"] >= FIT_FLOOR or check["status"] == "ok", (name, check)
-        assert 0 < report["at_half"]["micro_f1"] <= 1
-    assert results["students"]["MUKI-Hard"]["check"]["status"] == "ok"
+        at_half = report["at_half"]["micro_f1"]
+        assert 0 < at_half <= 1
+        # under the owners' mean by more than a point: marked so, unless a collapsed label
+        # was found first (the stronger verdict)
+        if at_half < results["ensemble"] - 0.01:
+            assert check["status"] in ("below-reference", "collapsed"), (name, check)
+        if check["status"] == "below-reference":
+            assert check["problem"].startswith("below the owners' mean ("), (name, check)

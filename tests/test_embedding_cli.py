@@ -7,6 +7,7 @@ by sentence-transformers and as a plain AutoModel, the same embeddings), predict
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -89,7 +90,10 @@ def test_a_student_trains_with_each_pair_weighting(scored, weighting):
     found = run_kiwb("train", scored, "--method", weighting, "--run", run, "--foreground",
                      cwd=scored)
     assert f"Training run {run} ({weighting})" in found.stderr
-    assert "Best eval probe score" in found.stderr
+    # the closing line names each probe as the step lines do, not a "probe score"
+    best = next(line for line in found.stderr.splitlines() if line.startswith("Best eval"))
+    assert re.fullmatch(r"Best eval .*kNN accuracy \d+\.\d%.*MRR \d+\.\d%.* at step \d+", best)
+    assert "probe score" not in best
     assert ": eval kNN accuracy " in found.stderr and ", MRR " in found.stderr  # each probe named
     evaluated = json.loads(run_kiwb("evaluate", scored, "--run", run, "--json", cwd=scored).stdout)
     assert set(evaluated["details"]["probes"]) == {"knn_accuracy", "recall@1", "recall@10", "mrr"}

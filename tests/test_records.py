@@ -4,6 +4,7 @@ recorded."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import sqlite3
@@ -24,9 +25,11 @@ from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import latest_integration, teacher_views
 from kiwb.project.records import (
+    ClassFunnel,
     IntegrationRecord,
     IntegrationSettings,
     IntegrationSummary,
+    LabeledFunnel,
     RoutingAccuracy,
     ScoreJobSummary,
     train_event,
@@ -160,3 +163,18 @@ def test_an_integration_from_before_score_keys_reads_the_score_sets_made_before_
     assert [view.teacher for view in views] == ["a", "b"]
     assert views[1].det_confidence == pytest.approx(
         float(scores(1, len(TEXTS), seed=2)["det_confidence"][2]))
+
+
+def test_the_class_funnel_names_the_step_before_the_student_that_loses_each_class():
+    # per class, the share of its eval texts that survive each step (halving or worse loses it)
+    labeled = LabeledFunnel(where="eval", gold=[10, 10, 10, 0, 10],
+                            owner_recall=[0.9, 0.9, 0.2, None, 0.8],
+                            routed_recall=[0.8, 0.3, 0.2, None, 0.7],
+                            target_recall=[0.8, 0.3, 0.2, None, 0.3])
+    funnel = ClassFunnel(labels=["a", "b", "c", "d", "e"], owners={}, num_texts=100,
+                         owner_says=[0] * 5, routed_to_owner=[0] * 5, target_texts=[0] * 5,
+                         target_share=[0.0] * 5, estimated_share=[0.0] * 5, labeled=labeled)
+    # a survives; b falls 0.9 -> 0.3 at routing; c's owner says it for 2 in 10; d has no eval
+    # texts (left out); e falls 0.7 -> 0.3 at the targets
+    assert funnel.lost_at() == {"a": None, "b": "routing", "c": "owner", "e": "targets"}
+    assert dataclasses.replace(funnel, labeled=None).lost_at() == {}

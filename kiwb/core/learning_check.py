@@ -8,14 +8,21 @@ are never predicted. These checks name those classes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
 # A class "the teachers get right": the reference (the untrained Ensemble) gets at least this
 # share of its eval texts right, so a student at 0% there has lost what it was taught.
 REFERENCE_KNOWS = 0.5
-# Fewer eval texts of a class than this say too little to call it collapsed.
-MIN_CLASS_TEXTS = 3
+# Fewer eval texts of a class than this say too little to call it collapsed: none right of 5
+# texts the reference gets right half the time or more happens by chance at most 1 in 32
+# (of 3, the number a "collapsed" verdict once rested on, 1 in 8).
+MIN_CLASS_TEXTS = 5
+# A verdict waits until the student has had this share of its step budget: at the first
+# evaluations a student still falls on one or two frequent classes, and a "collapsed" said at
+# step 50 of a run that ends at 96% is noise. The kept checkpoint is judged whenever it is.
+JUDGE_FROM_SHARE = 0.25
 # Accuracy this far below the reference's, or more, is weak; less is evaluation noise.
 REFERENCE_TOLERANCE = 0.01
 # Without gold labels: a class holding at least this share of the targets (or 1/(4|Y|), when
@@ -34,17 +41,33 @@ TEACHER_HINT = ("teach it again with more steps (--min-steps or --epochs) or a h
                 "--learning-rate")
 WEAK_HINT = (STUDENT_HINT + "; with Vanilla KD or UHC the targets themselves may be at fault: "
              "try muki-hard")
+# The methods kiwb keeps to compare against (METHOD.md's baselines): a weak student of one is
+# what the comparison shows, not a run to tune.
+BASELINE_METHODS = {"vanilla-kd": "Vanilla KD", "uhc": "UHC"}
+BASELINE_HINT = ("{name} is a baseline kiwb keeps for comparison, expected to trail: train "
+                 "muki-hard (kiwb's default) for a student to use")
 
 OK, BELOW_REFERENCE, COLLAPSED, FAR_FROM_TARGETS = "ok", "below-reference", "collapsed", "far-from-targets"
-# Why a flagged student is as it is, read from its fit to its own training targets
-# (kiwb.core.target_fit): it has not learnt them, or it has and they were wrong.
-TRAINING_AT_FAULT, TARGETS_AT_FAULT = "training", "targets"
+TOO_EARLY = "too-early"  # an evaluation before JUDGE_FROM_SHARE of the budget: no verdict yet
+# Why a flagged student is as it is. With labeled eval texts, read from the class funnel
+# (kiwb.core.class_funnel): the step that loses each flagged class, before the student (the
+# targets are wrong) or at it (training is). Otherwise from the student's fit to its own
+# training targets (kiwb.core.target_fit): it has not learnt them, or it has and they were
+# wrong. A supervised run's targets are labels a person gave: fitting them and still missing
+# eval means too few of them, or labels that disagree with the eval set's.
+TRAINING_AT_FAULT, TARGETS_AT_FAULT, LABELS_AT_FAULT = "training", "targets", "labels"
 CAUSE_TEXT = {
     TRAINING_AT_FAULT: ("it does not fit its targets ({fit} on the pool texts it trained on), "
                         "so training is at fault"),
     TARGETS_AT_FAULT: ("it fits its targets ({fit} on the pool texts it trained on{when}), so "
                        "the targets are wrong, not the training"),
+    LABELS_AT_FAULT: ("it fits its training labels ({fit}{when}), so more steps will not help: "
+                      "those labels are too few, or disagree with the eval set's"),
 }
+LABELS_HINT = ("label more texts, compare the pool's labels with the eval set's, or try a "
+               "larger --student")
+FUNNEL_STEP_WORDS = {"owner": "no owning teacher says it", "routing": "the routing",
+                     "targets": "the targets"}
 TARGETS_WRONG_HINT = ("more steps will not help: look at where the targets come from (the class "
                       "funnel and routing in kiwb integrate's summary and the Uncertainty pane) "
                       "and try another --routing or method{routing}")
@@ -61,6 +84,7 @@ class LearningCheck:
     fit: float | None = None  # the student's fit to its training targets, where measured
     cause: str = ""     # a flagged student's: TRAINING_AT_FAULT or TARGETS_AT_FAULT
     fit_reached: float | None = None  # the best fit of the run so far, where above `fit`
+    reason: str = ""    # the cause in words where the class funnel gave it (with_funnel)
 
     @property
     def learned(self) -> bool:
@@ -68,7 +92,11 @@ class LearningCheck:
 
     @property
     def flagged(self) -> bool:
-        return self.status != OK
+        return self.status not in (OK, TOO_EARLY)
+
+    def too_early(self) -> LearningCheck:
+        """This evaluation's figures without a verdict: the student has not had its window."""
+        return LearningCheck(TOO_EARLY, fit=self.fit)
 
     @property
     def mark(self) -> str:
@@ -83,7 +111,10 @@ class LearningCheck:
         return f"Warning: {subject} {verdict}: {self.problem}{self.cause_text()}; {self.hint}"
 
     def cause_text(self) -> str:
-        """'; it does not fit its targets (…)' or '; it fits its targets (…)': empty unknown."""
+        """'; it does not fit its targets (…)' or '; it fits its targets (…)', or the funnel's
+        reason: empty when unknown."""
+        if self.reason:
+            return "; " + self.reason
         if self.cause not in CAUSE_TEXT or self.fit is None:
             return ""
         if self.fit_reached is not None:  # the kept checkpoint is an earlier, looser one
@@ -101,7 +132,7 @@ class LearningCheck:
             return None
         return cls(data.get("status", OK), tuple(data.get("collapsed") or ()),
                    data.get("problem", ""), data.get("hint", ""), data.get("fit"),
-                   data.get("cause", ""), data.get("fit_reached"))
+                   data.get("cause", ""), data.get("fit_reached"), data.get("reason", ""))
 
 
 def check_of(record: Mapping | None) -> LearningCheck | None:
@@ -109,8 +140,53 @@ def check_of(record: Mapping | None) -> LearningCheck | None:
     return LearningCheck.from_dict((record or {}).get("check"))
 
 
+def judged(step: int, total_steps: int) -> bool:
+    """Whether an evaluation at `step` gives a verdict: from JUDGE_FROM_SHARE of the budget."""
+    return step >= min(total_steps, math.ceil(JUDGE_FROM_SHARE * total_steps))
+
+
+def for_method(check: LearningCheck, method: str) -> LearningCheck:
+    """A flagged baseline's hint says it is a baseline; other methods' hints stand."""
+    if not check.flagged or method not in BASELINE_METHODS:
+        return check
+    return replace(check, hint=BASELINE_HINT.format(name=BASELINE_METHODS[method]))
+
+
+def with_funnel(check: LearningCheck, lost_at: Mapping[str, str | None]) -> LearningCheck:
+    """A collapsed check's cause from the class funnel on the eval texts (after with_fit):
+    `lost_at` maps a class to the first funnel step before the student that loses it (owner,
+    routing, targets) or None. Classes lost before the student were never in its targets: more
+    steps cannot bring them back, whatever the fit says. Classes that reach the targets are
+    lost in training, even by a student that fits its targets overall (a small class is a
+    small part of the fit). The funnel is the same at every evaluation, so is this cause."""
+    known = [label for label in check.collapsed if label in lost_at]
+    if check.status != COLLAPSED or not known:
+        return check
+    before = {label: lost_at[label] for label in known if lost_at[label] in FUNNEL_STEP_WORDS}
+    if not before:
+        if check.cause == TRAINING_AT_FAULT:  # the fit says so too, in figures
+            return check
+        them = "it" if len(known) == 1 else "them"
+        return replace(check, cause=TRAINING_AT_FAULT, fit_reached=None, hint=STUDENT_HINT,
+                       reason=f"the class funnel carries {_names(known)} into the targets, so "
+                       f"training loses {them}")
+    steps: dict[str, list[str]] = {}
+    for label, step in before.items():
+        steps.setdefault(step, []).append(label)
+    lost = "; ".join(f"{_names(labels)} at {FUNNEL_STEP_WORDS[step]}" if step != "owner"
+                     else f"{_names(labels)}: {FUNNEL_STEP_WORDS[step]}"
+                     for step, labels in steps.items())
+    after = [label for label in known if label not in before]
+    rest = (f"; {_names(after)} {'reaches' if len(after) == 1 else 'reach'} the targets, so "
+            f"training loses {'it' if len(after) == 1 else 'them'}" if after else "")
+    return replace(check, cause=TARGETS_AT_FAULT, fit_reached=None,
+                   hint=TARGETS_WRONG_HINT.format(routing=""),
+                   reason=f"the class funnel on the eval texts loses {lost}, before training{rest}")
+
+
 def with_fit(check: LearningCheck, fit: float | None, floor: float,
-             routing_accuracy: float | None = None, reached: float | None = None) -> LearningCheck:
+             routing_accuracy: float | None = None, reached: float | None = None,
+             supervised: bool = False) -> LearningCheck:
     """The check with the student's fit to its own training targets, and for a flagged one,
     its cause: while the run's best fit so far (`reached`, at least `fit`) is below `floor`
     the student has not learnt its targets (training is at fault, the check's hint stands); once
@@ -119,11 +195,14 @@ def with_fit(check: LearningCheck, fit: float | None, floor: float,
     targets is an early, loose one, which is why the run's best fit decides."""
     if fit is None:
         return check
-    if not check.flagged:
+    if not check.flagged or check.reason:  # the funnel's cause stands
         return replace(check, fit=fit)
     best = fit if reached is None else max(fit, reached)
     if best < floor:
         return replace(check, fit=fit, cause=TRAINING_AT_FAULT)
+    if supervised:
+        return replace(check, fit=fit, cause=LABELS_AT_FAULT, fit_reached=best if best > fit else None,
+                       hint=LABELS_HINT)
     routing = ("" if routing_accuracy is None else
                f" (routing sends {_percent(routing_accuracy)} of the eval texts to a teacher "
                "that knows their class)")
@@ -179,10 +258,19 @@ def check_on_eval(
         return LearningCheck(COLLAPSED, tuple(never + lost),
                              f"{'; '.join(parts)} ({len(never) + len(lost)} of {shown} classes; "
                              f"{versus})", hint)
-    if reference_accuracy is not None and accuracy < reference_accuracy - REFERENCE_TOLERANCE:
-        weak_hint = WEAK_HINT if hint == STUDENT_HINT else hint
-        return LearningCheck(BELOW_REFERENCE, (), f"below {reference_name} ({versus})", weak_hint)
-    return LearningCheck(OK)
+    return versus_reference(accuracy, reference_accuracy, reference_name,
+                            WEAK_HINT if hint == STUDENT_HINT else hint)
+
+
+def versus_reference(figure: float, reference: float | None, reference_name: str,
+                     hint: str = STUDENT_HINT, metric: str = "") -> LearningCheck:
+    """Every kind's "beats the untrained reference of its kind" in the same words: below it by
+    more than REFERENCE_TOLERANCE is weak. `metric` names a headline that is not accuracy."""
+    if reference is None or figure >= reference - REFERENCE_TOLERANCE:
+        return LearningCheck(OK)
+    named = f" {metric}" if metric else ""
+    return LearningCheck(BELOW_REFERENCE, (), f"below {reference_name} ({_percent(figure)}{named} "
+                         f"on eval vs {_percent(reference)} for {reference_name})", hint)
 
 
 def check_on_pool(labels: Sequence[str], predicted_counts: Sequence[int],

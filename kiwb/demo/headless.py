@@ -14,6 +14,7 @@ from pathlib import Path
 from rich.table import Table
 
 from kiwb.console import FittedTable, console
+from kiwb.demo.marks import CHECK_CAPTION, check_cell
 from kiwb.demo.recipe import EXPORTED, STUDENTS, TEACHERS
 from kiwb.errors import KiwbError
 from kiwb.project.config import load_config
@@ -112,22 +113,24 @@ def results_table(results: dict) -> Table:
         caption="A teacher alone is right only on its own labels. Teacher routing: how "
         "often the teacher a routing picks knows the text's true label (the students "
         "use the project's routing; MC dropout and plain confidence compare raw "
-        "confidences).")
+        "confidences). " + CHECK_CAPTION)
     table.add_column("method", no_wrap=False)  # the names wrap; the figures keep their width
     table.add_column("accuracy", justify="right")
     table.add_column("macro-F1", justify="right")
+    table.add_column("check")
     for name, accuracy in results["teachers"].items():
         known = len(TEACHERS.get(name, ()))
-        table.add_row(f"teacher {name} alone ({known} of {labels} labels)", _percent(accuracy), "")
-    table.add_row("Ensemble (no training)", _percent(results["ensemble"]), "")
+        table.add_row(f"teacher {name} alone ({known} of {labels} labels)", _percent(accuracy), "", "")
+    table.add_row("Ensemble (no training)", _percent(results["ensemble"]), "", "")
     table.add_section()
     for name, report in results["students"].items():
-        table.add_row(f"student · {name}", _percent(report["accuracy"]), _percent(report["macro_f1"]))
+        table.add_row(f"student · {name}", _percent(report["accuracy"]), _percent(report["macro_f1"]),
+                      check_cell(report))
     table.add_section()
     routing = results["routing"]
     if routing.get("routing"):
         table.add_row(f"teacher routing · {routing['routing']} (the students')",
-                      _percent(routing["chosen"]), "")
-    table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "")
-    table.add_row("teacher routing · plain confidence", _percent(routing["plain_confidence"]), "")
+                      _percent(routing["chosen"]), "", "")
+    table.add_row("teacher routing · MC dropout", _percent(routing["mc_dropout"]), "", "")
+    table.add_row("teacher routing · plain confidence", _percent(routing["plain_confidence"]), "", "")
     return table

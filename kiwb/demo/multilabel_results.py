@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from kiwb.console import FittedTable
+from kiwb.demo.marks import CHECK_CAPTION, check_cell
 from kiwb.demo.multilabel_recipe import TEACHERS
 
 
@@ -24,28 +25,30 @@ def results_table(results: dict) -> Table:
         "per label on these very texts, which flatters it there. A teacher alone says no to "
         "the labels it does not know. Shared labels decided right: how often the owners' "
         "integrated answer on a shared label matches the gold one (MC dropout and plain "
-        "confidence pick the most confident owner).")
+        "confidence pick the most confident owner). " + CHECK_CAPTION)
     table.add_column("method", no_wrap=False)
     table.add_column("micro F1", justify="right")
     table.add_column("macro F1", justify="right")
     table.add_column("micro F1 tuned here", justify="right")
+    table.add_column("check")
     for name, f1 in results["teachers"].items():
         known = len(TEACHERS.get(name, ()))
         table.add_row(f"teacher {name} alone ({known} of {len(union)} labels)", _percent(f1), "",
-                      "")
-    table.add_row("owners' mean (no training)", _percent(results["ensemble"]), "", "")
+                      "", "")
+    table.add_row("owners' mean (no training)", _percent(results["ensemble"]), "", "", "")
     table.add_section()
     for name, report in results["students"].items():
         half = report.get("at_half") or {}
         table.add_row(f"student · {name}", _percent(half.get("micro_f1")),
-                      _percent(half.get("macro_f1")), _percent(report["accuracy"]))
+                      _percent(half.get("macro_f1")), _percent(report["accuracy"]),
+                      check_cell(report))
     table.add_section()
     routing = results["routing"] or {}
     if routing.get("routing"):
         table.add_row(f"shared labels decided right · {routing['routing']} (the students')",
-                      _percent(routing["chosen"]), "", "")
+                      _percent(routing["chosen"]), "", "", "")
     table.add_row("shared labels decided right · MC dropout", _percent(routing.get("mc_dropout")),
-                  "", "")
+                  "", "", "")
     table.add_row("shared labels decided right · plain confidence",
-                  _percent(routing.get("plain_confidence")), "", "")
+                  _percent(routing.get("plain_confidence")), "", "", "")
     return table

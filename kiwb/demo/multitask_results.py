@@ -7,6 +7,7 @@ from __future__ import annotations
 from rich.table import Table
 
 from kiwb.console import FittedTable
+from kiwb.demo.marks import CHECK_CAPTION, check_cell
 from kiwb.demo.multitask_recipe import TASKS
 
 
@@ -21,7 +22,9 @@ def results_table(results: dict) -> Table:
         title=f"kiwb multi-task demo · on {results['eval_texts']} labeled eval texts",
         caption="topic: accuracy (a teacher alone is right only on its own topics); tags: micro "
         "F1 at 0.5, and at the thresholds a student tunes per label on these very texts (which "
-        "flatters it there). One student answers both tasks in one forward pass.")
+        "flatters it there). One student answers both tasks in one forward pass. "
+        "Each head is held to its task's reference (a task one teacher answers: that teacher "
+        "alone). " + CHECK_CAPTION)
     table.add_column("method", no_wrap=False)
     for task in TASKS:
         table.add_column(f"{task} {'accuracy' if TASKS[task] == 'single-label' else 'micro F1'}",
@@ -29,17 +32,18 @@ def results_table(results: dict) -> Table:
     tuned = [task for task, kind in TASKS.items() if kind == "multi-label"]
     for task in tuned:
         table.add_column(f"{task} F1 tuned here", justify="right")
+    table.add_column("check")
     references = results.get("tasks") or {}
     for task, figures in references.items():
         column = list(TASKS).index(task)
         for teacher, value in (figures.get("teachers") or {}).items():
-            cells = [""] * (len(TASKS) + len(tuned))
+            cells = [""] * (len(TASKS) + len(tuned) + 1)
             cells[column] = _percent(value)
             table.add_row(f"teacher {teacher} alone", *cells)
     cells = []
     for task in TASKS:
         cells.append(_percent((references.get(task) or {}).get("ensemble")))
-    table.add_row("Ensemble per task (no training)", *cells, *[""] * len(tuned))
+    table.add_row("Ensemble per task (no training)", *cells, *[""] * (len(tuned) + 1))
     table.add_section()
     for name, report in results["students"].items():
         cells, tuned_cells = [], []
@@ -49,5 +53,5 @@ def results_table(results: dict) -> Table:
                                                                      figures.get("headline"))))
             if task in tuned:
                 tuned_cells.append(_percent(figures.get("headline")))
-        table.add_row(f"student · {name}", *cells, *tuned_cells)
+        table.add_row(f"student · {name}", *cells, *tuned_cells, check_cell(report))
     return table

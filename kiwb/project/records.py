@@ -343,6 +343,17 @@ class ClassFunnel(Record):
             rows.append(row)
         return rows
 
+    def lost_at(self) -> dict[str, str | None]:
+        """Per class, the first step before the student that loses it on the labeled texts
+        (owner, routing, targets), or None where it reaches the targets; empty without labels
+        (the learning check reads it: kiwb.core.learning_check.with_funnel)."""
+        if self.labeled is None:
+            return {}
+        funnel = self.labeled
+        return {label: losing_step(funnel.owner_recall[index], funnel.routed_recall[index],
+                                   funnel.target_recall[index])
+                for index, label in enumerate(self.labels) if funnel.gold[index]}
+
 
 POOL_COLUMNS = ("class", "owner", "owner says", "routed to it", "targets", "est. share",
                 "target share")

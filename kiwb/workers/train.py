@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 
 from kiwb.console import console
-from kiwb.core.learning_check import LearningCheck, with_fit
+from kiwb.core.learning_check import LearningCheck, for_method, judged, with_fit, with_funnel
 from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
@@ -333,34 +333,48 @@ class Trainer:
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
             metrics["metric"] = kind_named(self.data.student.kind).headline
-            check = self.data.student.eval_check(self.data, metrics, self.target_shares)
-            check = with_fit(check, fit["fit"], FIT_FLOOR,
-                             (self.data.eval_routing or {}).get("accuracy"), self.fit_reached)
-            metrics.update(check=check.to_dict(), **fit)
+            check = self.explained(self.data.student.eval_check(self.data, metrics,
+                                                                self.target_shares), fit["fit"])
+            shown = check if judged(self.step, self.total_steps) else check.too_early()
+            metrics.update(check=shown.to_dict(), **fit)
             self._record(TrainEval.from_dict({"step": self.step, **metrics}))
         else:
-            check = with_fit(self.check_on_pool(), fit["fit"], FIT_FLOOR,
-                             reached=self.fit_reached)
-            self._record(TrainCheck(step=self.step, check=check, **fit))
-        self._log_evaluation(metrics, check)
+            check = self.explained(self.check_on_pool(), fit["fit"])
+            shown = check if judged(self.step, self.total_steps) else check.too_early()
+            self._record(TrainCheck(step=self.step, check=shown, **fit))
+        self._log_evaluation(metrics, shown)
         improved = improves(self.best, metrics)
-        if improved:
+        if improved:  # its check judged whenever it was taken: it may be the one the run keeps
             self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
                          "metric": (metrics or {}).get("metric"),
                          "macro_f1": (metrics or {}).get("macro_f1"),
+                         "details": (metrics or {}).get("details"),
                          "check": check.to_dict(), "fit": fit["fit"]}
         # The checkpoint records the best so far (kiwb.project.run_folder reads it there), so
         # the best is named before anything is pruned.
         self.checkpoint(evaluation=metrics)
         ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
 
+    def explained(self, check: LearningCheck, fit: float | None) -> LearningCheck:
+        """The check with its cause (the class funnel's where the eval texts give one, else
+        the fit to the targets) and the advice that fits the run's method."""
+        method = self.request.settings.method
+        check = with_fit(check, fit, FIT_FLOOR, (self.data.eval_routing or {}).get("accuracy"),
+                         self.fit_reached, supervised=method == SUPERVISED)
+        funnel = self.data.manifest.get("class_funnel")
+        if funnel and method != SUPERVISED:
+            check = with_funnel(check, ClassFunnel.from_dict(funnel).lost_at())
+        return for_method(check, method)
+
     def _log_evaluation(self, metrics: dict | None, check: LearningCheck) -> None:
         """One log line per evaluation; a flagged check says what is wrong on the same line."""
         where = f"Step {self.step:,}/{self.total_steps:,}"
         if metrics is not None:
-            reference = (self.data.eval_reference or {}).get("accuracy")
+            reference = self.data.eval_reference or {}
+            named = reference.get("name", "the Ensemble").removeprefix("the ")
             figures = (kind_named(self.data.student.kind).evaluation_text(metrics)
-                       + (f" (Ensemble {100 * reference:.1f}%)" if reference is not None else ""))
+                       + (f" ({named} {100 * reference['accuracy']:.1f}%)"
+                          if reference.get("accuracy") is not None else ""))
         else:
             figures = "pool predictions checked against the targets"
         if check.fit is not None:
@@ -376,8 +390,7 @@ class Trainer:
         if not self.leads or not self.best or not self.best.get("check"):
             return
         check = LearningCheck.from_dict(self.best["check"])
-        settled = with_fit(check, check.fit, FIT_FLOOR,
-                           ((self.data.eval_routing or {}).get("accuracy")), self.fit_reached)
+        settled = self.explained(check, check.fit)
         if settled != check:
             self.best["check"] = settled.to_dict()
             ckpt.settle_check(self.run_dir, self.best["step"], self.best["check"])

@@ -49,11 +49,11 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
         console.print(f"Best eval {kind.best_text(best)} at step {best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
-        console.print(check.line(f"the student of run {run} (step {best['step']})"),
+        # one print: the warning and the line that points at it cannot come apart in a log
+        console.print(check.line(f"the student of run {run} (step {best['step']})")
+                      + "\nDone, with the warning above. Export it anyway with: "
+                      + command("export", session.project_label, "--run", run),
                       style="bold yellow", highlight=False, markup=False, soft_wrap=True)
-        console.print("Done, with the warning above. Export it anyway with: "
-                      + command("export", session.project_label, "--run", run), highlight=False,
-                      markup=False)
     else:
         console.print(f"Done. Export it with: [bold]{command('export', session.project_label, '--run', run)}[/bold]")
     return Outcome(data={"step": result["step"], "best": result["best"],

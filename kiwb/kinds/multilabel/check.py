@@ -13,6 +13,9 @@ from kiwb.core.target_fit import AMBIGUITY, THRESHOLD
 # this share of the taught texts is one the student must predict somewhere; rarer labels may
 # fairly go unpredicted on a small sample.
 TARGET_RATE_FLOOR = 0.02
+# The kind's untrained reference (kiwb.kinds.multilabel.summary's ENSEMBLE), as the learning
+# check and the training log name it.
+OWNERS_MEAN = "the owners' mean"
 
 
 def check_label_rates(labels: Sequence[str], predicted_counts: Sequence[int], texts: int | None,

@@ -10,11 +10,11 @@ from __future__ import annotations
 import torch
 
 from kiwb.console import one_line
-from kiwb.core.learning_check import LearningCheck
+from kiwb.core.learning_check import LearningCheck, versus_reference
 from kiwb.core.target_fit import decisive_yes, thresholded_fit
 from kiwb.core.training_defaults import SIGMOID_STEPS_FACTOR, label_exposure_steps
 from kiwb.errors import KiwbError
-from kiwb.kinds.multilabel.check import TARGET_RATE_FLOOR, check_label_rates
+from kiwb.kinds.multilabel.check import OWNERS_MEAN, TARGET_RATE_FLOOR, check_label_rates
 from kiwb.kinds.multilabel.losses import gold_bce_loss, weighted_bce_loss
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
@@ -124,9 +124,14 @@ class MultiLabelStudent(SequenceStudent):
         return _yes_shares(data, decisive_yes)
 
     def eval_check(self, data, metrics: dict, target_shares: list[float]) -> LearningCheck:
-        """A label the targets give often that the student predicts on no eval text."""
-        return check_label_rates(data.labels, metrics["predicted_counts"], len(data.eval_texts),
-                                 target_shares, "eval texts")
+        """A label the targets give often that the student predicts on no eval text; else
+        micro F1 under the owners' mean (the untrained reference of this kind)."""
+        check = check_label_rates(data.labels, metrics["predicted_counts"], len(data.eval_texts),
+                                  target_shares, "eval texts")
+        if check.flagged:
+            return check
+        return versus_reference(metrics["accuracy"], (data.eval_reference or {}).get("accuracy"),
+                                OWNERS_MEAN, metric="micro F1")
 
     def pool_check(self, data, predicted_counts: list[int],
                    target_shares: list[float]) -> LearningCheck:

@@ -9,6 +9,7 @@ import torch
 
 from kiwb import __version__
 from kiwb.errors import KiwbError
+from kiwb.kinds.multilabel.check import OWNERS_MEAN
 from kiwb.kinds.multilabel.data import check_known_labels
 from kiwb.kinds.multilabel.losses import prior_log_odds
 from kiwb.kinds.multilabel.runtime import check_settings, integrate_label_pool, label_data
@@ -64,7 +65,8 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
             # a supervised run integrates nothing: its reference is still the teachers' union
             measured = settings if pool is not None else replace(settings, method=ENSEMBLE)
             summary, _ = eval_figures(label_data(config, store, by_role["eval"]), measured)
-            eval_reference = {"accuracy": summary.ensemble_accuracy, "reference": ENSEMBLE}
+            eval_reference = {"accuracy": summary.ensemble_accuracy, "reference": ENSEMBLE,
+                              "name": OWNERS_MEAN}
             if pool is not None and summary.routing_accuracy is not None:
                 eval_routing = summary.routing_accuracy.to_dict()
     manifest = {

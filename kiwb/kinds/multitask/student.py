@@ -16,7 +16,13 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from kiwb.core.learning_check import OK, LearningCheck, check_on_eval, check_on_pool
+from kiwb.core.learning_check import (
+    OK,
+    LearningCheck,
+    check_on_eval,
+    check_on_pool,
+    versus_reference,
+)
 from kiwb.core.metrics import classification_report
 from kiwb.core.target_fit import agreement, decisive_yes, thresholded_fit
 from kiwb.errors import KiwbError
@@ -270,7 +276,20 @@ class MultiTaskStudent(SequenceStudent):
                 checks.append((head.task, check_label_rates(list(head.labels), counts,
                                                             report[head.task]["texts"], shares,
                                                             "eval texts")))
-        return _first_flagged(checks)
+        # then each head against its task's untrained reference, in the same words
+        task_references = (data.eval_reference or {}).get("tasks") or {}
+        for head in self.heads:
+            if head.task in report and head.task in task_references:
+                reference = task_references[head.task]
+                checks.append((head.task, versus_reference(
+                    report[head.task]["headline"], reference["accuracy"], reference["name"],
+                    metric="" if head.kind == "single-label" else "micro F1")))
+        flagged = _first_flagged(checks)
+        if flagged.flagged:
+            return flagged
+        reference = data.eval_reference or {}
+        return versus_reference(metrics["accuracy"], reference.get("accuracy"),
+                                reference.get("name") or "the tasks' Ensembles")
 
     def pool_check(self, data, predicted_counts: list[int],
                    target_shares: list[float]) -> LearningCheck:

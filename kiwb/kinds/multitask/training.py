@@ -82,8 +82,17 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
 
             summary = summary_of(integration, settings)
             if summary.eval is not None:
+                # each task's own reference too: its Ensemble, which for a task one teacher
+                # answers is that teacher alone (the learning check holds each head to it)
+                parts = integration.data.parts
+                tasks = {name: {"accuracy": reference["ensemble"],
+                                "name": (f"the {name} teacher" if len(parts[name].teachers) == 1
+                                         else f"the {name} Ensemble")}
+                         for name, reference in integration.evaluation.items()
+                         if reference is not None and reference["ensemble"] is not None}
                 eval_reference = {"accuracy": summary.eval.ensemble_accuracy,
-                                  "reference": "the tasks' Ensembles"}
+                                  "reference": "the tasks' Ensembles", "name": "the tasks' Ensembles",
+                                  "tasks": tasks}
     multi = [head for head in heads if head.kind == "multi-label"]
     head_bias = None
     if multi:
