@@ -109,10 +109,10 @@ def test_the_workbench_names_the_routing_auto_chose(auto_project):
             await pilot.press("4")
             pane = app.screen.query_one(UncertaintyPane)
             split = pane.query_one("#routing-split", Plot)
-            await wait_for(pilot, lambda: "chosen by auto" in text_of(split, width=140),
+            await wait_for(pilot, lambda: "(auto)" in text_of(split, width=140),
                            what="the routing chosen")
             shown = text_of(split, width=140)
-            assert f"Routing · {choice['chosen']}, chosen by auto" in shown
+            assert f"Routing · {choice['chosen']} (auto): each teacher's" in shown
             count = f"{len(choice['table'])} routings on {choice['labeled_texts']} labeled texts"
             assert f"auto: best of {count} (eval)" in shown
             await pilot.press("3", "i")

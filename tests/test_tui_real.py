@@ -98,7 +98,7 @@ async def test_panes_on_a_project_scored_and_integrated_by_real_workers(scored_p
 
 
 def _progress(cell: str) -> tuple[int, int] | None:
-    """(done, total) from a progress cell such as "40/480 texts"."""
+    """(done, total) from a progress cell such as "40/960 pairs"."""
     found = re.match(r"([\d,]+)/([\d,]+) ", cell)
     return (int(found[1].replace(",", "")), int(found[2].replace(",", ""))) if found else None
 
@@ -151,9 +151,9 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
         assert states_seen and states_seen[0] in ("queued", "running")
         assert in_between, "no progress between 0 and the total, with rate and ETA, was shown"
         progress, rate, eta = in_between[0]
-        assert progress.endswith("/960 texts") and re.fullmatch(r"[\d.,]+/s", rate)
+        assert progress.endswith("/960 pairs") and re.fullmatch(r"[\d.,]+/s", rate)
         assert re.fullmatch(r"ETA \d+m \d\ds", eta)
-        assert cells(jobs)[0][3] == "960/960 texts"      # 480 texts × 2 teachers, from job.progress
+        assert cells(jobs)[0][3] == "960/960 pairs"      # 480 texts × 2 teachers, from job.progress
         assert "480/480 texts" in text_of(app.screen.query_one("#score-sets"))
         assert any("finished" in n and "press i to integrate" in n for n in notifications)
 

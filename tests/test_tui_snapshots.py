@@ -1,5 +1,6 @@
-"""Snapshots of every pane at 80×24 and 120×40, and one in the 16-colour theme, on fixed
-data (no clocks, no pids, no random paths).
+"""Snapshots of every pane and dialog at 80×24 and 140×40, and one in the 16-colour theme,
+on fixed data (no clocks, no pids, no random paths). tests/test_tui_fit.py checks the same
+views for cut words.
 
 Update them after a deliberate change with: pytest tests/test_tui_snapshots.py --snapshot-update
 """
@@ -9,13 +10,22 @@ from __future__ import annotations
 import pytest
 from rich.text import Text
 from textual.widgets import DataTable, Input
-from tui_support import cells, synthetic_project, text_of, wait_for, workbench, write_jobs
+from tui_support import (
+    FUNNEL,
+    cells,
+    synthetic_project,
+    text_of,
+    wait_for,
+    workbench,
+    write_jobs,
+    write_run,
+)
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 from kiwb.tui.widgets import Plot
 
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (140, 40)]
 SIZE_IDS = [f"{width}x{height}" for width, height in SIZES]
 # Typed in the Export pane instead of the default under the test's random temporary folder.
 EXPORT_DESTINATION = "/srv/kiwb/students/muki-hard"
@@ -148,4 +158,43 @@ def test_conflicts_pane_with_labels_snapshot(snap_compare, tmp_path, size):
         await pilot.pause()
 
     assert snap_compare(workbench(project, pane="conflicts"), terminal_size=size,
+                        run_before=run_before)
+
+
+# Each dialog over the pane it opens from, and the keys that open it.
+DIALOGS = {"help": ("teachers", ["question_mark"]), "score form": ("jobs", ["s"]),
+           "integrate form": ("jobs", ["i"]), "train form": ("jobs", ["t"]),
+           "merge form": ("jobs", ["m"]), "add teacher": ("teachers", ["a"]),
+           "conflict detail": ("conflicts", ["enter"]), "where classes go": ("accuracy", ["w"])}
+
+
+@pytest.fixture(scope="module")
+def funnel_project(tmp_path_factory):
+    """The synthetic project with a run whose class funnel was recorded (w shows it)."""
+    root = synthetic_project(tmp_path_factory.mktemp("funnel") / "proj", trained=False)
+    with Store(ProjectPaths(root).store) as store:
+        write_run(root, store, funnel=FUNNEL)
+    return root
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", SIZES, ids=SIZE_IDS)
+@pytest.mark.parametrize("dialog", DIALOGS)
+def test_dialog_snapshot(snap_compare, funnel_project, dialog, size):
+    pane, keys = DIALOGS[dialog]
+    # this project has no jobs: its Jobs pane is ready once its table is there
+    settled = _settled(pane) if pane != "jobs" else None
+
+    async def run_before(pilot) -> None:
+        if settled is not None:
+            await settled(pilot)
+        else:
+            await wait_for(pilot, lambda: pilot.app.screen.query("#jobs-table"), what="the Jobs pane")
+            await pilot.pause(0.3)
+        for key in keys:
+            await pilot.press(key)
+            await pilot.pause()
+        await pilot.pause(0.3)  # a form's first field takes focus after it mounts
+
+    assert snap_compare(workbench(funnel_project, pane=pane), terminal_size=size,
                         run_before=run_before)

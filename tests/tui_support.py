@@ -22,9 +22,11 @@ from kiwb.project.job_specs import SCORE_RUN
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
     BestCheckpoint,
+    ClassFunnel,
     EvalSummary,
     IntegrationSettings,
     IntegrationSummary,
+    LabeledFunnel,
     RoutingAccuracy,
     RoutingDetails,
     ScoreShard,
@@ -509,8 +511,9 @@ def _many_run(root: Path, store: Store) -> None:
     """A finished MUKI-Hard run over the ten labels (the learning check from its confusion)."""
     from kiwb.core.learning_check import check_on_eval
 
-    confusion = [[2 if row == column else 0 for column in range(10)] for row in range(10)]
-    confusion[5][4], confusion[5][5] = 2, 0  # libs taken for libdevel
+    # five eval texts a class: the fewest the learning check judges a class on
+    confusion = [[5 if row == column else 0 for column in range(10)] for row in range(10)]
+    confusion[5][4], confusion[5][5] = 5, 0  # libs taken for libdevel
     check = check_on_eval(list(MANY_LABELS), confusion)
     accuracy = 0.9
     per_class = {label: (0.0 if label == "libs" else 1.0) for label in MANY_LABELS}
@@ -531,3 +534,16 @@ def _many_run(root: Path, store: Store) -> None:
     write_checkpoints(run_dir, (20,), {"accuracy": accuracy})
     (run_dir / "manifest.json").write_text(json.dumps(
         {"labels": list(MANY_LABELS), "method": {"method": "muki-hard"}}))
+
+
+# music is lost at the routing: its owner says it on 90% of its eval texts, the routing sends
+# 20% to that owner. The run's kept evaluation (write_run's) gives the student's recall.
+FUNNEL = ClassFunnel(
+    labels=["sports", "politics", "music", "cooking"],
+    owners={"sports": ["a"], "politics": ["a"], "music": ["b"], "cooking": ["b"]},
+    num_texts=200, owner_says=[60, 70, 40, 30], routed_to_owner=[55, 60, 8, 28],
+    target_texts=[70, 80, 10, 40], target_share=[0.35, 0.4, 0.05, 0.2],
+    estimated_share=[0.3, 0.3, 0.2, 0.2],
+    labeled=LabeledFunnel(where="eval", gold=[3, 2, 5, 0], owner_recall=[1.0, 1.0, 0.9, None],
+                          routed_recall=[1.0, 1.0, 0.2, None],
+                          target_recall=[1.0, 0.5, 0.2, None]))

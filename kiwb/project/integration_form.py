@@ -42,8 +42,7 @@ ROUTING = FormSetting("routing", "routing")
 TAU = FormSetting("tau", "tau")
 REWEIGHT = FormSetting("reweight", "re-weighting", "weight texts by margin")
 USE_MC = FormSetting("use_mc", "MC dropout", "route by MC confidence")
-GIVEN_LABELS = FormSetting("labels", "given labels",
-                           "use the labels given in the Conflicts pane (key 6)")
+GIVEN_LABELS = FormSetting("labels", "given labels", "use those given in Conflicts (6)")
 TRAIN_FORM = (METHOD, ROUTING, TAU, REWEIGHT, USE_MC, GIVEN_LABELS)
 INTEGRATE_FORM = (METHOD, ROUTING, GIVEN_LABELS)
 

@@ -213,10 +213,12 @@ def confusion_table(labels: Sequence[str], matrix: Sequence[Sequence[int]], *,
 def rows_table(rows: Sequence[Mapping[str, str]], *, title: str | None = None,
                left: Collection[str] = ()) -> Table:
     """Rows of text cells under their keys as headers; the columns named in `left` align left,
-    the others (figures) right."""
-    table = Table(title=title, show_edge=False, pad_edge=False, box=None, padding=(0, 1))
+    the others (figures) right. Where the table is wider than its room, a header or a cell
+    wraps at its spaces instead of being cut short."""
+    table = Table(title=title, show_edge=False, pad_edge=False, box=None, padding=(0, 1),
+                  title_justify="left")
     for name in (rows[0] if rows else {}):
-        table.add_column(name, justify="left" if name in left else "right", no_wrap=True)
+        table.add_column(name, justify="left" if name in left else "right", overflow="fold")
     for row in rows:
         table.add_row(*row.values())
     return table

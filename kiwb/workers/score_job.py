@@ -76,7 +76,9 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
                    if any(t.representation is not None for t in tasks) else "")
         console.print(f"Scoring {todo:,} text×teacher pairs on {where} "
                       f"(K = {scoring.mc_passes} MC-dropout passes each{keeping})", highlight=False)
-        total, unit = todo, "texts"
+        # pairs, as the line above says: a Jobs row of "480/3,200 texts" beside a score set's
+        # "512/1,200 texts" read as two counts of the same thing
+        total, unit = todo, "pairs"
     with session.progress("scoring", total=total, unit=unit, extra=extra) as advance:
         passes = score_all(tasks, advance)
     add_representations(session, config, device, representations, extra)

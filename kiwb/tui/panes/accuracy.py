@@ -17,7 +17,13 @@ from textual.widgets import DataTable, Static
 from kiwb.core.learning_check import COLLAPSED, LearningCheck
 from kiwb.project.config_schema import SINGLE_LABEL_TASK
 from kiwb.project.queries import StoreChanges
-from kiwb.project.records import EvalSummary, IntegrationSummary, RoutingAccuracy
+from kiwb.project.records import (
+    POOL_COLUMNS,
+    RECALL_COLUMNS,
+    EvalSummary,
+    IntegrationSummary,
+    RoutingAccuracy,
+)
 from kiwb.tui import plots
 from kiwb.tui.history import RunHistory, Runs
 from kiwb.tui.panes.base import Pane
@@ -189,14 +195,12 @@ def entity_confusion(entity: dict):
 def funnel_view(run: RunHistory) -> tuple[str, None]:
     """The heading of the class funnel view (w) of a run: what it shows, or why it cannot."""
     if run.funnel is None:
-        return ("Where each class goes: this run has no class funnel (supervised, or trained "
-                "by an older kiwb). w: back to per-class accuracy.", None)
-    where = f"; recall on {run.funnel.labeled.where}" if run.funnel.labeled is not None else ""
-    return (f"Where each class goes, teachers to targets over {run.funnel.num_texts:,} pool "
-            f"texts{where} (w: per-class accuracy)", None)
+        return ("No class funnel: supervised, or trained by an older kiwb (w: back)", None)
+    # one line that fits 80 columns; the recall table names its texts in its own title
+    return (f"Where each class goes, over {run.funnel.num_texts:,} pool texts (w: back)", None)
 
 
-def funnel_table(run: RunHistory) -> RichTable | None:
+def funnel_table(run: RunHistory) -> RichTable | Group | None:
     """The run's class funnel, the student's recall from its kept (or latest) evaluation."""
     if run.funnel is None:
         return None
@@ -205,7 +209,17 @@ def funnel_table(run: RunHistory) -> RichTable | None:
     if evaluation is not None and run.funnel.labeled is not None:  # a tagger's: entity recall
         recall = ((evaluation.entity or {}).get("per_type_recall")
                   or evaluation.per_class_accuracy)
-    return plots.rows_table(run.funnel.rows(recall), left=("class", "owner", "lost at"))
+    rows = run.funnel.rows(recall)
+    left = ("class", "owner", "lost at")
+    # two tables, as kiwb integrate prints them: side by side their 13 columns fit no screen
+    pool = plots.rows_table([{name: row[name] for name in POOL_COLUMNS} for row in rows],
+                            title="On the pool", left=left)
+    if run.funnel.labeled is None:
+        return pool
+    recall = plots.rows_table([{name: row[name] for name in RECALL_COLUMNS if name in row}
+                               for row in rows],
+                              title=f"Recall on {run.funnel.labeled.where}", left=left)
+    return Group(pool, Text(""), recall)
 
 
 def is_merge(run: RunHistory) -> bool:
@@ -218,8 +232,8 @@ def run_cells(run: RunHistory) -> tuple:
     share = f" {100 * run.step / run.total_steps:.0f}%" if run.total_steps and run.state == "running" else ""
     state: str | Text = ("merged" if is_merge(run) and run.state == "done" else run.state) + share
     check = shown_check(run)
-    if check is not None:  # the mark: see the run's detail for why
-        state = Text.assemble(state, (check.mark, "bold yellow"))
+    if check is not None:  # the mark; the line under the table says what it is, and why
+        state = Text.assemble(state, (" ⚠", "bold yellow"))
     # how well the student reproduces its own targets on pool texts it trained on
     fit = _percent(run.check.fit if run.check is not None else None)
     if latest is None:
@@ -345,8 +359,8 @@ def _routing(routing: RoutingAccuracy | None) -> str:
     versions of kiwb have only MC dropout and plain confidence)."""
     if routing is None:
         return "–"
-    if routing.chosen is not None and routing.routing:
-        return f"{routing.routing} {_percent(routing.chosen)} (MC {_percent(routing.mc_dropout)})"
+    if routing.chosen is not None and routing.routing:  # MC's beside it: the Uncertainty pane
+        return f"{routing.routing} {_percent(routing.chosen)}"
     return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_confidence)}"
 
 

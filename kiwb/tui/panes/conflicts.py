@@ -96,7 +96,7 @@ class ConflictsPane(Pane):
         Binding("l", "labeling", "Label"),
         Binding("u", "undo", "Undo label", show=False),
         Binding("p", "pick", "Every label", show=False),
-        Binding("o", "order", "Order"),
+        Binding("o", "order", "Order", show=False),  # in the help: the footer fits 80 columns
         Binding("f", "scope", "Filter"),
         Binding("r", "reintegrate", "Re-integrate"),
         Binding("t", "train", "Train"),

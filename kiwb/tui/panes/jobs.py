@@ -168,7 +168,7 @@ class JobsPane(Pane):
         if config is None:
             return
         scoring = config.scoring
-        fields = [Field("mc_passes", "K (MC passes; kiwb's default 16)", str(scoring.mc_passes),
+        fields = [Field("mc_passes", "K (MC passes)", str(scoring.mc_passes),
                         placeholder='a number, or "auto": more passes only where undecided'),
                   Field("dropout", "dropout", str(scoring.dropout),
                         placeholder="auto: own rates, 0.1 where all are 0; model; or a rate"),
@@ -176,9 +176,9 @@ class JobsPane(Pane):
                   Field("device", "device", scoring.device, placeholder="auto, cpu, cuda, cuda:N"),
                   Field("devices", "several devices", "",
                         placeholder="optional: cuda:0,cuda:1 or all (one process each)"),
+                  # one line at 80 columns (a checkbox's words do not wrap)
                   Field("representations", "representations", False,
-                        "also draw the teachers' representations for scores made before "
-                        "(what mahalanobis, knn and joint read)", flag=True)]
+                        "also draw them: mahalanobis, knn, joint read them", flag=True)]
         root = self.root
 
         def start(values: dict) -> int:
@@ -195,8 +195,8 @@ class JobsPane(Pane):
 
         self.app.push_screen(FormScreen(
             "Score the teachers (MC dropout)", fields, start,
-            note="K and the dropout are saved to kiwb.toml; another K or dropout rate scores "
-                 "again. Finished shards are kept, so a stopped job resumes."),
+            note="K (kiwb's default 16) and the dropout are saved to kiwb.toml; another K or "
+                 "dropout rate scores again. Finished shards are kept, so a stopped job resumes."),
             self._launched)
 
     def action_train(self) -> None:
@@ -369,7 +369,9 @@ def job_cells(job: JobState) -> tuple:
     if job.live:
         timing = f"ETA {format_duration(progress['eta_s'])}" if progress.get("eta_s") is not None else ""
     else:
-        timing = f"took {format_duration(job.duration())}" if job.started_at else ""
+        # the column says "time": an ended job's cell is its duration alone, so a long run name
+        # and "3,200/3,200 pairs" keep their room at 80 columns
+        timing = format_duration(job.duration()) if job.started_at else ""
     return (str(job.id), job.label, Text(job.status, STATUS_STYLE.get(job.status, "")), shown, rate,
             timing, job.device or "")
 
@@ -386,7 +388,8 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
     width = max([24, *(len(f"{s.teacher} · {s.dataset}") + 1 for s in newest.values())])
     for number, score_set in enumerate(newest.values()):
         share = score_set.done_rows / score_set.num_texts if score_set.num_texts else 0.0
-        text.append("\n" if number else "scores\n", "bold" if not number else "")
+        text.append("\n" if number else "scores saved, per teacher and data set\n",
+                    "bold" if not number else "")
         text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(width))
         text.append(hbar(share, 20), "green" if score_set.complete else "")
         text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")

@@ -196,9 +196,9 @@ class UncertaintyPane(Pane):
         score = routing.score if routing is not None and routing.score else f"{kind}confidence"
         choice = summary.routing_choice if summary is not None else None
         if name and choice is not None:
-            name = f"{choice.chosen}, chosen by auto"
-        title = (f"Routing{f' · {name}' if name else ''}: each teacher's {score}, routed "
-                 "to it vs elsewhere")
+            name = f"{choice.chosen} (auto)"
+        # one line at 80 columns; the legend under the plots says what ▄ and ▀ are
+        title = f"Routing{f' · {name}' if name else ''}: each teacher's {score}, to it vs elsewhere"
         teachers = routing.teachers if routing is not None else {}
         if not teachers:
             note = ("This integration has no routing details: integrate again (Jobs, i) to see "

@@ -67,7 +67,9 @@ class WorkbenchScreen(Screen):
             for number, pane in enumerate(PANES, start=1):
                 with TabPane(f"{number} {pane.TITLE}", id=pane_id(pane)):
                     yield pane(self.root, id=f"{pane_id(pane)}-pane")
-        yield Footer()
+        # Compact, and without the palette's hint (ctrl+p is in the help and the header's
+        # icon): the busiest pane's keys then fit in 80 columns
+        yield Footer(compact=True, show_command_palette=False)
 
     def on_mount(self) -> None:
         self.sub_title = str(self.root.name)
