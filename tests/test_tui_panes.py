@@ -225,7 +225,10 @@ async def test_jobs_pane_follows_jobs_started_elsewhere_and_explains_failures(pr
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("3")
         jobs = table(app, "#jobs-table")
-        assert "10/10 texts" in text_of(app.screen.query_one("#score-sets"))
+        # every set saved: one line per teacher, the job's detail below keeps its room
+        saved = text_of(app.screen.query_one("#score-sets"))
+        assert "scores saved, per teacher ✓" in saved
+        assert "a · unlabeled 10 texts" in saved and "b · unlabeled 10 texts" in saved
         with Store(ProjectPaths(project).store) as store:   # another process launches jobs
             running = store.jobs.create("score", "scores", {})
             store.jobs.started(running, {"device": "cpu"})

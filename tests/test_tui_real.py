@@ -154,7 +154,7 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
         assert progress.endswith("/960 pairs") and re.fullmatch(r"[\d.,]+/s", rate)
         assert re.fullmatch(r"ETA \d+m \d\ds", eta)
         assert cells(jobs)[0][3] == "960/960 pairs"      # 480 texts × 2 teachers, from job.progress
-        assert "480/480 texts" in text_of(app.screen.query_one("#score-sets"))
+        assert "unlabeled 480" in text_of(app.screen.query_one("#score-sets"))
         assert any("finished" in n and "press i to integrate" in n for n in notifications)
 
         await pilot.press("4")

@@ -30,6 +30,7 @@ from kiwb.project.job_specs import (
 from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_tail
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
+from kiwb.project.shards import REPRESENTATION_SUFFIX
 from kiwb.project.teacher_kinds import default_routing, project_kind, with_kind_defaults
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
@@ -383,6 +384,8 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
     for score_set in score_sets:  # oldest first, so the newest wins
         if teachers is None or score_set.teacher in teachers:
             newest[(score_set.teacher, score_set.dataset)] = score_set
+    if newest and all(score_set.complete for score_set in newest.values()):
+        return complete_score_lines(list(newest.values()))
     text = Text()
     # a representation set's name is longer ("a · unlabeled (representation)"): the bars align
     width = max([24, *(len(f"{s.teacher} · {s.dataset}") + 1 for s in newest.values())])
@@ -393,6 +396,21 @@ def score_lines(config: ProjectConfig | None, score_sets: list[ScoreSetProgress]
         text.append(f"{score_set.teacher} · {score_set.dataset}".ljust(width))
         text.append(hbar(share, 20), "green" if score_set.complete else "")
         text.append(f" {score_set.done_rows:,}/{score_set.num_texts:,} texts")
+    return text
+
+
+def complete_score_lines(score_sets: list[ScoreSetProgress]) -> Text:
+    """Every set saved: one line per teacher ("news · unlabeled 1,200, eval 400 texts, with
+    representations"), not a bar per set, so at 80×24 the job's detail below keeps its room."""
+    by_teacher: dict[str, list[ScoreSetProgress]] = {}
+    for score_set in score_sets:
+        by_teacher.setdefault(score_set.teacher, []).append(score_set)
+    text = Text("scores saved, per teacher ✓", "bold")
+    for teacher, sets in by_teacher.items():
+        scores = [s for s in sets if not s.dataset.endswith(REPRESENTATION_SUFFIX)]
+        drawn = len(sets) > len(scores)
+        text.append(f"\n{teacher} · " + ", ".join(f"{s.dataset} {s.done_rows:,}" for s in scores)
+                    + " texts" + (", with representations" if drawn else ""))
     return text
 
 
