@@ -1,5 +1,5 @@
 """Snapshots of an embedding project's Teachers, Uncertainty, Accuracy and Conflicts panes at
-80×24 and 120×40, on fixed data (tests/tui_embedding_support.py).
+80×24 and 140×40, on fixed data (tests/tui_embedding_support.py).
 
 Update them after a deliberate change with:
 pytest tests/test_tui_embedding_snapshots.py --snapshot-update
@@ -13,7 +13,7 @@ from textual.widgets import DataTable
 from tui_embedding_support import embedding_project
 from tui_support import text_of, wait_for, workbench
 
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (140, 40)]
 
 
 def _ready(pane: str):

@@ -1,4 +1,4 @@
-"""Five teachers (issue 31): the Uncertainty, Accuracy and Conflicts panes at 80×24 and 120×40,
+"""Five teachers (issue 31): the Uncertainty, Accuracy and Conflicts panes at 80×24 and 140×40,
 on a fixed five-teacher project (tui_support.many_teachers_project).
 
 Update the pictures after a deliberate change with:
@@ -21,7 +21,7 @@ from tui_support import (
 
 from kiwb.tui.widgets import Plot
 
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (140, 40)]
 SIZE_IDS = [f"{width}x{height}" for width, height in SIZES]
 
 
