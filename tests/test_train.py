@@ -335,7 +335,11 @@ def test_resume_after_an_eval_set_was_added_is_refused(scored_project, tmp_path)
         trainer = _trainer(store, project, "r", eval_every=10)
         trainer.run(should_stop=lambda: trainer.step == 15)
     assert (trainer.best["step"], trainer.best["accuracy"]) == (10, None)  # nothing to measure
-    assert trainer.best["check"] == _events(project, "r", "train.check")[0]["check"]  # the pool's
+    # the pool's check: at step 10, before a quarter of the budget, the event gives no verdict
+    # yet, while the best keeps the whole check (the kept checkpoint is judged whenever taken)
+    said = _events(project, "r", "train.check")[0]["check"]
+    assert 10 < trainer.total_steps / 4 and said["status"] == "too-early"
+    assert trainer.best["check"]["status"] != "too-early" and trainer.best["check"]["fit"] == said["fit"]
 
     (project / "kiwb.toml").write_text(with_eval_set)
     with _store(project) as store, pytest.raises(KiwbError) as refused:
