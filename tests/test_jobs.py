@@ -355,7 +355,7 @@ def test_a_job_followed_from_a_terminal_outlives_it(tmp_path, models, signal_sen
     root = make_project(tmp_path / "followed", models, texts=240)
     follower, terminal = _in_a_terminal("score", str(root))
     try:
-        shown = _read_until(terminal, lambda text: "texts/s" in text and "ETA" in text)
+        shown = _read_until(terminal, lambda text: "pairs/s" in text and "ETA" in text)
         assert "runs in the background" in shown and "━" in shown, shown  # a bar, not log lines
         job_id = jobs(root)[0].id
         assert job(root, job_id).status in ("running", "finished")  # a fast machine may be done
