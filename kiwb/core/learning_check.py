@@ -166,10 +166,9 @@ def with_funnel(check: LearningCheck, lost_at: Mapping[str, str | None]) -> Lear
     if not before:
         if check.cause == TRAINING_AT_FAULT:  # the fit says so too, in figures
             return check
-        them = "it" if len(known) == 1 else "them"
         return replace(check, cause=TRAINING_AT_FAULT, fit_reached=None, hint=STUDENT_HINT,
                        reason=f"the class funnel carries {_names(known)} into the targets, so "
-                       f"training loses {them}")
+                       f"training loses {_them(known)}")
     steps: dict[str, list[str]] = {}
     for label, step in before.items():
         steps.setdefault(step, []).append(label)
@@ -178,7 +177,7 @@ def with_funnel(check: LearningCheck, lost_at: Mapping[str, str | None]) -> Lear
                      for step, labels in steps.items())
     after = [label for label in known if label not in before]
     rest = (f"; {_names(after)} {'reaches' if len(after) == 1 else 'reach'} the targets, so "
-            f"training loses {'it' if len(after) == 1 else 'them'}" if after else "")
+            f"training loses {_them(after)}" if after else "")
     return replace(check, cause=TARGETS_AT_FAULT, fit_reached=None,
                    hint=TARGETS_WRONG_HINT.format(routing=""),
                    reason=f"the class funnel on the eval texts loses {lost}, before training{rest}")
@@ -304,6 +303,10 @@ def _share_floor(num_labels: int) -> float:
 def _names(labels: Sequence[str], shown: int = 6) -> str:
     listed = ", ".join(labels[:shown])
     return listed + (f" and {len(labels) - shown} more" if len(labels) > shown else "")
+
+
+def _them(labels: Sequence[str]) -> str:
+    return "it" if len(labels) == 1 else "them"
 
 
 def _percent(value: float | None) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable
@@ -333,14 +334,15 @@ class Trainer:
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
             metrics["metric"] = kind_named(self.data.student.kind).headline
-            check = self.explained(self.data.student.eval_check(self.data, metrics,
-                                                                self.target_shares), fit["fit"])
-            shown = check if judged(self.step, self.total_steps) else check.too_early()
+            check = self.data.student.eval_check(self.data, metrics, self.target_shares)
+        else:
+            check = self.check_on_pool()
+        check = self.explained(check, fit["fit"])
+        shown = check if judged(self.step, self.total_steps) else check.too_early()
+        if metrics is not None:
             metrics.update(check=shown.to_dict(), **fit)
             self._record(TrainEval.from_dict({"step": self.step, **metrics}))
         else:
-            check = self.explained(self.check_on_pool(), fit["fit"])
-            shown = check if judged(self.step, self.total_steps) else check.too_early()
             self._record(TrainCheck(step=self.step, check=shown, **fit))
         self._log_evaluation(metrics, shown)
         improved = improves(self.best, metrics)
@@ -361,10 +363,16 @@ class Trainer:
         method = self.request.settings.method
         check = with_fit(check, fit, FIT_FLOOR, (self.data.eval_routing or {}).get("accuracy"),
                          self.fit_reached, supervised=method == SUPERVISED)
-        funnel = self.data.manifest.get("class_funnel")
-        if funnel and method != SUPERVISED:
-            check = with_funnel(check, ClassFunnel.from_dict(funnel).lost_at())
+        if method != SUPERVISED:
+            check = with_funnel(check, self.funnel_losses)
         return for_method(check, method)
+
+    @functools.cached_property
+    def funnel_losses(self) -> dict[str, str | None]:
+        """Where the integration's class funnel loses each class on the eval texts (read once:
+        the funnel is the run's, the same at every evaluation); empty without one."""
+        funnel = self.data.manifest.get("class_funnel")
+        return ClassFunnel.from_dict(funnel).lost_at() if funnel else {}
 
     def _log_evaluation(self, metrics: dict | None, check: LearningCheck) -> None:
         """One log line per evaluation; a flagged check says what is wrong on the same line."""

@@ -65,8 +65,7 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
             # a supervised run integrates nothing: its reference is still the teachers' union
             measured = settings if pool is not None else replace(settings, method=ENSEMBLE)
             summary, _ = eval_figures(label_data(config, store, by_role["eval"]), measured)
-            eval_reference = {"accuracy": summary.ensemble_accuracy, "reference": ENSEMBLE,
-                              "name": OWNERS_MEAN}
+            eval_reference = {"accuracy": summary.ensemble_accuracy, "name": OWNERS_MEAN}
             if pool is not None and summary.routing_accuracy is not None:
                 eval_routing = summary.routing_accuracy.to_dict()
     manifest = {

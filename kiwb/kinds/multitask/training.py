@@ -91,8 +91,7 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
                          for name, reference in integration.evaluation.items()
                          if reference is not None and reference["ensemble"] is not None}
                 eval_reference = {"accuracy": summary.eval.ensemble_accuracy,
-                                  "reference": "the tasks' Ensembles", "name": "the tasks' Ensembles",
-                                  "tasks": tasks}
+                                  "name": "the tasks' Ensembles", "tasks": tasks}
     multi = [head for head in heads if head.kind == "multi-label"]
     head_bias = None
     if multi:
