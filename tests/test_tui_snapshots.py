@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Input
 from tui_support import (
     FUNNEL,
     cells,
+    steady_cursors,
     synthetic_project,
     text_of,
     wait_for,
@@ -23,6 +24,7 @@ from tui_support import (
 
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
+from kiwb.tui.screens.forms import FormScreen
 from kiwb.tui.widgets import Plot
 
 SIZES = [(80, 24), (140, 40)]
@@ -124,6 +126,7 @@ def test_export_pane_snapshot(snap_compare, project, size):
     async def run_before(pilot) -> None:
         pilot.app.screen.query_one("#export-destination", Input).value = EXPORT_DESTINATION
         await settled(pilot)
+        steady_cursors(pilot.app)
 
     assert snap_compare(workbench(project, pane="export"), terminal_size=size,
                         run_before=run_before)
@@ -192,10 +195,21 @@ def test_dialog_snapshot(snap_compare, funnel_project, dialog, size):
         else:
             await wait_for(pilot, lambda: pilot.app.screen.query("#jobs-table"), what="the Jobs pane")
             await pilot.pause(0.3)
+        opened_from = pilot.app.screen
         for key in keys:
             await pilot.press(key)
             await pilot.pause()
-        await pilot.pause(0.3)  # a form's first field takes focus after it mounts
+        # a dialog is composed on a later turn, and a form's first field takes focus after
+        # that; where classes go is drawn in the Accuracy pane itself
+        if dialog == "where classes go":
+            await wait_for(pilot, lambda: "On the pool" in text_of(
+                pilot.app.screen.query_one("#confusion"), width=200), what="the funnel")
+        else:
+            await wait_for(pilot, lambda: pilot.app.screen is not opened_from and (
+                not isinstance(pilot.app.screen, FormScreen) or pilot.app.focused is not None),
+                what=f"the {dialog}")
+        await pilot.pause()
+        steady_cursors(pilot.app)
 
     assert snap_compare(workbench(funnel_project, pane=pane), terminal_size=size,
                         run_before=run_before)

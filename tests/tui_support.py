@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 from rich.console import Console
+from textual.widgets import Input
 
 from kiwb.project.config import DatasetConfig, TeacherConfig, write_new_project
 from kiwb.project.instances import replace_instances
@@ -368,6 +369,14 @@ async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout}s waiting for {what}")
         await pilot.pause(0.05)
+
+
+def steady_cursors(app) -> None:
+    """Stop every text box's cursor blinking, shown: a picture taken after a loaded machine
+    lets half a second pass would otherwise catch the cursor off."""
+    for screen in app.screen_stack:
+        for box in screen.query(Input):
+            box.cursor_blink = False
 
 
 async def fill_form(pilot, wait: tuple[str, ...] = (), **values) -> FormScreen:
