@@ -315,3 +315,15 @@ def test_debian_tags_aims_pick_the_student_on_dev_and_read_both_gaps_to_supervis
     # Without Supervised only the first aim can be read.
     del students["supervised"]
     assert len(debian_tags.aims({**union, "students": students})) == 1
+
+
+def test_rate_matched_thresholds_say_yes_as_often_as_the_targets():
+    import rate_thresholds
+    import torch
+
+    probs = torch.tensor([[0.1, 0.9], [0.2, 0.8], [0.3, 0.7], [0.4, 0.6]])
+    # a quarter of yes on label 0: over the 75th percentile, 0.3 + 0.25 * (0.4 - 0.3) = 0.325;
+    # all but one on label 1: over the 25th, 0.6 + 0.75 * (0.7 - 0.6) = 0.675
+    thresholds = rate_thresholds.rate_matched(probs, torch.tensor([0.25, 0.75]))
+    assert torch.allclose(thresholds, torch.tensor([0.325, 0.675]))
+    assert (probs > thresholds).float().mean(0).tolist() == [0.25, 0.75]

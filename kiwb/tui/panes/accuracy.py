@@ -40,7 +40,7 @@ class AccuracyPane(Pane):
     TITLE = "Accuracy"
     BINDINGS = [Binding("w", "funnel", "Where classes go")]
     DEFAULT_CSS = """
-    AccuracyPane #runs-table { height: auto; max-height: 8; }
+    AccuracyPane #runs-table { height: auto; max-height: 8; margin: 0 -1; }
     AccuracyPane #confusion { height: auto; padding: 0 1; }
     AccuracyPane #check { height: auto; padding: 0 1; color: $warning; }
     """
