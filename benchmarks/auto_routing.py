@@ -13,7 +13,7 @@ the gold label). Then:
 - `auto` with the eval set: the choice kiwb makes on the dev texts' labels, measured on test;
   with fewer labels, the same choice on random subsets of dev (the mean over 200 draws);
 - `auto` without labels: kiwb's label-free choice, measured on test;
-- the joint router with a few labels (few-label routing beside `stacked` and `trust`);
+- the joint router with a few labels (few-label routing beside `stacked`);
 - the demo's eval set, as a smoke test (it chooses and is measured on the same texts).
 
 Writes benchmarks/out/auto_routing.json and its section of BENCHMARKS.md.
@@ -49,7 +49,7 @@ SETS = {
 LABEL_COUNTS = (25, 50, 100, 200)   # labeled dev texts `auto` chooses on, drawn at random
 DRAWS = 200
 FEW_LABELS = (16, 64, 256)          # labeled texts the few-label routers are fitted on
-FEW_LABEL_ROUTINGS = ("joint", "stacked", "trust")
+FEW_LABEL_ROUTINGS = ("joint", "stacked")
 
 
 def scored(project: Path) -> bool:
@@ -135,7 +135,7 @@ def few_label_rows(splits: dict) -> dict:
             try:
                 fitted = routes.fit_routing(name, pool.features(), teacher_names=pool.teachers,
                                             labeled=labeled.labeled_features())
-            except ValueError:  # a teacher with no labeled text of its own: trust cannot fit
+            except ValueError:  # too few labeled texts to fit on
                 continue
             found.setdefault(name, {})[str(count)] = float(
                 right_on(test, test.routing_scores(fitted)).double().mean())

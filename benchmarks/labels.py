@@ -8,7 +8,7 @@ The user gives the gold label of the first 16, 64 and 256 texts the Conflicts pa
 its "most useful next" order (no margin ceiling), over the integration the project's default
 settings make; the control labels as many pool texts drawn at random (seed 0). Each label set
 goes into the store as the workbench would put it (kiwb.project.labels). Figures: routing
-accuracy on dev and test of stacked and trust routing fitted on the pool with those labels, and
+accuracy on dev and test of stacked routing fitted on the pool with those labels, and
 MUKI-Hard students (`kiwb train --labels --routing stacked`, the workbench's re-integration)
 evaluated on test. The lowest-margin order without spreading and the pane's own random sample
 (content-hash order) are measured for routing only.
@@ -34,7 +34,10 @@ from routing import scores_of  # noqa: E402
 from kiwb.core.choices import LABELS_ROUTING  # noqa: E402
 
 COUNTS = (16, 64, 256)
-ROUTINGS = ("stacked", "trust")
+# the few-label routings fitted on the labels; results of earlier runs also hold trust (removed
+# from kiwb in issue 61: under stacked on every row), and their tables keep its column
+ROUTINGS = ("stacked",)
+SHOWN_ROUTINGS = ("stacked", "trust")
 ORDERS = ("useful", "random", "sample", "margin")
 STUDENT_ORDERS = ("useful", "random")
 SEED = 0
@@ -122,31 +125,34 @@ def student(project: Path, data: dict, out: Path, run: str, *options: str) -> di
 
 
 def render(results: dict) -> str:
+    shown = [r for r in SHOWN_ROUTINGS
+             if any(r in entry["routing"] for entry in results["figures"].values())]
     lines = [f"## Labeling conflicts on debian-8, preset `{results['preset']}`", "",
              "A simulated user gives the gold label of the first N texts the Conflicts pane offers "
              "(\"most useful next\", no margin ceiling, over the integration the default settings "
              f"make: {results['base_routing']} routing); the control labels N pool texts drawn at "
-             f"random (seed {SEED}). Routing: stacked and trust routing fitted on the pool with "
+             f"random (seed {SEED}). Routing: {' and '.join(shown)} routing fitted on the pool with "
              "those labels; routing accuracy on dev / test (share of texts whose top-scored "
              "teacher knows the gold label). Students: MUKI-Hard, `kiwb train --labels --routing "
              f"{LABELS_ROUTING}`, 8-way test accuracy, one seed. \"lowest margin\" is the pane's "
              "margin order without spreading over teachers and classes, \"random sample\" the pane's "
              "sample order (content-hash order; both routing only).", "",
-             "| labels | order | stacked routing dev / test (%) | trust routing dev / test (%) "
-             "| MUKI-Hard test (%) | macro-F1 (%) |", "|---|---|---|---|---|---|"]
+             "| labels | order | " + "".join(f"{r} routing dev / test (%) | " for r in shown)
+             + "MUKI-Hard test (%) | macro-F1 (%) |", "|---|---|" + "---|" * (len(shown) + 2)]
     names = {"useful": "most useful next", "random": "random", "sample": "random sample",
              "margin": "lowest margin"}
     base = results.get("without_labels")
     if base:
+        others = " – |" * (len(shown) - 1)  # the few-label routings need labels
         lines.append(f"| 0 | – ({results['base_routing']}) | {100 * base['dev']:.1f} / "
-                     f"{100 * base['test']:.1f} | – | {_student(results.get('base_student'))} |")
+                     f"{100 * base['test']:.1f} |{others} {_student(results.get('base_student'))} |")
     for count in COUNTS:
         for order in ORDERS:
             entry = results["figures"].get(f"{order}-{count}")
             if entry is None:
                 continue
             routed = " | ".join(f"{100 * entry['routing'][r]['dev']:.1f} / "
-                                f"{100 * entry['routing'][r]['test']:.1f}" for r in ROUTINGS)
+                                f"{100 * entry['routing'][r]['test']:.1f}" for r in shown)
             trained = (_student(entry.get("student")) if order in STUDENT_ORDERS
                        else "– | –")
             lines.append(f"| {count} | {names[order]} | {routed} | {trained} |")

@@ -65,9 +65,8 @@ def measure(root: Path) -> dict:
                      for name, rows in (("pool", pool), ("eval", evaluation))}
             gold = multi_hot([tuple(row["labels"]) for row in evaluation], labels)
             rates = (targets >= DEFAULT_THRESHOLD).float().mean(0)
-
-            def micro(thresholds) -> float:
-                report = multilabel_report(gold, decide(probs["eval"], thresholds), labels)
+            def micro(thresholds, probs=probs["eval"], gold=gold, labels=labels) -> float:
+                report = multilabel_report(gold, decide(probs, thresholds), labels)
                 return round(100 * report["micro_f1"], 1)
 
             found[run_dir.name] = {

@@ -103,11 +103,11 @@ def best_on_dev(rows: dict, routing: str) -> str:
 
 
 def combinations(pool, splits: dict) -> dict:
-    """The default mahalanobis beside the MC-dropout signal and the mixtures: the mean of the
+    """The default mahalanobis beside the MC-dropout signal: the mean of the
     two routings' per-teacher scores (both quantiles in [0, 1])."""
     maha = fitted_scores("mahalanobis", pool, splits)
     found = {}
-    for other in ("rank", "class-rank", "quantile-mixture"):
+    for other in ("rank", "class-rank"):
         theirs = fitted_scores(other, pool, splits)
         found[f"mahalanobis + {other} (mean of the two scores)"] = measured(
             {split: (maha[split] + theirs[split]) / 2 for split in splits}, splits)

@@ -74,7 +74,7 @@ def test_auto_passes_sample_only_undecided_texts_and_reproduce_exactly(scored_pr
     assert all(np.array_equal(repeated[key][name], arrays[key][name])
                for key in arrays for name in arrays[key])
 
-    summary = run_kiwb("integrate", project, "--routing", "mixture", cwd=tmp_path)  # no rescoring
+    summary = run_kiwb("integrate", project, "--routing", "class-rank", cwd=tmp_path)  # no rescoring
     assert "routing accuracy on eval" in summary.stdout
     with Store(ProjectPaths(project).store) as store:
         assert [job.kind for job in store.jobs.all()] == ["score", "integrate"]

@@ -229,7 +229,17 @@ ERRORS = [
     (
         'name = "p"\n[integration]\nrouting = "temperature"\n',
         "[integration] routing",
-        ['= "temperature" was removed: it never routed better than trust', 'use routing = "trust"'],
+        ['= "temperature" was removed: it never routed better than trust', 'use routing = "stacked"'],
+    ),
+    (
+        'name = "p"\n[integration]\nrouting = "mixture"\n',
+        "[integration] routing",
+        ['= "mixture" was removed: it never routed better than rank', 'use routing = "auto"'],
+    ),
+    (
+        'name = "p"\n[integration]\nrouting = "trust"\n',
+        "[integration] routing",
+        ['= "trust" was removed: it routed under stacked', 'use routing = "stacked" with labels'],
     ),
     (
         'name = "p"\n[integration]\nrouting = "joint-mixture"\n',

@@ -26,7 +26,7 @@ from kiwb.project.jobs import JobState, taken_over_by
 # One fully given spec of each kind: every option set away from its default.
 GIVEN = [
     ScoreSpec(device="cpu", batch_size=8),
-    IntegrateSpec(method="uhc", tau=0.5, reweight=False, use_mc=False, routing="trust",
+    IntegrateSpec(method="uhc", tau=0.5, reweight=False, use_mc=False, routing="stacked",
                   conflict_threshold=0.25),
     TrainSpec(run="r1", method="muki-soft", tau=2.0, reweight=False, use_mc=False,
               routing="confidence", student="/models/base", epochs=1.5, min_steps=0,
@@ -129,8 +129,8 @@ def test_a_failed_job_is_taken_over_only_by_a_later_job_doing_the_same_work():
     (("muki-soft", 0.5, True, True, "confidence"), "muki-soft-tau0.5-confidence"),
     (("muki-soft", 0.5, True, True, "rank"), "muki-soft"),  # tau acts on raw confidences only
     (("muki-hard", 1.0, False, False, "rank"), "muki-hard-no-mc-no-reweight"),
-    (("uhc", 1.0, True, True, "trust"), "uhc-trust"),
-    (("supervised", 1.0, True, True, "trust"), "supervised"),
+    (("uhc", 1.0, True, True, "stacked"), "uhc-stacked"),
+    (("supervised", 1.0, True, True, "stacked"), "supervised"),
 ])
 def test_default_run_name_names_what_differs_from_the_defaults(settings, expected):
     method, tau, reweight, use_mc, routing = settings

@@ -1,5 +1,5 @@
 """Labels end to end on tiny real teachers: `kiwb labels import|export|list`, then integration
-and training with the labels (one-hot targets, none left out, trust refitted, evaluation
+and training with the labels (one-hot targets, none left out, stacked refitted, evaluation
 without the labeled texts)."""
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ def stored_labels(project: Path) -> list[tuple]:
         return db.execute("SELECT text, label FROM text_labels ORDER BY text").fetchall()
 
 
-def test_integration_with_labels_fits_trust_on_them_and_trains_them_one_hot(project):
-    summary = json.loads(run_kiwb("integrate", project, "--labels", "--routing", "trust",
+def test_integration_with_labels_fits_stacked_on_them_and_trains_them_one_hot(project):
+    summary = json.loads(run_kiwb("integrate", project, "--labels", "--routing", "stacked",
                                   "--json", cwd=project).stdout)
     used = summary["gold_labels"]
     assert (used["labeled"], used["left_out"], used["routing_labels"]) == (12, 2, 12)
-    assert summary["routing"]["labeled_texts"] == 12  # the trust model was fitted on them
+    assert summary["routing"]["labeled_texts"] == 12  # the stacked model was fitted on them
     assert used["eval_left_out"] == 1 and summary["eval"]["num_texts"] == len(EVAL) - 1
     with sqlite3.connect(project / "store.sqlite") as db:
         targets = dict(db.execute("SELECT row, target FROM instances WHERE integration = ?",
@@ -73,7 +73,7 @@ def test_integration_with_labels_fits_trust_on_them_and_trains_them_one_hot(proj
         tasks = [task for task in plan_scoring(config, store) if task.dataset == "unlabeled"]
         scores = scores_from_tasks(config, store, tasks)
         texts = tasks[0].table.texts
-        with_labels = integrate_pool(IntegrationSettings(routing="trust", labels=True), store,
+        with_labels = integrate_pool(IntegrationSettings(routing="stacked", labels=True), store,
                                      scores, texts, None)
         without = integrate_pool(IntegrationSettings(), store, scores, texts, None)
     result = with_labels.result
@@ -83,16 +83,16 @@ def test_integration_with_labels_fits_trust_on_them_and_trains_them_one_hot(proj
     assert [float(result.weights[row]) for row in NONE_ROWS] == [0.0, 0.0]
     others = [row for row in range(len(POOL)) if row not in LABELED_ROWS + NONE_ROWS]
     assert float(result.weights[others].max()) < 1.0  # the rest keep their margin weights
-    assert with_labels.fitted.name == "trust" and without.gold is None
+    assert with_labels.fitted.name == "stacked" and without.gold is None
 
 
 def test_training_with_labels_leaves_out_none_and_records_the_labels(project):
-    done = run_kiwb("train", project, "--labels", "--routing", "trust", "--epochs", "1",
+    done = run_kiwb("train", project, "--labels", "--routing", "stacked", "--epochs", "1",
                     "--foreground", cwd=project)
     said = done.stdout + done.stderr
-    assert "muki-hard-trust-labels" in said
+    assert "muki-hard-stacked-labels" in said
     assert f"{len(POOL) - len(NONE_ROWS):,} texts" in said  # the two none texts are not trained on
-    manifest = json.loads((project / "runs" / "muki-hard-trust-labels" / "manifest.json").read_text())
+    manifest = json.loads((project / "runs" / "muki-hard-stacked-labels" / "manifest.json").read_text())
     assert manifest["method"]["labels"] is True and manifest["given_labels"]
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import pytest
@@ -15,9 +14,7 @@ from kiwb.core.routing import (
     LabeledFeatures,
     TeacherFeatures,
     empirical_cdf,
-    fit_logistic,
     fit_routing,
-    fit_two_component_mixture,
 )
 from kiwb.core.routing_diagnostics import expected_calibration_error, routing_split
 from kiwb.core.uncertainty import confidence, summarize_passes
@@ -172,7 +169,7 @@ def labeled_subset(features: Sequence[TeacherFeatures], true_labels, label_sets,
 
 DISJOINT = [[0, 1, 2, 3], [4, 5, 6, 7]]
 SYNTHETIC = synthetic_teachers(DISJOINT, seed=0)
-CALIBRATED = ("rank", "mixture", "quantile-mixture", "trust")
+CALIBRATED = ("rank", "class-rank", "stacked")
 
 
 def routed_under(name: str, features, use_mc: bool):
@@ -260,24 +257,6 @@ def test_shared_label_is_in_for_both_teachers():
     close(result.targets.sum(dim=1), [1.0, 1.0])
     close(result.weights, [2 / 12, 0.0])  # re-weighted by the small margins
     assert result.routed.tolist() == [0, 0]
-
-
-# Checked on seeds 0-15 with the default (margin) features: the share of shared-label texts
-# "in" for both teachers is 76-95% (mixture) and 61-83% (quantile-mixture); their mean margin
-# is 11-28% and 37-52% of the other texts'. Seed 1 is the one run here.
-@pytest.mark.parametrize(("name", "both_in_at_least", "margin_ratio_below"),
-                         [("mixture", 0.75, 0.3), ("quantile-mixture", 0.6, 0.6)])
-def test_mixture_calls_shared_label_texts_in_for_both(name, both_in_at_least, margin_ratio_below):
-    # A = labels 0-3, B = labels 3-6: label 3 is shared.
-    label_sets = [[0, 1, 2, 3], [3, 4, 5, 6]]
-    true_labels, teachers, _ = synthetic_teachers(label_sets, seed=1)
-    pool = [teacher_features(logits, passes) for logits, passes in teachers]
-    scores = fit_routing(name, pool).scores(pool)
-    shared = true_labels == 3
-    both_in = (scores[shared] > 0.5).all(dim=1).double().mean().item()
-    assert both_in >= both_in_at_least
-    margin = routing_margin(scores)
-    assert margin[shared].mean() < margin_ratio_below * margin[~shared].mean()
 
 
 # ---------------------------------------------------------------- a teacher that wins nothing
@@ -379,72 +358,19 @@ def test_expected_calibration_error_needs_texts():
                                    torch.zeros(0, dtype=torch.long))
 
 
-@pytest.mark.parametrize(("inside_above_zero", "sign"), [(True, 1.0), (False, -1.0)])
-def test_fit_logistic_separates_one_feature(inside_above_zero, sign):
-    points = t([[-2.0], [-1.5], [-1.0], [1.0], [1.5], [2.0]])
-    inside = (points[:, 0] > 0) == inside_above_zero
-    weights, bias = fit_logistic(points, inside)
-    assert weights.shape == (1,)
-    assert math.copysign(1.0, weights.item()) == sign
-    assert abs(bias) < 1e-6  # the data are symmetric about 0
-    predicted = torch.sigmoid(points @ weights + bias) > 0.5
-    assert torch.equal(predicted, inside)
-
-
-def test_fit_two_component_mixture_recovers_components():
-    generator = torch.Generator().manual_seed(4)
-    # 600 points "outside" around (0, 0), 300 "inside" around (3, 2), both spread 0.5; the
-    # inside ones come first, so the order of the rows says nothing about the components.
-    inside = torch.tensor([3.0, 2.0], dtype=torch.float64) + 0.5 * torch.randn(
-        300, 2, generator=generator, dtype=torch.float64)
-    outside = 0.5 * torch.randn(600, 2, generator=generator, dtype=torch.float64)
-    mixture = fit_two_component_mixture(torch.cat([inside, outside]))
-    close(mixture.weights, [2 / 3, 1 / 3], atol=0.02)
-    close(mixture.gaussians.means, [[0.0, 0.0], [3.0, 2.0]], atol=0.1)
-    close(mixture.gaussians.covariances, 0.26 * torch.eye(2).expand(2, 2, 2), atol=0.06)  # .25 + .01
-    posterior = mixture.posterior_inside(t([[3.0, 2.0], [0.0, 0.0]]))
-    assert posterior[0] > 0.99 and posterior[1] < 0.01
-
-
-def test_fit_two_component_mixture_needs_four_texts():
-    with pytest.raises(ValueError, match="at least 4 texts, got 3"):
-        fit_two_component_mixture(torch.zeros(3, 2, dtype=torch.float64))
-
-
 # ---------------------------------------------------------------- errors
 
-NAMES = ["news", "reviews"]
-
-
-def labeled_pair(classes_news, classes_reviews) -> LabeledFeatures:
-    features = [from_confidences([0.9, 0.2, 0.5, 0.7])] * 2
-    return LabeledFeatures(features, [torch.tensor(classes_news), torch.tensor(classes_reviews)])
-
-
-@pytest.mark.parametrize(
-    ("classes_reviews", "side"),
-    [([0, 1, 0, 1], "inside"), ([-1, -1, -1, -1], "outside")],
-)
-def test_trust_needs_both_sides_and_names_the_teacher(classes_reviews, side):
+def test_few_label_routing_needs_labeled_texts():
     pool = [from_confidences([0.9, 0.2, 0.5, 0.7])] * 2
-    with pytest.raises(ValueError, match=f"every labeled text is {side} teacher reviews's"):
-        fit_routing("trust", pool, labeled=labeled_pair([0, -1, 1, -1], classes_reviews),
-                    teacher_names=NAMES)
-
-
-@pytest.mark.parametrize("name", ["trust", "stacked"])
-def test_few_label_routing_needs_labeled_texts(name):
-    pool = [from_confidences([0.9, 0.2, 0.5, 0.7])] * 2
-    with pytest.raises(ValueError, match=rf"'{name}' needs labeled texts"):
-        fit_routing(name, pool)
+    with pytest.raises(ValueError, match=r"'stacked' needs labeled texts"):
+        fit_routing("stacked", pool)
 
 
 def test_unknown_routing_lists_the_names():
-    assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mixture", "quantile-mixture",
-                              "mahalanobis", "knn", "energy", "joint", "stacked", "trust"]
-    with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mixture, "
-                                         r"quantile-mixture, mahalanobis, knn, energy, joint, "
-                                         r"stacked, trust"):
+    assert list(ROUTINGS) == ["confidence", "rank", "class-rank", "mahalanobis", "knn", "energy",
+                              "joint", "stacked"]
+    with pytest.raises(ValueError, match=r"'oracle'.*confidence, rank, class-rank, mahalanobis, "
+                                         r"knn, energy, joint, stacked"):
         fit_routing("oracle", [from_confidences([0.5, 0.6])])
 
 

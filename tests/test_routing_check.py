@@ -1,7 +1,7 @@
-"""The routing check (kiwb.core.routing_check): numbers worked out by hand, and the case that
-found it, end to end on the full demo: five labels and a few-label routing sent (nearly)
-every text to one teacher without a word (temperature routing did, when kiwb had it; trust,
-fitted on the same five, does too)."""
+"""The routing check (kiwb.core.routing_check): numbers worked out by hand, and end to end on
+the full demo. What called for it: five labels and a few-label routing sent (nearly) every
+text to one teacher without a word (temperature routing did, and trust, when kiwb had them);
+stacked, the few-label routing kiwb keeps, holds on the same five."""
 
 from __future__ import annotations
 
@@ -119,7 +119,7 @@ def test_a_routing_worse_than_mc_is_flagged_with_its_figures():
 
 def test_both_findings_are_said_and_the_status_names_the_starved_teacher():
     found = check({"news": 1200, "lifestyle": 0}, {"news": 0.45, "lifestyle": 0.55},
-                  RoutingComparison(0.5, 0.9025, 400), routing="trust", uses_labels=True,
+                  RoutingComparison(0.5, 0.9025, 400), routing="stacked", uses_labels=True,
                   labels_given=5)
     assert found.status == ONE_TEACHER
     assert "lifestyle won 0" in found.problem and "50.0% against 90.2%" in found.problem
@@ -129,13 +129,10 @@ def test_both_findings_are_said_and_the_status_names_the_starved_teacher():
 
 
 @pytest.mark.parametrize(("routing", "uses_labels", "use_mc", "hint"), [
-    ("trust", True, True, "try --routing stacked, a routing that needs no labels "
-     "(--routing rank or --routing confidence), or label more texts (5 labeled now) and "
-     "integrate again"),
     ("stacked", True, True, "try a routing that needs no labels (--routing rank or --routing "
      "confidence), or label more texts (5 labeled now) and integrate again"),
     ("rank", False, True, "try another routing (--routing confidence)"),
-    ("mixture", False, True, "try another routing (--routing rank or --routing confidence)"),
+    ("class-rank", False, True, "try another routing (--routing rank or --routing confidence)"),
     ("rank", False, False, "switch MC dropout back on ([integration] use_mc = true, or leave "
      "out --no-mc)"),
 ])
@@ -203,36 +200,35 @@ def five_lowest_margin_labels(project: Path, destination: Path) -> Path:
 
 @pytest.mark.slow
 @pytest.mark.skipif(not FULL_DEMO, reason="set KIWB_DEMO_RESULTS to a full demo's results file")
-def test_trust_routing_on_five_demo_labels_is_flagged(tmp_path):
+def test_on_the_demo_stacked_holds_on_five_labels_and_routing_without_mc_is_flagged(tmp_path):
     project = tmp_path / "demo"
     shutil.copytree(Path(FULL_DEMO).parent, project)  # its paths are relative to its folder
     run_kiwb("labels", "import", project, five_lowest_margin_labels(project, tmp_path / "five.csv"),
              cwd=tmp_path)
+    # the routing the workbench re-integrates with given labels holds on the five a user gives
+    # first (temperature and trust routing, which kiwb had, gave one teacher 91-100% of them)
+    held = json.loads(run_kiwb("integrate", project, "--given-labels", "--routing", "stacked",
+                               "--json", cwd=tmp_path).stdout)
+    assert held["check"]["status"] == OK, held["check"]
+    assert min(held["wins"].values()) / held["num_texts"] > 0.4
 
-    shown = run_kiwb("integrate", project, "--given-labels", "--routing", "trust", cwd=tmp_path)
-    summary = json.loads(run_kiwb("integrate", project, "--given-labels", "--routing", "trust",
-                                  "--json", cwd=tmp_path).stdout)
+    # the demo's own integration the check flags: rank without MC dropout (83.2% of the eval
+    # texts routed right with transformers 5.24, against 90.2% for MC confidence)
+    shown = run_kiwb("integrate", project, "--no-mc", "--routing", "rank", cwd=tmp_path)
+    summary = json.loads(run_kiwb("integrate", project, "--no-mc", "--routing", "rank", "--json",
+                                  cwd=tmp_path).stdout)
     found = RoutingCheck.from_dict(summary["check"])
-    assert found.status == ONE_TEACHER, summary["wins"]
-    # the figures behind it: one teacher starved, and far worse than MC confidence on eval
-    starved = found.starved[0]
-    assert summary["wins"][starved] / summary["num_texts"] < 0.125
+    assert found.status == WORSE_THAN_MC and found.starved == (), summary["wins"]
     accuracy = summary["eval"]["routing_accuracy"]
-    assert accuracy["chosen"] < accuracy["mc_dropout"] - 0.2
+    assert accuracy["chosen"] < accuracy["mc_dropout"] - 0.05
     said = " ".join((shown.stdout + shown.stderr).split())  # Rich wraps the lines
-    assert "Warning: the routing looks wrong: trust routing:" in said
-    assert f"{starved} won {summary['wins'][starved]:,}" in said
-    assert "try --routing stacked" in said and "5 labeled now" in said
+    assert "Warning: the routing looks wrong: rank routing: routing accuracy on eval" in said
+    assert "switch MC dropout back on" in said
 
     jobs = run_kiwb("jobs", project, cwd=tmp_path).stdout
-    assert "⚠ one-teacher" in jobs and "its routing looks wrong" in " ".join(jobs.split())
+    assert "⚠ worse-than-mc" in jobs and "its routing looks wrong" in " ".join(jobs.split())
     recorded = json.loads(run_kiwb("jobs", project, "--json", cwd=tmp_path).stdout)
-    assert recorded[-1]["ending"]["routing_check"]["status"] == ONE_TEACHER
-
-    # the routing the workbench re-integrates with given labels (stacked) holds on the same five
-    held = json.loads(run_kiwb("integrate", project, "--labels", "--routing", "stacked", "--json",
-                               cwd=tmp_path).stdout)
-    assert held["check"]["status"] == OK, held["check"]
+    assert recorded[-1]["ending"]["routing_check"]["status"] == WORSE_THAN_MC
 
 
 # -- the workbench's Uncertainty pane ---------------------------------------------------------
@@ -256,7 +252,7 @@ def test_the_uncertainty_pane_shows_the_routing_check(tmp_path):
     from kiwb.project.store import Store
 
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
-    flagged = check({"a": 10, "b": 0}, {"a": 0.5, "b": 0.5}, routing="trust", uses_labels=True,
+    flagged = check({"a": 10, "b": 0}, {"a": 0.5, "b": 0.5}, routing="stacked", uses_labels=True,
                     labels_given=3)
     with Store(ProjectPaths(project).store) as store:
         record_integration(store, "fine", dataclasses.replace(
@@ -277,6 +273,6 @@ def test_the_uncertainty_pane_shows_the_routing_check(tmp_path):
             await wait_for(pilot, lambda: warning.display, what="the routing check")
             said = " ".join(text_of(warning).split())
             assert said == " ".join(flagged.line().split())
-            assert "trust routing: a won 100.0% of 10 texts; b won 0 (0.0%)" in said
+            assert "stacked routing: a won 100.0% of 10 texts; b won 0 (0.0%)" in said
 
     shown()

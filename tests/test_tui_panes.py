@@ -325,7 +325,7 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
         # kiwb.toml's: auto, which single-label teachers choose per project as they integrate
         assert form.query_one("#field-routing", Select).value == AUTO_ROUTING
         assert form.query_one("#field-min_steps", Input).value == "many"
-        choose(form, routing="mixture")
+        choose(form, routing="class-rank")
         await pilot.press("ctrl+s")
         await wait_for(pilot, lambda: "min steps must be a whole number" in text_of(form.query_one("#form-error")),
                        what="the bad minimum refused in place")
@@ -346,7 +346,7 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
             jobs = store.jobs.all()
     assert [(job.kind, job.settings["run"], job.settings["routing"], job.settings["min_steps"],
              job.settings["devices"]) for job in jobs] == [
-        ("train", "muki-hard-mixture", "mixture", 50, "cpu,cpu")]
+        ("train", "muki-hard-class-rank", "class-rank", 50, "cpu,cpu")]
     for _ in range(2):   # its placeholder teachers would fail it; a second cancel ends it at once
         cancel(project, jobs[0].id)
 
@@ -355,8 +355,8 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
 async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(project):
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
-        for key, routing, values in (("t", "trust", {"student": "students/base"}),
-                                     ("i", "stacked", {})):
+        for key, values in (("t", {"student": "students/base"}), ("i", {})):
+            routing = "stacked"
             await pilot.press("3", key)
             form = await fill_form(pilot, **values)
             assert form.query_one("#field-method", Select).value == "muki-hard"
@@ -367,7 +367,7 @@ async def test_few_label_routing_without_a_labeled_set_is_refused_in_the_forms(p
                            what="the refusal")
             message = text_of(error, width=400).strip()
             assert f'routing "{routing}" needs a few labeled texts' in message
-            assert "choose a label-free routing (confidence, rank, class-rank, mixture" in message
+            assert "choose a label-free routing (confidence, rank, class-rank, mahalanobis" in message
             assert "\n" not in message and app.screen is form
             await pilot.press("escape")
         with Store(ProjectPaths(project).store) as store:
@@ -599,19 +599,19 @@ async def test_uncertainty_pane_says_whose_mc_passes_were_not_their_own(tmp_path
 
 
 @run_async
-async def test_uncertainty_pane_shows_each_teachers_calibration_under_trust_routing(tmp_path):
+async def test_uncertainty_pane_shows_each_teachers_calibration_under_stacked_routing(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
     summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6), routing=routing_block(
-        "trust",
+        "stacked",
         a={"calibration_error": 0.08, "labeled_own": 30},
         b={"share": None, "calibration_error": 0.21, "labeled_own": 12}))
     with Store(ProjectPaths(project).store) as store:
-        record_integration(store, "trust", summary)
+        record_integration(store, "stacked", summary)
     app = workbench(project)
     async with app.run_test(size=SIZE) as pilot:
         await pilot.press("4")
         split = app.screen.query_one("#routing-split", Plot)
-        await wait_for(pilot, lambda: "Routing · trust" in text_of(split), what="the routing")
+        await wait_for(pilot, lambda: "Routing · stacked" in text_of(split), what="the routing")
         lines = text_of(split).splitlines()
         assert lines[1].split() == ["a", "b"]                   # a histogram per teacher
         assert ("a: won 5 (50%) · est. in its labels 50% · split 0.62 · calibration error "

@@ -9,9 +9,6 @@ ROUTINGS = {
     "rank": "each teacher's confidence read as its quantile over the pool",
     "class-rank": "each teacher's confidence read as its quantile among the pool texts it gives "
     "the same class (a class it is less sure of keeps its texts)",
-    "mixture": "per teacher, a two-component mixture (in / out of its labels) fitted by EM on "
-    "its uncertainty features; route by the posterior of 'in'",
-    "quantile-mixture": "the mixture, fitted on the features' per-teacher quantiles",
     "mahalanobis": "each teacher's representation (its classifier head's input): minus the "
     "distance to its nearest class mean under one shared covariance, read as its quantile over "
     "the pool; no dropout needed",
@@ -23,9 +20,8 @@ ROUTINGS = {
     "mahalanobis and knn's routing of the pool (and on any labeled texts)",
     "stacked": "few labels: one model of which teacher's labels hold a text, over rank "
     "routing plus every teacher's probabilities and margin, kept near rank with few labels",
-    "trust": "few labels: a logistic trust model per teacher fitted on the labeled texts",
 }
-FEW_LABEL_ROUTINGS = ("stacked", "trust")
+FEW_LABEL_ROUTINGS = ("stacked",)
 # Routings fitted on labeled texts where the project has them ([data.labeled], the labels
 # given with `labels`): the few-label ones need them, joint adds them to its pool answers.
 LABEL_READING_ROUTINGS = (*FEW_LABEL_ROUTINGS, "joint")
@@ -34,8 +30,14 @@ LABEL_READING_ROUTINGS = (*FEW_LABEL_ROUTINGS, "joint")
 REMOVED_ROUTINGS = {
     "joint-mixture": "it never routed better than rank or mahalanobis on a measured set; use "
     'routing = "rank" (or "mahalanobis")',
-    "temperature": 'it never routed better than trust on a measured set; use routing = "trust" '
-    'or "stacked" with labels',
+    "temperature": 'it never routed better than trust on a measured set; use routing = '
+    '"stacked" with labels',
+    # issue 61: never the best routing on a measured set (BENCHMARKS.md, "Choosing the routing")
+    "mixture": 'it never routed better than rank, mahalanobis or joint on a measured set; use '
+    'routing = "auto" (or "rank")',
+    "quantile-mixture": 'at best it tied rank on a measured set; use routing = "auto" (or "rank")',
+    "trust": 'it routed under stacked on every measured set, and fitted on conflict labels it '
+    'sent every text to one teacher; use routing = "stacked" with labels',
 }
 # Label-free routings whose per-teacher score is their own, not a confidence: a distance in the
 # teacher's representation (mahalanobis, knn; scoring keeps it) or its logits' energy, each

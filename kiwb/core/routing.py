@@ -17,7 +17,6 @@ margin between them is small, so such a text weighs little and shows among the c
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,7 +24,6 @@ import torch
 from torch import Tensor
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, OWN_SCORE_ROUTINGS, ROUTINGS
-from kiwb.core.gaussians import Gaussians
 from kiwb.core.joint_routing import JOINT_BASES, JointModel, fit_joint
 from kiwb.core.quantiles import empirical_cdf
 from kiwb.core.representation_routing import (
@@ -37,15 +35,6 @@ from kiwb.core.representation_routing import (
     fit_representation_routers,
 )
 from kiwb.core.stacked_routing import StackedOwner, fit_stacked_owner
-
-_CLAMP = 1e-6        # keeps logit() and log() of features finite
-# What the mixtures and the trust model read per teacher. "margin": one saturation-free
-# column (the MC log-margin, or the logit margin without MC); "all": the confidences, mutual
-# information, energy, max logit and logit margin. Chosen on debian-8 dev (BENCHMARKS.md).
-FEATURE_SETS = ("margin", "all")
-DEFAULT_FEATURE_SET = "margin"
-_EM_ITERATIONS = 200
-_TRUST_L2 = 1.0      # ridge on the trust model's weights: it is fitted on a handful of labels
 
 
 @dataclass(frozen=True)
@@ -64,26 +53,14 @@ class TeacherFeatures:
         """The confidence MUKI compares: MC dropout's, or one dropout-off pass's."""
         return self.mc_confidence if use_mc else self.det_confidence
 
-    def matrix(self, use_mc: bool, feature_set: str = DEFAULT_FEATURE_SET) -> Tensor:
-        """(n, F) float64 features, each oriented so that larger means "more likely mine"."""
-        logits = self.det_logits.double()
-        top_two = logits.topk(2, dim=1).values
-        # The gap between the two top logits: a temperature only rescales it, and unlike a
-        # confidence it does not saturate at 1 (in float32) on a sharp teacher.
-        logit_margin = top_two[:, 0] - top_two[:, 1]
-        if feature_set == "margin":
-            return (self.mc_log_margin() if use_mc else logit_margin).unsqueeze(1)
-        if feature_set != "all":
-            raise ValueError(f"unknown routing feature set {feature_set!r}; "
-                             f"choose one of {', '.join(FEATURE_SETS)}")
-        columns = [_logit(self.det_confidence.double()),
-                   torch.logsumexp(logits, dim=1),          # minus the energy
-                   top_two[:, 0],                           # the max logit
-                   logit_margin]
+    def margin(self, use_mc: bool) -> Tensor:
+        """(n,) float64: how far the top answer is ahead of the second, larger meaning surer:
+        the MC log-margin, or without MC the gap between the two top logits (a temperature only
+        rescales it, and unlike a confidence it does not saturate at 1 on a sharp teacher)."""
         if use_mc:
-            columns += [_logit(self.mc_confidence.double()),
-                        -torch.log(self.mutual_information.double().clamp_min(_CLAMP))]
-        return torch.stack(columns, dim=1)
+            return self.mc_log_margin()
+        top_two = self.det_logits.double().topk(2, dim=1).values
+        return top_two[:, 0] - top_two[:, 1]
 
     def mc_log_margin(self) -> Tensor:
         """log p_top - log p_second of the mean MC-dropout probabilities: the MC counterpart of
@@ -93,11 +70,6 @@ class TeacherFeatures:
             raise ValueError("the MC log-margin needs the mean MC-dropout probabilities")
         top_two = torch.log(self.mc_probs.double().clamp_min(1e-300)).topk(2, dim=1).values
         return top_two[:, 0] - top_two[:, 1]
-
-
-def _logit(values: Tensor) -> Tensor:
-    values = values.clamp(_CLAMP, 1 - _CLAMP)
-    return torch.log(values) - torch.log1p(-values)
 
 
 # ---- one teacher's router ----------------------------------------------------------------
@@ -169,141 +141,9 @@ def fit_class_rank(pool: TeacherFeatures, use_mc: bool,
     return ClassRankRouter(use_mc, tuple(references))
 
 
-@dataclass(frozen=True)
-class Standardiser:
-    """Per-column centring and scaling learned on the fitting texts."""
-
-    mean: Tensor
-    scale: Tensor
-
-    @classmethod
-    def fit(cls, matrix: Tensor) -> Standardiser:
-        scale = matrix.std(dim=0, unbiased=False)
-        return cls(matrix.mean(dim=0), torch.where(scale > 0, scale, torch.ones_like(scale)))
-
-    def __call__(self, matrix: Tensor) -> Tensor:
-        return (matrix - self.mean) / self.scale
-
-
-@dataclass(frozen=True)
-class QuantileTransform:
-    """Each column mapped to the normal quantile of its empirical CDF on the fitting texts."""
-
-    references: tuple[Tensor, ...]  # sorted columns
-
-    @classmethod
-    def fit(cls, matrix: Tensor) -> QuantileTransform:
-        return cls(tuple(column.sort().values for column in matrix.T))
-
-    def __call__(self, matrix: Tensor) -> Tensor:
-        n = len(self.references[0])
-        columns = []
-        for reference, column in zip(self.references, matrix.T, strict=True):
-            # (rank + 1/2) / (n + 1) stays inside (0, 1), so the normal quantile is finite.
-            share = (empirical_cdf(reference, column) * n + 0.5) / (n + 1)
-            columns.append(math.sqrt(2) * torch.special.erfinv(2 * share - 1))
-        return torch.stack(columns, dim=1)
-
-
-@dataclass(frozen=True)
-class GaussianMixture:
-    """Two Gaussian components with full covariances; component 1 is "inside the labels"."""
-
-    weights: Tensor      # (2,)
-    gaussians: Gaussians
-
-    def log_densities(self, points: Tensor) -> Tensor:
-        """log(weight_k * N(x | mean_k, cov_k)), shape (n, 2)."""
-        return self.gaussians.log_densities(points) + torch.log(self.weights)
-
-    def posterior_inside(self, points: Tensor) -> Tensor:
-        return torch.softmax(self.log_densities(points), dim=1)[:, 1]
-
-
-def fit_two_component_mixture(points: Tensor, *, iterations: int = _EM_ITERATIONS,
-                              tolerance: float = 1e-7) -> GaussianMixture:
-    """EM for a two-component Gaussian mixture on (n, F) points whose columns all grow towards
-    "inside": it starts from the upper and lower halves of the column sum, and the component
-    with the larger mean column sum is returned as component 1 ("inside")."""
-    n = points.shape[0]
-    if n < 4:
-        raise ValueError(f"a routing mixture needs at least 4 texts, got {n}")
-    direction = points.sum(dim=1)
-    inside = (direction >= direction.median()).double()
-    responsibilities = torch.stack([1 - inside, inside], dim=1)  # (n, 2)
-    previous = -math.inf
-    mixture = None
-    for _ in range(iterations):
-        # M step; every component keeps at least a sliver of weight so its covariance exists.
-        totals = responsibilities.sum(dim=0).clamp_min(1e-3)
-        mixture = GaussianMixture(totals / totals.sum(), Gaussians.fit(points, responsibilities))
-        # E step
-        log_densities = mixture.log_densities(points)
-        log_likelihood = torch.logsumexp(log_densities, dim=1).mean().item()
-        responsibilities = torch.softmax(log_densities, dim=1)
-        if log_likelihood - previous < tolerance:
-            break
-        previous = log_likelihood
-    means = mixture.gaussians.means
-    if means[0].sum() > means[1].sum():  # keep "inside" as component 1
-        flipped = Gaussians(means.flip(0), mixture.gaussians.covariances.flip(0))
-        mixture = GaussianMixture(mixture.weights.flip(0), flipped)
-    return mixture
-
-
-@dataclass(frozen=True)
-class MixtureRouter:
-    """Posterior of the "inside its labels" component of a mixture fitted on the pool."""
-
-    use_mc: bool
-    transform: Standardiser | QuantileTransform
-    mixture: GaussianMixture
-    share: float | None = None
-    feature_set: str = DEFAULT_FEATURE_SET
-
-    def scores(self, features: TeacherFeatures) -> Tensor:
-        return self.mixture.posterior_inside(self.transform(features.matrix(self.use_mc, self.feature_set)))
-
-
-@dataclass(frozen=True)
-class TrustRouter:
-    """Logistic model P(label in Y_i | features) fitted on labeled texts."""
-
-    use_mc: bool
-    transform: Standardiser
-    weights: Tensor  # (F,)
-    bias: float
-    share: float | None = None
-    feature_set: str = DEFAULT_FEATURE_SET
-
-    def scores(self, features: TeacherFeatures) -> Tensor:
-        return torch.sigmoid(self.transform(features.matrix(self.use_mc, self.feature_set)) @ self.weights + self.bias)
-
-
-def fit_logistic(points: Tensor, inside: Tensor, l2: float = _TRUST_L2,
-                 iterations: int = 50) -> tuple[Tensor, float]:
-    """Ridge logistic regression by Newton's method (the bias is not penalised)."""
-    n, features = points.shape
-    design = torch.cat([points, torch.ones(n, 1, dtype=points.dtype)], dim=1)  # (n, F+1)
-    penalty = torch.full((features + 1,), l2, dtype=points.dtype)
-    penalty[-1] = 1e-6  # a sliver keeps the Hessian invertible when every label is one class
-    theta = torch.zeros(features + 1, dtype=points.dtype)
-    target = inside.double()
-    for _ in range(iterations):
-        probs = torch.sigmoid(design @ theta)
-        gradient = design.T @ (probs - target) + penalty * theta
-        hessian = design.T @ (design * (probs * (1 - probs)).unsqueeze(1)) + torch.diag(penalty)
-        step = torch.linalg.solve(hessian, gradient)
-        theta = theta - step
-        if step.abs().max() < 1e-10:
-            break
-    return theta[:-1], float(theta[-1])
-
-
 # ---- all teachers -------------------------------------------------------------------------
 
-Router = (ConfidenceRouter | RankRouter | ClassRankRouter | MixtureRouter | TrustRouter
-          | MahalanobisRouter | KnnRouter | EnergyRouter)
+Router = ConfidenceRouter | RankRouter | ClassRankRouter | MahalanobisRouter | KnnRouter | EnergyRouter
 
 
 @dataclass(frozen=True)
@@ -343,13 +183,12 @@ class LabeledFeatures:
 
 
 def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = True,
-                feature_set: str = DEFAULT_FEATURE_SET,
                 labeled: LabeledFeatures | None = None,
                 teacher_names: Sequence[str] | None = None,
                 seen: Sequence[Reference | None] | None = None,
                 representation: RepresentationSettings | None = None) -> FittedRouting:
-    """Fit routing `name` per teacher: label-free ones on the pool, few-label ones on `labeled`;
-    the representation routings on `seen` texts where a teacher has them."""
+    """Fit routing `name`: label-free ones per teacher on the pool, stacked on `labeled`; the
+    representation routings on `seen` texts where a teacher has them."""
     if name not in ROUTINGS:
         raise ValueError(f"unknown routing {name!r}; choose one of {', '.join(ROUTINGS)}")
     if name == "joint":
@@ -357,19 +196,11 @@ def fit_routing(name: str, pool: Sequence[TeacherFeatures], *, use_mc: bool = Tr
     if name in OWN_SCORE_ROUTINGS:
         return FittedRouting(name, fit_representation_routers(
             name, pool, seen, representation or RepresentationSettings(), teacher_names))
-    names = list(teacher_names or [f"teacher {i + 1}" for i in range(len(pool))])
     if name in FEW_LABEL_ROUTINGS:
         if labeled is None:
             raise ValueError(f"routing {name!r} needs labeled texts ([data.labeled])")
-        if name == "stacked":
-            return _fit_stacked(pool, labeled, use_mc)
-        routers = [_fit_few_label(name, teacher, pool_features, labeled_features, classes, use_mc,
-                                  feature_set)
-                   for teacher, pool_features, labeled_features, classes
-                   in zip(names, pool, labeled.features, labeled.classes, strict=True)]
-    else:
-        routers = [_fit_label_free(name, features, use_mc, feature_set) for features in pool]
-    return FittedRouting(name, tuple(routers))
+        return _fit_stacked(pool, labeled, use_mc)
+    return FittedRouting(name, tuple(_fit_label_free(name, features, use_mc) for features in pool))
 
 
 def _fit_stacked(pool: Sequence[TeacherFeatures], labeled: LabeledFeatures,
@@ -416,29 +247,9 @@ def _representation(features: TeacherFeatures) -> Tensor:
     return features.representation
 
 
-def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool, feature_set: str) -> Router:
+def _fit_label_free(name: str, pool: TeacherFeatures, use_mc: bool) -> Router:
     if name == "confidence":
         return ConfidenceRouter(use_mc)
     if name == "rank":
         return RankRouter(use_mc, pool.confidence(use_mc).double().sort().values)
-    if name == "class-rank":
-        return fit_class_rank(pool, use_mc)
-    matrix = pool.matrix(use_mc, feature_set)
-    transform = (QuantileTransform if name == "quantile-mixture" else Standardiser).fit(matrix)
-    mixture = fit_two_component_mixture(transform(matrix))
-    return MixtureRouter(use_mc, transform, mixture, share=float(mixture.weights[1]),
-                         feature_set=feature_set)
-
-
-def _fit_few_label(name: str, teacher: str, pool: TeacherFeatures, labeled: TeacherFeatures,
-                   classes: Tensor, use_mc: bool, feature_set: str) -> Router:
-    inside = classes >= 0
-    if bool(inside.all()) or not bool(inside.any()):
-        side = "inside" if bool(inside.all()) else "outside"
-        raise ValueError(f"every labeled text is {side} teacher {teacher}'s labels, so its trust "
-                         "model cannot tell the two apart; label texts of other teachers' classes too")
-    # the pool's scale: the labels are few
-    transform = Standardiser.fit(pool.matrix(use_mc, feature_set))
-    weights, bias = fit_logistic(transform(labeled.matrix(use_mc, feature_set)), inside)
-    fitted = TrustRouter(use_mc, transform, weights, bias, feature_set=feature_set)
-    return dataclasses.replace(fitted, share=float(fitted.scores(pool).mean()))
+    return fit_class_rank(pool, use_mc)

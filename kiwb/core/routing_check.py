@@ -15,8 +15,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
-from kiwb.core.choices import LABELS_ROUTING
-
 # A teacher is starved when it wins less than this fraction of the texts expected of it...
 STARVED_FRACTION = 0.25
 # ...and at least this share of the texts was expected of it (smaller shares are noise).
@@ -145,8 +143,7 @@ def _hint(routing: str, *, uses_labels: bool, use_mc: bool, labels_given: int) -
     label_free = " or ".join(f"--routing {name}" for name in ("rank", "confidence")
                              if name != routing)
     if uses_labels:
-        stacked = "" if routing == LABELS_ROUTING else f"--routing {LABELS_ROUTING}, "
-        return (f"try {stacked}a routing that needs no labels ({label_free}), or label more "
+        return (f"try a routing that needs no labels ({label_free}), or label more "
                 f"texts ({labels_given:,} labeled now) and integrate again")
     return f"try another routing ({label_free})"
 

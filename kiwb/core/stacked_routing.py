@@ -7,8 +7,8 @@ with a fixed slope; every other weight has a ridge toward zero, so with no label
 ridge) it routes as rank routing does, a handful of labels only nudges it, and a few hundred
 can learn patterns such as "teacher A reads this as mail while B is sure of net: it is B's". Labels taken from one region (the
 lowest-margin conflicts) move the boundary where they lie instead of the whole routing:
-the per-teacher logistic trust model, fitted on such labels alone, routed every text to one
-teacher (BENCHMARKS.md, "Labeling conflicts").
+the per-teacher logistic trust model kiwb once had, fitted on such labels alone, routed every
+text to one teacher (BENCHMARKS.md, "Labeling conflicts"), and was removed.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def teacher_outputs(features: Sequence, use_mc: bool) -> Tensor:
     columns = []
     for teacher in features:
         columns.append(torch.log_softmax(teacher.det_logits.double(), dim=1))
-        columns.append(teacher.matrix(use_mc, "margin"))
+        columns.append(teacher.margin(use_mc).unsqueeze(1))
     return torch.cat(columns, dim=1)
 
 

@@ -252,7 +252,7 @@ class DataConfig:
         example={"path": "data/eval.csv", "label_column": "label"},
     )
     labeled: DatasetConfig | None = _setting(
-        "A few labeled texts (not the eval set) for few-label routing (stacked, trust); they "
+        "A few labeled texts (not the eval set) for few-label routing (stacked); they "
         "also train the student as one-hot targets (needs label_column).",
         None,
         example={"path": "data/labeled.csv", "label_column": "label"},
@@ -334,7 +334,7 @@ class IntegrationConfig:
         "without labels the label-free choice; NER taggers: confidence; the integration names "
         "the routing chosen), "
         + ", ".join(ROUTINGS)
-        + " (see the documentation's Integration and routing page); stacked and trust need "
+        + " (see the documentation's Integration and routing page); stacked needs "
         "labeled texts: "
         "[data.labeled] or labels = true.",
         AUTO_ROUTING,
@@ -344,7 +344,7 @@ class IntegrationConfig:
     labels: bool = _setting(
         "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
         "import: labeled texts train as one-hot targets, texts marked none are left out, and "
-        "a few-label routing (stacked, trust) is fitted on them.", False
+        "the few-label routing (stacked) is fitted on them.", False
     )
     conflict_threshold: float = _setting(
         "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1

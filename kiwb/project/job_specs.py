@@ -210,7 +210,7 @@ class _MethodOptions(JobSpec):
     # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
     labels: bool | None = flag("--given-labels", "use the labels given in the workbench or by "
                                "kiwb labels import: one-hot targets, none left out, and a "
-                               "few-label routing (stacked, trust) fitted on them "
+                               "few-label routing (stacked) fitted on them "
                                "(default: [integration] labels)", type=bool,
                                aliases=("--labels",))
     class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
