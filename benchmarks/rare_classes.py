@@ -15,7 +15,8 @@ routing otherwise (MUKI-Soft students for the defaults and MUKI-Hard's choice on
   default      kiwb's defaults before this benchmark
   prior        prior correction: the targets' class mix matched to the pool's as estimated
                (measured here; it lost on dev, and kiwb no longer has it)
-  logit        --logit-adjustment 1: the loss reads the logits plus log(the targets' mix)
+  logit        logit adjustment 1: the loss reads the logits plus log(the targets' mix)
+               (measured here; it lost on dev, and kiwb no longer has it)
   class-rank   --routing class-rank: each teacher ranked among its own answers of each class
   weights      --class-weighting 0.5: texts weighed by 1 / sqrt(their target class's share)
 
@@ -48,7 +49,6 @@ VARIANTS = {  # in the order the students train: the likeliest winners on a tiny
     "default": [],
     "weights": ["--class-weighting", "0.5"],
     "class-rank": ["--routing", "class-rank"],
-    "logit": ["--logit-adjustment", "1"],
 }
 METHODS = ("muki-hard", "muki-soft")
 RARE = "mail"
@@ -89,7 +89,6 @@ def settings_of(method: str, variant: str):
     return IntegrationSettings(
         method=method,
         routing=options.get("--routing", "rank"),
-        logit_adjustment=float(options.get("--logit-adjustment", 0)),
         class_weighting=float(options.get("--class-weighting", 0)))
 
 

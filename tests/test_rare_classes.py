@@ -10,7 +10,6 @@ from torch.testing import assert_close
 from kiwb.core import class_funnel, class_priors
 from kiwb.core.integration import muki_hard_targets
 from kiwb.core.labels import label_positions, union_labels
-from kiwb.core.losses import weighted_kl_loss
 from kiwb.core.routing import TeacherFeatures, empirical_cdf, fit_class_rank, fit_routing
 from kiwb.project.records import RECALL_STEPS, ClassFunnel, LabeledFunnel, losing_step
 
@@ -121,25 +120,6 @@ def test_ownership_normalises_calibrated_scores_and_softmaxes_confidences():
     close(class_priors.ownership(t([[0.9, 0.5]]), False, 0.2), [[0.880797, 0.119203]])
 
 
-def test_saerens_em_recovers_a_prior_shift_worked_by_hand():
-    # A classifier trained at priors (.5, .5) gives (.8, .2) on texts of kind A and (.2, .8) on
-    # kind B; class 1 makes kind A 80% of the time, class 2 20%. At new priors (.75, .25) kind A
-    # is .75 * .8 + .25 * .2 = 65% of the texts: 65 A and 35 B. At (.75, .25) the adjusted
-    # posteriors are .6 / .65 (A) and .15 / .35 (B), whose mean is .6 + .15 = .75: EM's fixed
-    # point is the true prior.
-    posteriors = torch.cat([t([[0.8, 0.2]]).expand(65, 2), t([[0.2, 0.8]]).expand(35, 2)])
-    close(class_priors.saerens_priors(posteriors, t([0.5, 0.5])), [0.75, 0.25], atol=1e-6)
-    close(class_priors.adjust_to_prior(t([[0.8, 0.2]]), t([0.5, 0.5]), t([0.75, 0.25])),
-          [[0.6 / 0.65, 0.05 / 0.65]])
-
-
-def test_saerens_em_weights_texts():
-    posteriors = t([[0.8, 0.2], [0.2, 0.8]])
-    # Weights 65 and 35 are the 65 A and 35 B texts of the worked example.
-    close(class_priors.saerens_priors(posteriors, t([0.5, 0.5]), weights=t([65, 35])),
-          [0.75, 0.25])
-
-
 def test_target_prior_weighs_texts_and_averages_uhc():
     close(class_priors.target_prior(t([[1, 0], [0, 1]]), t([3, 1])), [0.75, 0.25])
     uhc = t([[[1, 0], [0, 1]], [[1, 0], [1, 0]]])  # (n, N, |Y|): means (.5, .5), (1, 0)
@@ -158,35 +138,6 @@ def test_class_balance_weights_by_hand(power, expected):
     found = class_priors.class_balance_weights(t([1, 1, 1, 1]), torch.tensor([0, 0, 0, 1]),
                                                t([0.75, 0.25]), power)
     close(found, expected)
-
-
-def test_logit_adjustment_recovers_the_balanced_posterior():
-    # Targets carry the prior (.7, .2, .1) over balanced scores s: T = softmax(s + log prior).
-    # Logits trained against T through the offsets log prior learn s itself (up to a constant),
-    # so they predict the balanced posterior; without the offsets they learn T.
-    generator = torch.Generator().manual_seed(0)
-    balanced = torch.randn(64, 3, generator=generator, dtype=torch.float64)
-    prior = t([0.7, 0.2, 0.1])
-    targets = torch.softmax(balanced + prior.log(), dim=1)
-    offsets = class_priors.logit_offsets(prior, 1.0)
-    close(offsets, prior.log().tolist())
-
-    def fitted(shift: torch.Tensor) -> torch.Tensor:
-        logits = torch.zeros(64, 3, dtype=torch.float64, requires_grad=True)
-        optimizer = torch.optim.LBFGS([logits], max_iter=500, line_search_fn="strong_wolfe",
-                                      tolerance_grad=1e-12, tolerance_change=1e-15)
-
-        def closure():
-            optimizer.zero_grad()
-            loss = weighted_kl_loss(logits + shift, targets)
-            loss.backward()
-            return loss
-
-        optimizer.step(closure)
-        return torch.softmax(logits.detach(), dim=1)
-
-    assert_close(fitted(offsets), torch.softmax(balanced, dim=1), atol=1e-4, rtol=0)
-    assert_close(fitted(torch.zeros(3, dtype=torch.float64)), targets, atol=1e-4, rtol=0)
 
 
 # ---- class-rank routing --------------------------------------------------------------------

@@ -85,8 +85,8 @@ def test_a_first_release_integration_reads_as_this_release_writes_it_once_migrat
     assert summary.eval.routing_accuracy.plain_confidence == 0.6
     assert summary.routing is None and summary.eval.teacher_accuracy is None
     assert summary.to_dict() == stored["summary"]
-    assert (settings.routing, settings.labels, settings.class_weighting,
-            settings.logit_adjustment) == ("confidence", False, 0.0, 0.0)
+    assert (settings.routing, settings.labels, settings.class_weighting) == \
+        ("confidence", False, 0.0)
     assert settings.to_dict() == {**FIRST_RELEASE_SETTINGS, **stored["settings"]}
 
 

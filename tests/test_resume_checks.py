@@ -42,3 +42,14 @@ def test_a_rescored_teacher_stops_a_resume_and_an_older_run_is_not_held_to_it(tm
         check_resumable(tmp_path, manifest(scores={"a": "key-1", "b": "key-3"}))
     write_manifest(tmp_path, manifest())  # written before the key existed
     check_resumable(tmp_path, manifest(scores={"a": "key-1", "b": "key-3"}))
+
+
+def test_a_run_with_a_setting_kiwb_removed_resumes_only_where_it_was_off(tmp_path):
+    """logit_adjustment was removed (issue 61): a run that had it at 0 goes on as before; one
+    trained with it on cannot go on without it, and is told which setting changed."""
+    now = IntegrationSettings(routing="stacked", labels=True).to_dict()
+    write_manifest(tmp_path, manifest(method={**now, "logit_adjustment": 0.0}))
+    check_resumable(tmp_path, manifest())
+    write_manifest(tmp_path, manifest(method={**now, "logit_adjustment": 1.0}))
+    with pytest.raises(KiwbError, match=r"logit_adjustment: 1.0 -> 'unset'"):
+        check_resumable(tmp_path, manifest())

@@ -1,20 +1,16 @@
-"""Class priors of the union, and two ways to keep a rare class in the student.
+"""Class priors of the union, and a way to keep a rare class in the student.
 
 Integration loses a rare class when its texts are routed to a teacher that does not know it:
 that teacher gives them one of its own labels, so the targets carry the class less often than
 the pool holds it, and a softmax student trained a few hundred steps stops predicting it.
 The pool's class mix can be estimated without labels, from what each teacher says on the texts
-the routing estimates it owns (`union_prior`). Against it:
+the routing estimates it owns (`union_prior`). Against it, `class_balance_weights`: each text's
+weight divided by its target class's share, to a power (`[integration] class_weighting`).
 
-- `logit_offsets`: logit adjustment (Menon et al. 2021): the student's loss reads its logits
-  plus strength · log(prior of the targets) (`[integration] logit_adjustment`; not MUKI-Soft's
-  temperature `tau`), so the raw logits it predicts with favour rare classes.
-- `class_balance_weights`: each text's weight divided by its target class's share, to a power.
-
-Which of them kiwb uses by default was chosen on debian-8 dev (BENCHMARKS.md, "Rare classes").
-Prior correction of the targets (Saerens et al.'s adjustment, re-weighting each target per
-class towards the estimated mix) was a third; it never beat the default there or on the demo,
-and was removed.
+Two more were measured on debian-8 dev (BENCHMARKS.md, "Rare classes") and removed, as
+neither beat the default there or on the demo: prior correction of the targets (Saerens et
+al.'s adjustment, re-weighting each target per class towards the estimated mix) and logit
+adjustment (Menon et al. 2021: the loss reading the logits plus log(prior of the targets)).
 """
 
 from __future__ import annotations
@@ -23,7 +19,6 @@ import torch
 from torch import Tensor
 
 _FLOOR = 1e-12  # a class with no mass keeps a finite log and ratio
-_EM_ITERATIONS = 500
 
 
 def ownership(scores: Tensor, probabilistic: bool, tau: float) -> Tensor:
@@ -54,37 +49,6 @@ def target_prior(targets: Tensor, weights: Tensor) -> Tensor:
     if float(mass.sum()) <= 0:
         return torch.full_like(mass, 1.0 / len(mass))
     return mass / mass.sum()
-
-
-def adjust_to_prior(posteriors: Tensor, old_prior: Tensor, new_prior: Tensor) -> Tensor:
-    """Saerens et al.'s eq. 2.4: p'(y|x) ∝ p(y|x) · new(y) / old(y), rows renormalised.
-    A class with no old mass keeps none (its ratio is 0, not inf)."""
-    ratio = torch.where(old_prior > _FLOOR, new_prior / old_prior.clamp_min(_FLOOR),
-                        torch.zeros_like(new_prior))
-    adjusted = posteriors.double() * ratio
-    totals = adjusted.sum(-1, keepdim=True)
-    # A row whose every class lost its mass stays as it was rather than dividing by zero.
-    return torch.where(totals > 0, adjusted / totals.clamp_min(1e-300), posteriors.double())
-
-
-def saerens_priors(posteriors: Tensor, train_prior: Tensor, *, weights: Tensor | None = None,
-                   iterations: int = _EM_ITERATIONS, tolerance: float = 1e-10) -> Tensor:
-    """The class priors of new data by Saerens et al.'s EM, (C,): `posteriors` (n, C) of a
-    classifier trained under `train_prior`, each text at `weights` (default 1)."""
-    weights = torch.ones(len(posteriors), dtype=torch.float64) if weights is None else weights.double()
-    prior = train_prior.double()
-    for _ in range(iterations):
-        adjusted = adjust_to_prior(posteriors, train_prior.double(), prior)  # E step
-        updated = (weights.unsqueeze(1) * adjusted).sum(0) / weights.sum().clamp_min(_FLOOR)  # M step
-        if float((updated - prior).abs().max()) < tolerance:
-            return updated
-        prior = updated
-    return prior
-
-
-def logit_offsets(prior: Tensor, strength: float) -> Tensor:
-    """strength · log prior, (|Y|,): added to the student's logits inside the loss only."""
-    return strength * torch.log(prior.double().clamp_min(_FLOOR))
 
 
 def class_balance_weights(weights: Tensor, top_classes: Tensor, prior: Tensor,

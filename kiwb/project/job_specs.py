@@ -216,9 +216,6 @@ class _MethodOptions(JobSpec):
     class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
                                          "target class's share to this power, 0 to 1", type=float,
                                          metavar="POWER")
-    logit_adjustment: float | None = flag("--logit-adjustment", "train on the logits plus STRENGTH "
-                                          "x log(the targets' class mix); 0 is off", type=float,
-                                          metavar="STRENGTH")
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""
@@ -513,7 +510,6 @@ def default_run_name(settings: dict[str, Any], *,
     tau, reweight, use_mc = settings["tau"], settings["reweight"], settings["use_mc"]
     labels, transfer = settings["labels"], bool(settings["transfer"])
     class_weighting = settings["class_weighting"]
-    logit_adjustment = settings["logit_adjustment"]
     name = method
     if method == "muki-soft" and routing == "confidence":
         name += f"-tau{tau:g}"  # tau only acts on raw confidences
@@ -528,7 +524,6 @@ def default_run_name(settings: dict[str, Any], *,
         name += "-labels"
     if method != "supervised":
         name += f"-cw{class_weighting:g}" if class_weighting else ""
-        name += f"-la{logit_adjustment:g}" if logit_adjustment else ""
     return name
 
 

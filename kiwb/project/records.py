@@ -120,7 +120,6 @@ class IntegrationSettings(Record):
     labels: bool = _DECLARED.labels
     # Rare classes (kiwb.core.class_priors).
     class_weighting: float = _DECLARED.class_weighting
-    logit_adjustment: float = _DECLARED.logit_adjustment  # read by training
     # Multi-label teachers: revise each teacher's answers through its label dependencies before
     # integrating (kiwb.kinds.multilabel.transfer); None (left out of records and keys) is off.
     transfer: bool | None = optional()
@@ -169,9 +168,6 @@ class IntegrationSettings(Record):
         if not 0 <= self.class_weighting <= 1:
             raise ConfigError(f"class_weighting {self.class_weighting:g} is out of range; give a "
                               "power from 0 (off) to 1 (fully balanced)")
-        if not 0 <= self.logit_adjustment <= 2:
-            raise ConfigError(f"logit_adjustment {self.logit_adjustment:g} is out of range; give "
-                              "a strength from 0 (off) to 2 (1 is the usual logit adjustment)")
 
 
 @dataclass(frozen=True, kw_only=True)

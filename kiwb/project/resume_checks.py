@@ -64,10 +64,13 @@ def _comparable(key: str, value: Any) -> Any:
     the store's migrations do not rewrite), so an older run still resumes when nothing really
     changed."""
     if key == "method" and isinstance(value, dict):
+        from kiwb.project.config_schema import REMOVED_KEYS
         from kiwb.project.records import IntegrationSettings
         from kiwb.project.schema import completed_settings
 
-        return IntegrationSettings.from_dict(completed_settings(value)).to_dict()
+        # a run trained with a setting kiwb has since removed, switched on, cannot go on without it
+        removed = {name: value[name] for name in REMOVED_KEYS["integration"] if value.get(name)}
+        return {**IntegrationSettings.from_dict(completed_settings(value)).to_dict(), **removed}
     return value
 
 

@@ -245,8 +245,7 @@ def _rename_record_keys(db: sqlite3.Connection) -> None:
 # - process starts that kiwb before psutil wrote as clock ticks since boot (digits, no decimal
 #   point), which no time since the epoch can be compared with: unknown (NULL), as where none
 #   was recorded, so the pid alone decides and a live worker is never taken for a lost one.
-SETTINGS_BEFORE_V7 = {"routing": "confidence", "labels": False, "class_weighting": 0.0,
-                      "logit_adjustment": 0.0}
+SETTINGS_BEFORE_V7 = {"routing": "confidence", "labels": False, "class_weighting": 0.0}
 SEQUENCE_KIND = "sequence"  # kiwb.kinds' default kind, which the store may not import
 
 

@@ -141,12 +141,10 @@ class SequenceStudent:
 
     def fit(self, model, tokenizer, features, data, rows, batch, device, autocast_dtype) -> dict:
         """How well the student reproduces what it was taught on the pool rows `rows`: the
-        share whose predicted class is the targets' top class (the gold label, supervised),
-        read with the logit offsets its loss saw. {"fit": share}."""
+        share whose predicted class is the targets' top class (the gold label, supervised).
+        {"fit": share}."""
         logits = predict_logits(model, tokenizer, [features[int(row)] for row in rows], batch,
                                 device, autocast_dtype)
-        if data.logit_offsets is not None and data.label_ids is None:
-            logits = logits + data.logit_offsets.float()
         if data.label_ids is None and data.targets.dim() == 3:  # UHC: one target per teacher
             return {"fit": per_teacher_agreement(logits.cpu(), data.targets[rows],
                                                  data.coverage)}

@@ -315,8 +315,6 @@ class Trainer:
             return data.student.supervised_loss(logits, gold)
         targets, weights = (values.to(self.device)
                             for values in data.student.row_targets(data, rows, self.features))
-        if data.logit_offsets is not None:  # the loss sees them; predictions never do
-            logits = logits + data.logit_offsets.to(self.device)
         return data.student.distillation_loss(method, logits, targets, weights, data.coverage)
 
     # -- evaluation and checkpoints ------------------------------------------------------

@@ -28,7 +28,6 @@ class TrainingData:
     eval_routing: dict | None
     manifest: dict
     eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
-    logit_offsets: torch.Tensor | None = None  # (|Y|,) logit adjustment, added in the loss only
     # What depends on the kind of student (kiwb.workers.student.SequenceStudent, or the token
     # kind's): its head, its rows, its loss's inputs and its metrics.
     student: Any = field(default_factory=SequenceStudent)

@@ -34,7 +34,7 @@ from kiwb.workers.score import ScoreTask, load_scores
 
 # The integration settings a multi-label project cannot use: they re-weight or re-route one
 # class per text, and a multi-label text has a yes or no per label.
-SINGLE_LABEL_SETTINGS = ("class_weighting", "logit_adjustment")
+SINGLE_LABEL_SETTINGS = ("class_weighting",)
 # Owners are compared per (text, label) by their per-label confidence; the calibrated routings
 # estimate which teacher's label set holds a text's one class, which a multi-label text lacks.
 ROUTING = "confidence"

@@ -83,6 +83,6 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids, coverage,
         eval_table.texts if eval_table is not None else None, eval_ids, eval_routing, manifest,
-        eval_reference, None,
-        MultiLabelStudent(head_bias=prior_log_odds(label_ids) if targets is None
-                          else prior_log_odds(targets, weights)))
+        eval_reference,
+        student=MultiLabelStudent(head_bias=prior_log_odds(label_ids) if targets is None
+                                  else prior_log_odds(targets, weights)))

@@ -32,7 +32,7 @@ from kiwb.workers.score import ScoreTask
 
 # Settings that re-weight or re-route the one class per text of a single-label project: a
 # multi-task project's tasks are integrated apart, so they are refused, not half applied.
-PROJECT_ONLY = ("class_weighting", "logit_adjustment")
+PROJECT_ONLY = ("class_weighting",)
 
 
 def check_settings(settings: IntegrationSettings) -> None:

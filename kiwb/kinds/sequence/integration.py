@@ -575,9 +575,7 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
     summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores),
                       routing_choice=choice)
     used = {"scores": scores.score_keys, **asked.pinned()}
-    # Keys of integrations from before a setting existed stay the same while it is off, and
-    # logit adjustment acts on training alone: the targets do not depend on it.
-    del used["logit_adjustment"]
+    # Keys of integrations from before a setting existed stay the same while it is off.
     for name, off in (("labels", False), ("class_weighting", 0.0)):
         if used[name] == off:
             del used[name]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import torch
 
 from kiwb import __version__
-from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.errors import KiwbError
 from kiwb.kinds.sequence.integration import (
     TeacherScores,
@@ -131,12 +130,9 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
             "sets": [t.representation.key for t in by_dataset["unlabeled"]], "seen": seen_keys,
             "references": {name: reference_text(router) for name, router
                            in zip(scores.teachers, fitted.routers, strict=True)}}
-    offsets = None
-    if distilled and settings.logit_adjustment:
-        offsets = logit_offsets(target_prior(targets, weights), settings.logit_adjustment).float()
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
-                        manifest, eval_reference, offsets)
+                        manifest, eval_reference)
 
 
 def labeled_data_fingerprint(table) -> dict:

@@ -196,7 +196,6 @@ def integration_key(data: TokenData, settings: IntegrationSettings,
                     pool: TokenPool | None) -> str:
     """The integration's key: the score sets and the settings that change the targets."""
     used = {"kind": "token", "scores": data.score_keys, **settings.pinned()}
-    del used["logit_adjustment"]
     for name, off in (("labels", False), ("class_weighting", 0.0)):
         if used[name] == off:
             del used[name]

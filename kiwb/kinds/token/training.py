@@ -5,7 +5,6 @@ from __future__ import annotations
 import torch
 
 from kiwb import __version__
-from kiwb.core.class_priors import logit_offsets, target_prior
 from kiwb.errors import KiwbError
 from kiwb.kinds.token.funnel import token_funnel
 from kiwb.kinds.token.runtime import integrate_token_pool, token_data
@@ -48,9 +47,6 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
             summary, _ = eval_figures(evaluation, pool, settings)
             eval_routing = summary.routing_accuracy.to_dict()
     eval_table = by_role["eval"][0].table if by_role["eval"] else None
-    offsets = None
-    if targets is not None and settings.logit_adjustment:
-        offsets = logit_offsets(target_prior(targets, weights), settings.logit_adjustment).float()
     student = TokenStudent(data.types, pool_table.words, eval_table.words if eval_table else None,
                            eval_table.tags if eval_table else None, config.training.max_length)
     manifest = {
@@ -70,7 +66,7 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids,
         union_coverage(data.tag_sets, union), eval_table.texts if eval_table else None, None,
-        eval_routing, manifest, eval_reference, offsets, student)
+        eval_routing, manifest, eval_reference, student=student)
 
 
 def _gold_ids(table, union: list[str], config: ProjectConfig) -> torch.Tensor:
