@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 
@@ -52,13 +53,28 @@ def write_project(root: Path, teachers: dict[str, Path], unlabeled: Path, evalua
     return root
 
 
+class Deadline:
+    """The end of a wait for `what`: every polling loop of the tests checks one, so a wait
+    ends on what it waits for, never on a sleep thought long enough."""
+
+    def __init__(self, timeout: float, what: str):
+        self.timeout, self.what = timeout, what
+        self.end = time.monotonic() + timeout
+
+    @property
+    def expired(self) -> bool:
+        return time.monotonic() >= self.end
+
+    def check(self) -> None:
+        """Fail, naming what was waited for, once the time is up."""
+        assert not self.expired, f"timed out after {self.timeout:g} s waiting for {self.what}"
+
+
 def wait_until(condition, *, timeout: float, what: str, every: float = 0.2):
     """Poll `condition()` until it returns something true (returned), or fail naming `what`."""
-    import time
-
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout, what)
     while not (found := condition()):
-        assert time.monotonic() < deadline, f"timed out after {timeout:.0f} s waiting for {what}"
+        deadline.check()
         time.sleep(every)
     return found
 
@@ -66,7 +82,6 @@ def wait_until(condition, *, timeout: float, what: str, every: float = 0.2):
 def wait_until_waiting(pid: int, *, timeout: float, what: str) -> None:
     """Until process `pid` (all its threads) uses next to no CPU over half a second: it waits
     (in a collective, on a lock) instead of computing. Read from /proc (Linux)."""
-    import time
 
     def cpu_ticks() -> int:
         after_name = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()

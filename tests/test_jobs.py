@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from cli_helpers import kiwb_env, run_kiwb, wait_until, write_project
+from cli_helpers import Deadline, kiwb_env, run_kiwb, wait_until, write_project
 from tiny import TEACHER_A_LABELS, TEACHER_B_LABELS, build_teacher, make_texts, write_jsonl
 
 from kiwb.launch import launch_job
@@ -334,8 +334,8 @@ def _read_until(terminal: int, done, timeout: float = 90.0) -> str:
     """What the terminal shows until `done(text)` holds (or the program closes it)."""
     import select
 
-    text, deadline = "", time.monotonic() + timeout
-    while not done(text) and time.monotonic() < deadline:
+    text, deadline = "", Deadline(timeout, "the terminal's text")
+    while not done(text) and not deadline.expired:
         if select.select([terminal], [], [], 0.1)[0]:
             try:
                 text += os.read(terminal, 65536).decode("utf-8", errors="replace")

@@ -32,6 +32,13 @@ signal.signal(signal.SIGTERM, lambda *_: None)  # as the job's handler: it only 
 
 def give_up(dead):
     out.write_text(json.dumps(lost_data(dead, "blocked")))
+
+def until(condition, timeout=30.0):
+    # waits for the condition, however loaded the machine: not for a time thought long enough
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return condition()
 """
 
 
@@ -123,14 +130,16 @@ def test_kiwb_cancels_sigterm_while_rank_0_waits_is_left_to_the_job(tmp_path):
     process = run_script(tmp_path, """
         with RankWatch([], give_up, torchrun=True, cancelled=lambda: True, every_s=0.1,
                        give_up_after_s=1.0) as watch:
+            # in the collective until the watch has read the signal and decided
             collective(lambda: print("in the collective", flush=True)
-                       or threading.Event().wait(2.5), "gathering from the ranks")
-        print("aborted" if watch.aborted else "left well", flush=True)
+                       or until(lambda: watch.sigterms_left), "gathering from the ranks")
+        print("aborted" if watch.aborted else f"left well, {watch.sigterms_left} read",
+              flush=True)
     """)
     assert process.stdout.readline().strip() == "in the collective"
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=30)
-    assert process.returncode == 0 and out.strip() == "left well"
+    assert process.returncode == 0 and out.strip() == "left well, 1 read"
     assert not (tmp_path / "ending.json").exists()
 
 
@@ -140,13 +149,14 @@ def test_a_sigterm_outside_a_collective_is_the_jobs_own_cancel(tmp_path):
     process = run_script(tmp_path, """
         with RankWatch([], give_up, torchrun=True, every_s=0.1, give_up_after_s=1.0) as watch:
             print("computing", flush=True)
-            time.sleep(2.5)
-        print("aborted" if watch.aborted else "left well", flush=True)
+            until(lambda: watch.sigterms_left)  # computing until the watch has read the signal
+        print("aborted" if watch.aborted else f"left well, {watch.sigterms_left} read",
+              flush=True)
     """)
     assert process.stdout.readline().strip() == "computing"
     process.send_signal(signal.SIGTERM)
     out, _ = process.communicate(timeout=30)
-    assert process.returncode == 0 and out.strip() == "left well"
+    assert process.returncode == 0 and out.strip() == "left well, 1 read"
 
 
 TRANSFER = """

@@ -8,11 +8,10 @@ import json
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from browser import chromium, needs_browser
-from cli_helpers import kiwb_env, run_kiwb
+from cli_helpers import Deadline, kiwb_env, run_kiwb
 from tui_support import synthetic_project
 
 
@@ -80,13 +79,13 @@ class BrowserScreen:
 
     def wait_for(self, words: str, timeout: float = 30, *, gone: bool = False) -> str:
         """The screen once it shows `words` (or, with `gone`, once it no longer does)."""
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout, repr(words))
         while True:
             self.page.wait_for_timeout(200)  # lets Playwright deliver the frames
             shown = self.text() if self.size else ""
             if (words in shown) != gone:
                 return shown
-            if time.monotonic() > deadline:
+            if deadline.expired:  # the message shows the screen as it was
                 raise AssertionError(f"{words!r} {'still' if gone else 'never'} shown; "
                                      f"the screen:\n{shown}")
 

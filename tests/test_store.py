@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from cli_helpers import Deadline, wait_until
 
 from kiwb.errors import KiwbError
 from kiwb.project.instances import count, page, replace_instances
@@ -280,11 +281,9 @@ def test_an_installed_kiwb_leaves_the_childs_path_alone(tmp_path, monkeypatch):
 
 def test_an_unreaped_child_counts_as_ended():
     child = subprocess.Popen([sys.executable, "-c", "pass"])
-    deadline = time.monotonic() + 30
-    while pid_alive(child.pid) and time.monotonic() < deadline:  # a zombie until waited for
-        time.sleep(0.02)
-    try:
-        assert not pid_alive(child.pid)
+    try:  # a zombie until waited for
+        wait_until(lambda: not pid_alive(child.pid), timeout=30, what="the child to end",
+                   every=0.02)
         assert os.path.exists(f"/proc/{child.pid}") or sys.platform != "linux"  # not reaped yet
     finally:
         child.wait()
@@ -388,8 +387,8 @@ WRITER = textwrap.dedent("""
 def test_a_reader_sees_a_writing_process_events_in_order(store):
     count = 400
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(store.path), str(count)])
-    seen, lags, last_id, deadline = [], [], 0, time.monotonic() + 60
-    while time.monotonic() < deadline:
+    seen, lags, last_id, deadline = [], [], 0, Deadline(60, "the writer's 400 events")
+    while not deadline.expired:
         finished = writer.poll() is not None  # read once more after the writer ended
         now = time.time()
         for event in store.events_after(last_id):

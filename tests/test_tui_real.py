@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import time
 from pathlib import Path
 
 import pytest
-from cli_helpers import run_kiwb, write_project
+from cli_helpers import Deadline, run_kiwb, write_project
 from textual.widgets import DataTable, Input, Select, TabbedContent
 from tiny import make_texts, write_jsonl
 from tui_support import (
@@ -133,7 +132,7 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
         uncertainty = app.screen.query_one(UncertaintyPane)
         confidence = uncertainty.query_one("#teacher-confidence", Plot)
         states_seen, in_between, histograms_while_running = [], [], []
-        deadline = time.monotonic() + 240
+        deadline = Deadline(240, "the scoring job to finish")
         while (row := cells(jobs)[0])[2] != "finished":   # watched live, poll by poll
             assert row[2] in ("queued", "running"), f"the job ended {row[2]}: {notifications}"
             if not states_seen or states_seen[-1] != row[2]:
@@ -146,7 +145,7 @@ async def test_a_scoring_job_launched_from_the_jobs_pane(teachers_dir, tmp_path,
                 await pilot.press("4")                     # then watch the histograms fill in
             elif watching and (counts := _histogram_counts(confidence)):
                 histograms_while_running.append(counts)
-            assert time.monotonic() < deadline, "the scoring job did not finish in time"
+            deadline.check()
             await pilot.pause(0.1)
         assert states_seen and states_seen[0] in ("queued", "running")
         assert in_between, "no progress between 0 and the total, with rate and ETA, was shown"
@@ -281,10 +280,10 @@ async def test_a_training_job_cancelled_from_the_jobs_pane_stops_at_a_batch_boun
         job_id = int(cells(jobs)[row][0])
         await pilot.press(*["down"] * row)               # the cursor onto the training job
         await pilot.press("c")
-        deadline = time.monotonic() + 60
+        deadline = Deadline(60, "the job to stop")
         while (status := cells(jobs)[row][2]) != "cancelled":
             assert status in ("running", "cancelling"), f"the job ended {status}"
-            assert time.monotonic() < deadline, "the job did not stop"
+            deadline.check()
             await pilot.pause(0.1)
         log = app.screen.query_one("#job-log")
         await wait_for(pilot, lambda: "Stopped at step" in text_of(log, width=200), what="the log")

@@ -9,11 +9,11 @@ import functools
 import io
 import json
 import random
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
+from cli_helpers import Deadline
 from rich.console import Console
 from textual.widgets import Input
 
@@ -363,11 +363,11 @@ def drawn_cells(table) -> list[list[str]]:
 
 async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0,
                    what: str = "the condition") -> None:
-    """Let the app run until `condition()` is true; fail after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
+    """Let the app run until `condition()` is true; fail after `timeout` seconds (the async
+    twin of cli_helpers.wait_until: the app runs while it waits)."""
+    deadline = Deadline(timeout, what)
     while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        deadline.check()
         await pilot.pause(0.05)
 
 

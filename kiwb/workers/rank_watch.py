@@ -47,6 +47,8 @@ class RankWatch:
         self.every_s, self.give_up_after_s = every_s, give_up_after_s
         self.dead = None
         self.aborted = False
+        # SIGTERMs read and left to the job (its cancel, or one outside a collective)
+        self.sigterms_left = 0
         self._over = threading.Event()
         self._thread: threading.Thread | None = None
         self._pipe: tuple[int, int] | None = None
@@ -78,11 +80,12 @@ class RankWatch:
         while not self._over.is_set():
             if self._pipe is not None:
                 ready, _, _ = select.select([self._pipe[0]], [], [], self.every_s)
-                if ready and self._terminated() and not self._asked_to_cancel() \
-                        and self._still_waiting():
-                    self._abort("torchrun ended this rank (SIGTERM) while it waited for the "
-                                "other ranks")
-                    return
+                if ready and self._terminated():
+                    if not self._asked_to_cancel() and self._still_waiting():
+                        self._abort("torchrun ended this rank (SIGTERM) while it waited for "
+                                    "the other ranks")
+                        return
+                    self.sigterms_left += 1
             else:
                 self._over.wait(self.every_s)
             dead = next((rank for rank in self.spawned
