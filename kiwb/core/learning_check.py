@@ -12,6 +12,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 
+from kiwb.core.verdict import Verdict
+
 # A class "the teachers get right": the reference (the untrained Ensemble) gets at least this
 # share of its eval texts right, so a student at 0% there has lost what it was taught.
 REFERENCE_KNOWS = 0.5
@@ -74,7 +76,7 @@ TARGETS_WRONG_HINT = ("more steps will not help: look at where the targets come 
 
 
 @dataclass(frozen=True)
-class LearningCheck:
+class LearningCheck(Verdict):
     """A verdict on one evaluation: `status` is ok, below-reference or collapsed."""
 
     status: str
@@ -97,11 +99,6 @@ class LearningCheck:
     def too_early(self) -> LearningCheck:
         """This evaluation's figures without a verdict: the student has not had its window."""
         return LearningCheck(TOO_EARLY, fit=self.fit)
-
-    @property
-    def mark(self) -> str:
-        """` ⚠ STATUS` beside a run's or job's state; empty when nothing is wrong."""
-        return f" ⚠ {self.status}" if self.flagged else ""
 
     def line(self, subject: str = "the student") -> str:
         """One line for a log or a table: empty when nothing is wrong."""

@@ -15,6 +15,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 
+from kiwb.core.verdict import Verdict
+
 # A teacher is starved when it wins less than this fraction of the texts expected of it...
 STARVED_FRACTION = 0.25
 # ...and at least this share of the texts was expected of it (smaller shares are noise).
@@ -36,7 +38,7 @@ OK, ONE_TEACHER, WORSE_THAN_MC = "ok", "one-teacher", "worse-than-mc"
 
 
 @dataclass(frozen=True)
-class RoutingCheck:
+class RoutingCheck(Verdict):
     """A verdict on one integration's routing: `status` is ok, one-teacher or worse-than-mc."""
 
     status: str
@@ -47,11 +49,6 @@ class RoutingCheck:
     @property
     def flagged(self) -> bool:
         return self.status != OK
-
-    @property
-    def mark(self) -> str:
-        """` ⚠ STATUS` beside a job's state; empty when nothing is wrong."""
-        return f" ⚠ {self.status}" if self.flagged else ""
 
     def line(self, subject: str = "the routing") -> str:
         """One line for a log, a table or a model card: empty when nothing is wrong."""

@@ -1,10 +1,10 @@
-"""Rare classes in an integration: the corrections that keep a class in the targets, and the
+"""Rare classes in an integration: the class weighting that keeps a rare class in the loss, and the
 class funnel that shows which step loses one (kiwb.core.class_priors, kiwb.core.class_funnel)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Protocol
 
 import torch
@@ -30,13 +30,6 @@ class TeacherScores(Protocol):
     def true_label_ids(self) -> torch.Tensor | None: ...
 
 
-@dataclass(frozen=True)
-class ClassBalance:
-    """What the pool's integration found of its classes, to apply to other texts alike."""
-
-    prior: torch.Tensor                # (|Y|,) the pool's class mix as the teachers estimate it
-
-
 def estimated_prior(scores: TeacherScores, fitted: FittedRouting,
                     settings: IntegrationSettings) -> torch.Tensor:
     """The pool's class mix: what each teacher says, on the texts the routing says it owns."""
@@ -46,22 +39,21 @@ def estimated_prior(scores: TeacherScores, fitted: FittedRouting,
     return class_priors.union_prior(owned, padded)
 
 
-def balance_classes(settings: IntegrationSettings, scores: TeacherScores, fitted: FittedRouting,
-                    result: integ.Integration) -> tuple[integ.Integration, ClassBalance]:
-    """The integration with the settings' rare-class corrections applied to its targets and
-    weights (unchanged when they are off), and the class mix it was corrected towards."""
-    prior = estimated_prior(scores, fitted, settings)
-    targets, weights = result.targets, result.weights
-    if settings.class_weighting:
-        mix = class_priors.target_prior(targets, weights)
-        weights = class_priors.class_balance_weights(
-            weights, class_funnel.target_top_classes(targets), mix, settings.class_weighting)
-    return replace(result, targets=targets, weights=weights), ClassBalance(prior)
+def weigh_classes(settings: IntegrationSettings, result: integ.Integration) -> integ.Integration:
+    """The integration with each text's weight divided by its target class's share to the
+    power `class_weighting` (unchanged when it is 0); the targets stay as they are."""
+    if not settings.class_weighting:
+        return result
+    mix = class_priors.target_prior(result.targets, result.weights)
+    return replace(result, weights=class_priors.class_balance_weights(
+        result.weights, class_funnel.target_top_classes(result.targets), mix,
+        settings.class_weighting))
 
 
 def pool_class_funnel(scores: TeacherScores, result: integ.Integration,
-                      balance: ClassBalance) -> ClassFunnel:
-    """The label-free funnel of the pool's integration."""
+                      prior: torch.Tensor) -> ClassFunnel:
+    """The label-free funnel of the pool's integration; `prior` (|Y|,) is the pool's class mix
+    as the teachers estimate it (estimated_prior)."""
     top = class_funnel.teacher_top_classes(scores.det_probs, scores.positions)
     counts = class_funnel.pool_funnel(top, result.routed, result.targets, result.weights,
                                       len(scores.labels))
@@ -69,7 +61,7 @@ def pool_class_funnel(scores: TeacherScores, result: integ.Integration,
                                                   strict=True) if covers]
               for index, label in enumerate(scores.labels)}
     return ClassFunnel(labels=list(scores.labels), owners=owners,
-                       num_texts=len(result.routed), estimated_share=balance.prior.tolist(),
+                       num_texts=len(result.routed), estimated_share=prior.tolist(),
                        **counts)
 
 

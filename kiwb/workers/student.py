@@ -10,7 +10,7 @@ from kiwb.core.losses import softmax_distillation_loss
 from kiwb.core.metrics import classification_report
 from kiwb.core.target_fit import agreement, per_teacher_agreement
 from kiwb.errors import KiwbError
-from kiwb.kinds import DEFAULT_KIND
+from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.workers.runtime import (
     FittedBatch,
     autocast_context,
@@ -21,24 +21,32 @@ from kiwb.workers.runtime import (
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
 from kiwb.workers.teachers import resolve_checkpoint
 
+# What each head's Auto class makes, in a refusal's words.
+HEAD_WORDS = {"AutoModelForSequenceClassification": "a sequence classifier",
+              "AutoModelForTokenClassification": "a token classifier"}
 
-def load_student_base(base: str, labels: list[str]):
-    """A sequence classifier from `base` with a new head over the union labels, and its tokenizer."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
+def load_student_base(base: str, labels: list[str], *, kind: str = DEFAULT_KIND):
+    """A classifier of the teachers' kind (its head's Auto class) from `base`, with a new head
+    over the union labels (or tags), and its tokenizer."""
+    import transformers
+    from transformers import AutoConfig, AutoTokenizer
+
+    auto_name = kind_named(kind).auto_model
     folder = resolve_checkpoint("student", base, role="student base")
     try:
         config = AutoConfig.from_pretrained(folder)
     except Exception as error:
         raise KiwbError(f"student base {base}: cannot read its config.json ({error})") from None
-    if type(config) not in AutoModelForSequenceClassification._model_mapping:
+    if type(config) not in getattr(transformers, auto_name)._model_mapping:
         raise KiwbError(
-            f"student base {base}: a {config.model_type!r} model cannot be a sequence classifier; "
-            "choose an encoder checkpoint such as BERT, RoBERTa or MiniLM"
+            f"student base {base}: a {config.model_type!r} model cannot be "
+            f"{HEAD_WORDS.get(auto_name, auto_name)}; choose an encoder checkpoint such as BERT, "
+            "RoBERTa or MiniLM"
         )
     tokenizer = AutoTokenizer.from_pretrained(folder)
     model = load_classifier(
-        folder, num_labels=len(labels), id2label=dict(enumerate(labels)),
+        folder, kind=kind, num_labels=len(labels), id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)}, ignore_mismatched_sizes=True,
     )
     ready_to_pad(tokenizer, model, f"student base {base}")

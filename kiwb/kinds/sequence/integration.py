@@ -43,10 +43,10 @@ from kiwb.project.records import (
 )
 from kiwb.project.store import Store
 from kiwb.workers.rare_classes import (
-    ClassBalance,
-    balance_classes,
+    estimated_prior,
     labeled_class_funnel,
     pool_class_funnel,
+    weigh_classes,
 )
 from kiwb.workers.representation_sets import load_representation, seen_references
 from kiwb.workers.score import ScoreTask, load_scores
@@ -214,7 +214,8 @@ class PoolTargets:
     result: integ.Integration
     routing_labels: TeacherScores | None  # the labeled texts the routing was fitted on
     gold: GoldLabels | None
-    balance: ClassBalance | None = None  # the class mix, and prior correction's factors
+    # (|Y|,) the pool's class mix as the teachers estimate it: the class funnel's est. share
+    prior: torch.Tensor | None = None
 
 
 def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherScores,
@@ -229,7 +230,7 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
         given = scores.rows(gold.rows, [scores.labels[i] for i in gold.label_ids.tolist()])
         routing_labels = given if routing_labels is None else routing_labels.joined(given)
     fitted = fit_routing(settings, scores, routing_labels, seen)
-    result, balance = balance_classes(settings, scores, fitted, scores.integrate(settings, fitted))
+    result = weigh_classes(settings, scores.integrate(settings, fitted))
     if gold is not None:
         targets, weights = result.targets.clone(), result.weights.clone()
         if len(gold.rows):
@@ -237,7 +238,8 @@ def integrate_pool(settings: IntegrationSettings, store: Store, scores: TeacherS
             weights[gold.rows] = 1.0
         weights[gold.left_out] = 0.0
         result = replace(result, targets=targets, weights=weights)
-    return PoolTargets(fitted, result, routing_labels, gold, balance)
+    return PoolTargets(fitted, result, routing_labels, gold,
+                       estimated_prior(scores, fitted, settings))
 
 
 def fit_routing(settings: IntegrationSettings, pool: TeacherScores,
@@ -361,7 +363,7 @@ def class_funnel_of(scores: TeacherScores, pool: PoolTargets, settings: Integrat
                     eval_scores: TeacherScores | None) -> ClassFunnel:
     """Where each class goes in the pool's integration, with the recall steps on the eval set
     (or, without one, on a labeled pool's texts that carry no given label)."""
-    funnel = pool_class_funnel(scores, pool.result, pool.balance)
+    funnel = pool_class_funnel(scores, pool.result, pool.prior)
     if eval_scores is not None:
         labeled = labeled_class_funnel(eval_scores, eval_scores.integrate(settings, pool.fitted),
                                        "eval")

@@ -22,12 +22,10 @@ from kiwb.workers.runtime import (
     FittedBatch,
     autocast_context,
     load_classifier,
-    ready_to_pad,
     to_device,
 )
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
-from kiwb.workers.student import SequenceStudent
-from kiwb.workers.teachers import resolve_checkpoint
+from kiwb.workers.student import SequenceStudent, load_student_base
 
 
 @dataclass(frozen=True)
@@ -54,26 +52,13 @@ def continuation_pieces(first_pieces: list[int], length: int, trailing: int
 
 
 def load_token_student(base: str, union: list[str]):
-    """A token classifier from `base` with a new head over the union tags, and its tokenizer."""
-    from transformers import AutoConfig, AutoModelForTokenClassification, AutoTokenizer
-
-    folder = resolve_checkpoint("student", base, role="student base")
-    try:
-        config = AutoConfig.from_pretrained(folder)
-    except Exception as error:
-        raise KiwbError(f"student base {base}: cannot read its config.json ({error})") from None
-    if type(config) not in AutoModelForTokenClassification._model_mapping:
-        raise KiwbError(f"student base {base}: a {config.model_type!r} model cannot be a token "
-                        "classifier; choose an encoder checkpoint such as BERT, RoBERTa or MiniLM")
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    """A token classifier from `base` with a new head over the union tags, and its (fast)
+    tokenizer."""
+    model, tokenizer = load_student_base(base, union, kind="token")
     if not getattr(tokenizer, "is_fast", False):
         raise KiwbError(f"student base {base}: its tokenizer ({type(tokenizer).__name__}) is a "
                         "slow one, and aligning words needs a fast one: give the base a "
                         "tokenizer.json")
-    model = load_classifier(
-        folder, kind="token", num_labels=len(union), id2label=dict(enumerate(union)),
-        label2id={tag: i for i, tag in enumerate(union)}, ignore_mismatched_sizes=True)
-    ready_to_pad(tokenizer, model, f"student base {base}")
     return model, tokenizer
 
 
