@@ -334,12 +334,12 @@ def test_resume_after_an_eval_set_was_added_is_refused(scored_project, tmp_path)
     with _store(project) as store:
         trainer = _trainer(store, project, "r", eval_every=10)
         trainer.run(should_stop=lambda: trainer.step == 15)
-    assert (trainer.best["step"], trainer.best["accuracy"]) == (10, None)  # nothing to measure
+    assert (trainer.best.step, trainer.best.accuracy) == (10, None)  # nothing to measure
     # the pool's check: at step 10, before a quarter of the budget, the event gives no verdict
     # yet, while the best keeps the whole check (the kept checkpoint is judged whenever taken)
     said = _events(project, "r", "train.check")[0]["check"]
     assert 10 < trainer.total_steps / 4 and said["status"] == "too-early"
-    assert trainer.best["check"]["status"] != "too-early" and trainer.best["check"]["fit"] == said["fit"]
+    assert trainer.best.check.status != "too-early" and trainer.best.check.fit == said["fit"]
 
     (project / "kiwb.toml").write_text(with_eval_set)
     with _store(project) as store, pytest.raises(KiwbError) as refused:
@@ -348,17 +348,16 @@ def test_resume_after_an_eval_set_was_added_is_refused(scored_project, tmp_path)
     assert "labeled evaluation data was added, removed or changed" in message and "\n" not in message
 
 
-@pytest.mark.parametrize(("best", "metrics", "better"), [
-    (None, {"accuracy": 0.2}, True),
-    ({"step": 10, "accuracy": 0.5}, {"accuracy": 0.6}, True),
-    ({"step": 10, "accuracy": 0.5}, {"accuracy": 0.5}, False),   # ties keep the earlier step
-    ({"step": 10, "accuracy": None}, {"accuracy": 0.0}, True),   # nothing measured yet: -inf
-    ({"step": 10, "accuracy": 0.5}, None, True),                 # no eval set: the newest is best
+@pytest.mark.parametrize(("accuracy", "metrics", "better"), [
+    (0.5, {"accuracy": 0.6}, True),
+    (0.5, {"accuracy": 0.5}, False),   # ties keep the earlier step
+    (None, {"accuracy": 0.0}, True),   # nothing measured yet: -inf
+    (0.5, None, True),                 # no eval set: the newest is best
 ])
-def test_which_evaluation_improves_on_the_best(best, metrics, better):
-    from kiwb.workers.train import improves
+def test_which_evaluation_beats_the_best(accuracy, metrics, better):
+    from kiwb.project.records import BestCheckpoint
 
-    assert improves(best, metrics) is better
+    assert BestCheckpoint(step=10, accuracy=accuracy).beaten_by(metrics) is better
 
 
 def test_the_best_checkpoint_is_the_one_the_newest_checkpoint_names(

@@ -540,7 +540,8 @@ class TrainCheck(Record):
 @dataclass(frozen=True, kw_only=True)
 class BestCheckpoint(Record):
     """The checkpoint a run keeps: its step, eval headline figure and its name (None without an
-    eval set), check."""
+    eval set), check, fit, and the evaluation's second figure and details. The trainer holds
+    it, writes it into each checkpoint's progress and its train.done event."""
 
     what: ClassVar[str] = "best checkpoint"
 
@@ -549,6 +550,15 @@ class BestCheckpoint(Record):
     metric: str | None = optional()
     check: LearningCheck | None = optional(record=LearningCheck)
     fit: float | None = optional()
+    macro_f1: float | None = optional()
+    details: dict | None = optional()
+
+    def beaten_by(self, metrics: dict | None) -> bool:
+        """Whether an evaluation beats this checkpoint; without evaluations the newest
+        checkpoint is the best, and one with no accuracy (none was measured) counts as -inf."""
+        if metrics is None:
+            return True
+        return self.accuracy is None or metrics["accuracy"] > self.accuracy
 
 
 @dataclass(frozen=True, kw_only=True)

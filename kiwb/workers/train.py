@@ -224,7 +224,8 @@ class Trainer:
         self._state, progress = ckpt.load_state(checkpoint)
         self.model = self.data.student.load_checkpoint(checkpoint)
         self.tokenizer = AutoTokenizer.from_pretrained(checkpoint)
-        self.step, self.best = progress["step"], progress.get("best")
+        self.step = progress["step"]
+        self.best = BestCheckpoint.from_dict(progress["best"]) if progress.get("best") else None
         self.fit_reached = progress.get("fit_reached")
 
     # -- the loop ----------------------------------------------------------------------
@@ -262,7 +263,7 @@ class Trainer:
                 read_losses(pending, self.autocast_dtype)  # a NaN step must not be checkpointed
                 self.checkpoint()
                 self._record(TrainStopped(step=self.step))
-                return {"stopped": True, "step": self.step, "best": self.best}
+                return {"stopped": True, "step": self.step, "best": self._best_dict()}
             pending.append((self.step + 1, self._step(self.batch_rows(self.step))))
             self.step += 1
             log_now = self.step % LOG_EVERY == 0 or self.step == self.total_steps
@@ -283,10 +284,12 @@ class Trainer:
             if evaluate_now:
                 self.evaluate_and_checkpoint()
         self.settle_best_check()
-        self._record(TrainDone(step=self.step, best=BestCheckpoint.from_dict(self.best)
-                               if self.best else None))
-        return {"stopped": False, "step": self.step, "best": self.best,
+        self._record(TrainDone(step=self.step, best=self.best))
+        return {"stopped": False, "step": self.step, "best": self._best_dict(),
                 "learning_rate": self.learning_rate}
+
+    def _best_dict(self) -> dict | None:
+        return self.best.to_dict() if self.best is not None else None
 
     def _step(self, rows: torch.Tensor) -> torch.Tensor:
         """One optimizer step over the batch `rows`; its mean loss, on the device. On several
@@ -343,17 +346,17 @@ class Trainer:
         else:
             self._record(TrainCheck(step=self.step, check=shown, **fit))
         self._log_evaluation(metrics, shown)
-        improved = improves(self.best, metrics)
-        if improved:  # its check judged whenever it was taken: it may be the one the run keeps
-            self.best = {"step": self.step, "accuracy": (metrics or {}).get("accuracy"),
-                         "metric": (metrics or {}).get("metric"),
-                         "macro_f1": (metrics or {}).get("macro_f1"),
-                         "details": (metrics or {}).get("details"),
-                         "check": check.to_dict(), "fit": fit["fit"]}
+        if self.best is None or self.best.beaten_by(metrics):
+            # its check judged whenever it was taken: it may be the one the run keeps
+            found = metrics or {}
+            self.best = BestCheckpoint(
+                step=self.step, accuracy=found.get("accuracy"), metric=found.get("metric"),
+                macro_f1=found.get("macro_f1"), details=found.get("details"), check=check,
+                fit=fit["fit"])
         # The checkpoint records the best so far (kiwb.project.run_folder reads it there), so
         # the best is named before anything is pruned.
         self.checkpoint(evaluation=metrics)
-        ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best["step"])})
+        ckpt.prune_checkpoints(self.run_dir, keep={ckpt.step_name(self.best.step)})
 
     def explained(self, check: LearningCheck, fit: float | None) -> LearningCheck:
         """The check with its cause (the class funnel's where the eval texts give one, else
@@ -393,13 +396,12 @@ class Trainer:
         """The kept checkpoint's verdict once the run is over: a student taught wrong targets
         keeps an early checkpoint, from before it fitted them, so whether it could fit them is
         read from the whole run's best fit."""
-        if not self.leads or not self.best or not self.best.get("check"):
+        if not self.leads or self.best is None or self.best.check is None:
             return
-        check = LearningCheck.from_dict(self.best["check"])
-        settled = self.explained(check, check.fit)
-        if settled != check:
-            self.best["check"] = settled.to_dict()
-            ckpt.settle_check(self.run_dir, self.best["step"], self.best["check"])
+        settled = self.explained(self.best.check, self.best.check.fit)
+        if settled != self.best.check:
+            self.best = dataclasses.replace(self.best, check=settled)
+            ckpt.settle_check(self.run_dir, self.best.step, settled.to_dict())
 
     def fit_on_pool(self) -> dict:
         """How well the student reproduces its training targets on the pool sample, in its
@@ -426,7 +428,8 @@ class Trainer:
         if self.ranks is not None:  # each rank's dropout draws, so a resume goes on exactly
             state["rng_ranks"] = self.ranks.gather_rng()
         ckpt.save_checkpoint(self.run_dir, self.step, self.model, self.tokenizer, state,
-                             {"step": self.step, "best": self.best, "fit_reached": self.fit_reached,
+                             {"step": self.step, "best": self._best_dict(),
+                              "fit_reached": self.fit_reached,
                               "total_steps": self.total_steps, "evaluation": evaluation})
 
     def _record(self, event: TrainEvent) -> None:
@@ -440,15 +443,6 @@ def target_shares(data: TrainingData) -> torch.Tensor:
     """What the learning check compares the student's predictions with, per class: the
     share of taught rows whose target is that class (the student's kind says how)."""
     return data.student.target_shares(data)
-
-
-def improves(best: dict | None, metrics: dict | None) -> bool:
-    """Whether an evaluation beats the best so far; without evaluations the newest checkpoint
-    is the best, and a best with no accuracy (none was measured) counts as -inf."""
-    if metrics is None or best is None:
-        return True
-    previous = best.get("accuracy")
-    return metrics["accuracy"] > (-math.inf if previous is None else previous)
 
 
 def with_training_overrides(config: ProjectConfig, **overrides) -> ProjectConfig:
