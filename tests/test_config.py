@@ -387,6 +387,14 @@ ERRORS = [
 ]
 
 
+def test_a_removed_key_left_off_as_an_older_kiwb_init_wrote_it_is_read_past(project: Path) -> None:
+    write_toml(project, 'name = "p"\n[integration]\nprior_correction = false\n'
+                        "logit_adjustment = 0.0\nclass_weighting = 0.5\n")
+    assert load_config(project).integration.class_weighting == 0.5
+    message = load_error(project, 'name = "p"\n[integration]\nlogit_adjustment = 1.0\n')
+    assert "logit_adjustment was removed: it never beat the default" in message
+
+
 @pytest.mark.parametrize(("text", "key", "words"), ERRORS)
 def test_errors_name_the_file_and_key(project: Path, text: str, key: str, words: list[str]) -> None:
     message = load_error(project, text)

@@ -178,3 +178,18 @@ def test_the_class_funnel_names_the_step_before_the_student_that_loses_each_clas
     # texts (left out); e falls 0.7 -> 0.3 at the targets
     assert funnel.lost_at() == {"a": None, "b": "routing", "c": "owner", "e": "targets"}
     assert dataclasses.replace(funnel, labeled=None).lost_at() == {}
+
+
+def test_an_integration_key_holds_a_setting_only_while_it_is_on():
+    """Keys are hashes no migration can make again: a setting a later kiwb added is left out
+    at its off value, so the keys of older integrations keep matching; a kind keeps what its
+    keys always held, or pins a setting its own way."""
+    default = IntegrationSettings(routing="rank")
+    assert default.keyed() == {"method": "muki-hard", "tau": 0.2, "reweight": True,
+                               "use_mc": True, "conflict_threshold": 0.1, "routing": "rank"}
+    on = IntegrationSettings(routing="rank", labels=True, class_weighting=0.5)
+    assert on.keyed() == {**default.keyed(), "labels": True, "class_weighting": 0.5}
+    assert default.keyed(kept=("labels",)) == {**default.keyed(), "labels": False}  # multi-task
+    assert on.keyed(left_out=("labels",)) == {**default.keyed(), "class_weighting": 0.5}
+    transfer = IntegrationSettings(method="ant", routing="confidence", transfer=True)
+    assert transfer.keyed()["transfer"] is True and "transfer" not in default.keyed()

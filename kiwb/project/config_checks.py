@@ -77,6 +77,9 @@ def _build(cls: type, table: dict[str, Any], loc: _Loc, **values: Any) -> Any:
 def _refuse_unknown_keys(table: dict[str, Any], known: list[str], loc: _Loc) -> None:
     for key in table:
         if key not in known and key in REMOVED_KEYS.get(loc.section, {}):
+            if not table[key]:
+                # off, as kiwb init wrote every key: it did nothing then and does nothing now
+                continue
             raise loc.error(key, REMOVED_KEYS[loc.section][key])
         if key not in known:
             close = difflib.get_close_matches(key, known, n=1)

@@ -25,7 +25,8 @@ from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
 
 CONFIG_NAME = "kiwb.toml"
 # Keys kiwb no longer has, by section -> why and what to do, said in one line to a kiwb.toml
-# that still names one (BENCHMARKS.md has the figures).
+# that still switches one on (BENCHMARKS.md has the figures); one left off, as kiwb init wrote
+# every key, is read past.
 REMOVED_KEYS = {
     "integration": {
         "prior_correction": "was removed: it never beat the default on a measured set "

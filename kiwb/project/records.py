@@ -100,6 +100,12 @@ def _load(spec: dataclasses.Field, value: Any) -> Any:
 
 # -- integration ---------------------------------------------------------------------------
 
+# Settings an integration's key leaves out at their off value: a key is a hash, which no
+# migration can make again, so the keys of integrations made before a setting existed keep
+# matching while it is off.
+KEYED_ONLY_WHEN_ON = {"labels": False, "class_weighting": 0.0}
+
+
 @dataclass(frozen=True, kw_only=True)
 class IntegrationSettings(Record):
     """The choices that turn scores into targets; changing them never rescores."""
@@ -131,6 +137,19 @@ class IntegrationSettings(Record):
         values = dataclasses.asdict(self)
         if not values["transfer"]:
             del values["transfer"]
+        return values
+
+    def keyed(self, *, kept: tuple[str, ...] = (), left_out: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The settings as an integration's key pins them: pinned(), less each setting of
+        KEYED_ONLY_WHEN_ON at its off value (but those a kind's keys have always held, `kept`),
+        and less `left_out` (what a kind pins in its own way, such as the given labels by
+        their fingerprint)."""
+        values = self.pinned()
+        for name, off in KEYED_ONLY_WHEN_ON.items():
+            if name not in kept and values[name] == off:
+                del values[name]
+        for name in left_out:
+            values.pop(name, None)
         return values
 
     @classmethod

@@ -150,9 +150,9 @@ def apply_given_labels(store: Store, data: LabelData, pool: LabelPool) -> LabelP
 
 def integration_key(data: LabelData, settings: IntegrationSettings, pool: LabelPool) -> str:
     """The integration's key: the score sets and the settings that change the targets."""
-    used = {"kind": "multi-label", "scores": data.score_keys, **settings.pinned()}
-    for name in (*SINGLE_LABEL_SETTINGS, "labels"):
-        del used[name]
+    # the given labels by their fingerprint; the single-label settings are refused, so off
+    used = {"kind": "multi-label", "scores": data.score_keys,
+            **settings.keyed(left_out=("labels",))}
     if settings.labels:
         used["given_labels"] = pool.fingerprint
     return settings_key(used)

@@ -69,10 +69,9 @@ def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSe
     found = {name: integrate_task(part, settings, store,
                                   evaluation.parts[name] if evaluation is not None else None)
              for name, part in data.parts.items()}
-    used = {"kind": "multi-task", "scores": data.score_keys, **settings.pinned(),
+    # its keys have held labels from the start; class_weighting is refused above: always off
+    used = {"kind": "multi-task", "scores": data.score_keys, **settings.keyed(kept=("labels",)),
             "tasks": [[name, part.task.kind, part.labels] for name, part in data.parts.items()]}
-    for name in PROJECT_ONLY:
-        used.pop(name)  # refused above: always off here
     if settings.labels:
         used["given_labels"] = {name: result.fingerprint for name, result in found.items()}
     # the references are the eval set's; without one configured, a labeled pool's own

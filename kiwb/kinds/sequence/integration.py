@@ -576,11 +576,7 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
         summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
     summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores),
                       routing_choice=choice)
-    used = {"scores": scores.score_keys, **asked.pinned()}
-    # Keys of integrations from before a setting existed stay the same while it is off.
-    for name, off in (("labels", False), ("class_weighting", 0.0)):
-        if used[name] == off:
-            del used[name]
+    used = {"scores": scores.score_keys, **asked.keyed()}
     if labeled is not None:  # the labels decide the routing as much as the settings do
         used["labeled_scores"] = labeled.score_keys
     if choice is not None:  # and so does what "auto" chose, from the labeled texts it read

@@ -195,10 +195,7 @@ def teacher_tags(data: TokenData, decoded: TextClusters, teacher: int) -> list[l
 def integration_key(data: TokenData, settings: IntegrationSettings,
                     pool: TokenPool | None) -> str:
     """The integration's key: the score sets and the settings that change the targets."""
-    used = {"kind": "token", "scores": data.score_keys, **settings.pinned()}
-    for name, off in (("labels", False), ("class_weighting", 0.0)):
-        if used[name] == off:
-            del used[name]
+    used = {"kind": "token", "scores": data.score_keys, **settings.keyed()}
     if pool is not None and pool.fingerprint is not None:
         used["gold_labels"] = pool.fingerprint
     return settings_key(used)
