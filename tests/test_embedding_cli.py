@@ -84,6 +84,20 @@ def test_integration_reads_two_widths_and_probes_each_teacher(scored):
     assert 0 < summary["conflicts"] <= 500 and details["pairs"] == summary["conflicts"]
 
 
+def test_a_routing_setting_is_refused_in_one_line_not_ignored(scored):
+    """Sentence encoders' pairs are weighed by their method, never routed: a routing knob set
+    away from its default is refused before a job starts, where it once did nothing."""
+    from test_bad_input import assert_refused
+
+    for flags, named in ((["--no-mc"], "use_mc = false"), (["--tau", "0.5"], "tau = 0.5"),
+                         (["--class-weighting", "0.5"], "class_weighting = 0.5")):
+        assert_refused(run_kiwb("integrate", scored, *flags, cwd=scored, check=False),
+                       f"[integration] {named} does not apply to sentence embedding teachers",
+                       "leave it at its default")
+    assert_refused(run_kiwb("train", scored, "--no-mc", cwd=scored, check=False),
+                   "use_mc = false does not apply")
+
+
 @pytest.mark.parametrize("weighting", ["mc", "maskout", "equal"])
 def test_a_student_trains_with_each_pair_weighting(scored, weighting):
     run = f"student-{weighting}"

@@ -272,7 +272,8 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
     done = run_kiwb("score", prior, "--foreground", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert_refused(run_kiwb("integrate", prior, "--class-weighting", "0.5", cwd=tmp_path),
-                   "class_weighting apply to a project of single-label teachers")
+                   "class_weighting = 0.5 does not apply to multi-task text classification "
+                   "teachers: it applies to a project of single-label teachers", "default (0)")
     no_tags = tmp_path / "no_tags.jsonl"
     write_jsonl(no_tags, [{k: v for k, v in row.items() if k != "tags"}
                           for row in make_multitask_texts(16, seed=5)])

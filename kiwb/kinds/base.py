@@ -27,9 +27,11 @@ add KIND to `KINDS` in kiwb/kinds/__init__.py.
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, OWN_SCORE_ROUTINGS
 
@@ -173,7 +175,11 @@ class JobBehaviour:
     # dev data; BENCHMARKS.md): [integration] routing's default is the kind's.
     default_routing: str = DEFAULT_ROUTING
     labels_routing: str       # the routing the workbench fits on labels given to conflicts
-    takes_transfer: bool = False  # [integration] transfer applies (multi-label: ANT's transfer)
+    # [integration] settings this kind never applies -> why, in words: one set away from its
+    # default is refused in one line before a job starts (kiwb.project.teacher_kinds), never
+    # left to do nothing without a word.
+    unused_settings: dict[str, str] = {
+        "transfer": "it revises multi-label teachers' labels through their label dependencies"}
     # Why `kiwb merge` refuses teachers of this kind (one line, with what to do instead), or
     # None: their heads are one linear layer over named outputs, placed row by row.
     merge_refusal: str | None = None
@@ -191,11 +197,15 @@ class JobBehaviour:
         [integration] method (a kind whose methods are set in its own table says so here)."""
         return config.integration.method
 
-    def check_transfer(self, transfer: bool | None) -> None:
-        """ValueError in one line when transfer is on for a kind that has no label dependencies."""
-        if transfer and not self.takes_transfer:
-            raise ValueError(f"transfer revises multi-label teachers' labels; {self.title} "
-                             "teachers have none to revise: set [integration] transfer = false")
+    def check_settings(self, values: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
+        """ValueError in one line when a setting this kind never applies (`unused_settings`)
+        is set away from its default; `values` and `defaults` by setting name."""
+        for name, why in self.unused_settings.items():
+            value = values.get(name)
+            if value is not None and value != defaults[name]:
+                raise ValueError(f"[integration] {name} = {_toml(value)} does not apply to "
+                                 f"{self.title} teachers: {why}; leave it at its default "
+                                 f"({_toml(defaults[name])})")
 
     def check_routing(self, routing: str | None) -> None:
         """ValueError in one line when `routing` reads what this kind's scoring does not keep
@@ -211,6 +221,13 @@ class JobBehaviour:
         if method != "supervised" and method not in self.methods:
             raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
                              f"choose one of {', '.join(self.methods)} (or supervised)")
+
+
+def _toml(value: Any) -> str:
+    """A setting's value as kiwb.toml writes it (true, 0.5, "rank")."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return f"{value:g}" if isinstance(value, float) else json.dumps(value)
 
 
 class TeacherKind(CheckpointReading, ResultWording, JobBehaviour):

@@ -34,7 +34,7 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         return
     routing = getattr(spec, "routing", None) or config.integration.routing
     check_method(config, kind, spec.method or kind_named(kind).configured_method(config),
-                 routing=routing)
+                 routing=routing, settings=spec.resolved(config.integration))
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
 

@@ -5,10 +5,15 @@ read it here."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
+
 from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
 from kiwb.kinds import common_kind, declared_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, teacher_model_configs
+from kiwb.project.config_schema import IntegrationConfig
 
 
 def project_kind(config: ProjectConfig) -> str:
@@ -45,13 +50,16 @@ def default_routing(config: ProjectConfig, kind: str | None = None) -> str:
     return kind_named(kind or project_kind(config)).default_routing
 
 
-def check_method(config: ProjectConfig, kind: str, method: str,
-                 transfer: bool | None = None, routing: str | None = None) -> None:
-    """The method (and transfer, and routing) is one the teachers' kind takes; else one line
-    naming the kind's."""
+def check_method(config: ProjectConfig, kind: str, method: str, routing: str | None = None,
+                 settings: Mapping[str, Any] | None = None) -> None:
+    """The method and routing are ones the teachers' kind takes, and no other integration
+    setting in `settings` (by name) is one it never applies, set away from its default; else
+    one line naming what to do. A supervised run reads no integration setting."""
+    described = kind_named(kind)
     try:
-        kind_named(kind).check_method(method)
-        kind_named(kind).check_transfer(transfer)
-        kind_named(kind).check_routing(routing)
+        described.check_method(method)
+        described.check_routing(routing)
+        if settings is not None and method != "supervised":
+            described.check_settings(settings, dataclasses.asdict(IntegrationConfig()))
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None

@@ -3,6 +3,8 @@ integrates them (each kind's `integrate` seam; kiwb/kinds/seams.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from kiwb.kinds import run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
@@ -16,6 +18,6 @@ def run_integration(config: ProjectConfig, store: Store,
     """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
     returns the integration as recorded."""
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    check_method(config, tasks[0].teacher.kind, settings.method, settings.transfer,
-                 settings.routing)
+    check_method(config, tasks[0].teacher.kind, settings.method, settings.routing,
+                 dataclasses.asdict(settings))
     return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)

@@ -67,7 +67,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> Train
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
     check_method(config, tasks[0].teacher.kind, request.settings.method,
-                 request.settings.transfer, request.settings.routing)
+                 request.settings.routing, dataclasses.asdict(request.settings))
     data = run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
     # the score sets the targets come from, by teacher: a rescore stops a resume (checkpoints)
     data.manifest["scores"] = {task.teacher.name: task.key for task in tasks

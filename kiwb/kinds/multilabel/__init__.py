@@ -33,7 +33,8 @@ class MultiLabelKind(TeacherKind):
     routing_unit = "shared labels"
     labels_routing = "confidence"
     default_routing = "confidence"  # per label; the other routings read one class per text
-    takes_transfer = True
+    unused_settings = {"class_weighting": "it re-weights one class per text, and a multi-label "
+                       "text has a yes or no per label"}
     short_title = "multi-label"
     card = {
         "summary": "A multi-label text classifier (a yes or no per label) over the union of its "

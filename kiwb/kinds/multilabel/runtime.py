@@ -32,9 +32,6 @@ from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.score import ScoreTask, load_scores
 
-# The integration settings a multi-label project cannot use: they re-weight or re-route one
-# class per text, and a multi-label text has a yes or no per label.
-SINGLE_LABEL_SETTINGS = ("class_weighting",)
 # Owners are compared per (text, label) by their per-label confidence; the calibrated routings
 # estimate which teacher's label set holds a text's one class, which a multi-label text lacks.
 ROUTING = "confidence"
@@ -99,16 +96,12 @@ class LabelPool:
 
 
 def check_settings(settings: IntegrationSettings) -> None:
-    """Refuse, in one line, a setting that only means something for one label per text."""
+    """Refuse, in one line, a routing that only means something for one label per text (the
+    settings this kind never applies are refused by its description: unused_settings)."""
     if settings.routing != ROUTING:
         raise ConfigError(f"routing {settings.routing!r} compares teachers over one class per "
                           "text; multi-label teachers are compared per label by their confidence "
                           f'(MC dropout, or plain with --no-mc): set routing = "{ROUTING}" or "auto"')
-    on = [name for name in SINGLE_LABEL_SETTINGS if getattr(settings, name)]
-    if on:
-        raise ConfigError(f"{', '.join(on)} re-weight{'s' if len(on) == 1 else ''} one class per "
-                          "text; a multi-label text has a yes or no per label: turn "
-                          f"{'it' if len(on) == 1 else 'them'} off for this project")
 
 
 def integrate_label_pool(settings: IntegrationSettings, store: Store, data: LabelData,

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from kiwb.core.histograms import unit_histogram
-from kiwb.errors import ConfigError
 from kiwb.kinds.multitask.runtime import (
     MEAN,
     TaskData,
@@ -30,18 +29,6 @@ from kiwb.project.records import (
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 
-# Settings that re-weight or re-route the one class per text of a single-label project: a
-# multi-task project's tasks are integrated apart, so they are refused, not half applied.
-PROJECT_ONLY = ("class_weighting",)
-
-
-def check_settings(settings: IntegrationSettings) -> None:
-    """Refuse, in one line, a setting a multi-task integration does not apply."""
-    on = [name for name in PROJECT_ONLY if getattr(settings, name)]
-    if on:
-        raise ConfigError(f"{', '.join(on)} apply to a project of single-label teachers; a "
-                          "multi-task project integrates each task apart: turn "
-                          f"{'it' if len(on) == 1 else 'them'} off for this project")
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
@@ -59,7 +46,6 @@ class TaskIntegration:
 def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                     tasks: list[ScoreTask]) -> TaskIntegration:
     """Integrate every task of the pool (the eval set, when scored, gives each its figures)."""
-    check_settings(settings)
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = task_data(config, store, by_role["unlabeled"], "unlabeled")
     evaluation = None

@@ -14,6 +14,9 @@ class TokenKind(TeacherKind):
 
     name = "token"
     title = "token classification (named entities)"
+    unused_settings = {**TeacherKind.unused_settings,
+                       "class_weighting": "it re-weights one target per text, and a tagger's "
+                       "targets are per word"}
     architecture_suffix = "ForTokenClassification"
     auto_model = "AutoModelForTokenClassification"
     pipeline_tag = "token-classification"

@@ -128,9 +128,6 @@ def integrate_token_pool(settings: IntegrationSettings, store: Store,
                          data: TokenData) -> TokenPool:
     """Clusters, routing and word targets of the pool; with `settings.labels`, the labels
     given to clusters (a type, or none: no entity) replace their words' targets at weight 1."""
-    if settings.class_weighting:
-        raise ConfigError("class_weighting re-weights one target per text; token teachers' "
-                          "targets are per word: turn it off for this project")
     decoded = decode_all(data.scores)
     features = cluster_features(data.scores, decoded)
     fitted = fit_cluster_routing(settings, data, features)
