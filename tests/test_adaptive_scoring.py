@@ -19,7 +19,8 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.shards import SCORES_ONLY
 from kiwb.project.store import Store
 
-pytestmark = pytest.mark.slow
+# Each module of kiwb runs in the README's test command (`-m "not slow"`): one test here
+# stays out of the slow mark for that; the others run in CI.
 
 AUTO = 'mc_passes = "auto"\nmax_mc_passes = 12\nshard_size = 16'
 
@@ -80,6 +81,7 @@ def test_auto_passes_sample_only_undecided_texts_and_reproduce_exactly(scored_pr
         assert [job.kind for job in store.jobs.all()] == ["score", "integrate"]
 
 
+@pytest.mark.slow
 def test_an_auto_scoring_job_killed_midway_resumes_to_the_same_arrays(scored_project, tmp_path):
     reference = auto_copy(scored_project, tmp_path / "reference")
     run_kiwb("score", reference, cwd=tmp_path)
@@ -100,6 +102,7 @@ def test_an_auto_scoring_job_killed_midway_resumes_to_the_same_arrays(scored_pro
                for key in theirs for name in theirs[key])
 
 
+@pytest.mark.slow
 def test_auto_passes_on_several_devices_are_refused_in_one_line(scored_project, tmp_path):
     project = auto_copy(scored_project, tmp_path / "proj")
     refused = run_kiwb("score", project, "--devices", "cpu,cpu", "--foreground", cwd=tmp_path,

@@ -154,3 +154,27 @@ def test_the_quick_ner_demo_end_to_end(tmp_path):
     reused = " ".join(again.stderr.split())
     assert "Reused corpus, base, teacher loc-misc, teacher org-per" in reused
     assert f"kiwb demo {root} --kind ner --no-ui" in again.stdout
+
+
+def test_the_results_table_shows_each_teacher_the_ensemble_each_student_and_the_routing():
+    """The NER demo's table (its end-to-end run is slow): read back as the terminal shows it."""
+    from rich.console import Console
+
+    from kiwb.demo.ner_results import results_table
+
+    results = {"eval_texts": 80, "teachers": {"people": 0.412, "places": 0.388},
+               "ensemble": 0.7, "routing": {"routing": "confidence", "chosen": 0.9,
+                                            "mc_dropout": 0.9, "plain_confidence": 0.85},
+               "students": {"muki-hard": {"accuracy": 0.75, "macro_f1": 0.7,
+                                          "check": {"status": "ok"}},
+                            "vanilla-kd": {"accuracy": 0.5, "macro_f1": 0.4,
+                                           "check": {"status": "below-reference"}}}}
+    console = Console(width=160, record=True, color_system=None)
+    console.print(results_table(results))
+    rows = [" ".join(line.replace("│", " ").split()) for line in console.export_text().splitlines()]
+    assert any(row.startswith("teacher people alone") and row.endswith("41.2%") for row in rows)
+    assert "Ensemble (no training) 70.0%" in rows
+    assert "student · muki-hard 75.0% 70.0% ok" in rows
+    assert any(row.startswith("student · vanilla-kd 50.0% 40.0% ⚠") for row in rows)
+    assert "teacher routing · confidence (the students') 90.0%" in rows
+    assert "teacher routing · plain confidence 85.0%" in rows

@@ -20,7 +20,8 @@ from cli_helpers import ended_job, kiwb_env, rank_pid, run_kiwb, wait_until
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.store import Store
 
-pytestmark = pytest.mark.slow
+# Each module of kiwb runs in the README's test command (`-m "not slow"`): one test here
+# stays out of the slow mark for that; the others run in CI.
 
 
 def fresh_copy(scored_project: Path, folder: Path) -> Path:
@@ -84,6 +85,7 @@ def test_two_cpu_ranks_store_what_one_process_stores(scored_project, tmp_path):
     assert f"job {job.id} on 2 ranks" in listed and "rank 1 cpu on" in listed
 
 
+@pytest.mark.slow
 def test_torchrun_ranks_store_what_one_process_stores_under_one_job(scored_project, tmp_path):
     project = fresh_copy(scored_project, tmp_path / "proj")
     env = kiwb_env()
@@ -97,6 +99,7 @@ def test_torchrun_ranks_store_what_one_process_stores_under_one_job(scored_proje
     assert job.status == "finished" and len(job.progress["ranks"]) == 2
 
 
+@pytest.mark.slow
 def test_a_killed_rank_leaves_the_job_lost_with_its_log_and_scoring_again_finishes(
         scored_project, tmp_path):
     project = fresh_copy(scored_project, tmp_path / "proj")
@@ -124,6 +127,7 @@ def test_a_killed_rank_leaves_the_job_lost_with_its_log_and_scoring_again_finish
                for place in theirs for name in theirs[place])
 
 
+@pytest.mark.slow
 def test_bad_devices_are_refused_in_one_line(scored_project, tmp_path):
     project = fresh_copy(scored_project, tmp_path / "proj")
     bad = [("cpu,,all", "give a comma list of devices")]
@@ -137,6 +141,7 @@ def test_bad_devices_are_refused_in_one_line(scored_project, tmp_path):
         assert not store.connection.execute("SELECT COUNT(*) FROM score_shards").fetchone()[0]
 
 
+@pytest.mark.slow
 def test_one_gpu_named_twice_is_refused_before_any_job_is_recorded(scored_project, tmp_path):
     """Issue 30, point 3: two ranks on cuda:0 once failed inside NCCL (training) or shared
     the GPU quietly (scoring)."""

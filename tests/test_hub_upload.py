@@ -90,7 +90,6 @@ def trained(scored_project, tmp_path_factory) -> Path:
     return project
 
 
-@pytest.mark.slow
 def test_export_pushes_the_folder_and_its_card_to_the_hub(trained, tmp_path):
     hub, server = serve()
     try:

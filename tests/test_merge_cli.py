@@ -18,8 +18,8 @@ from kiwb.core.choices import MERGE_SCALE_GRID, TIES_TOP_K_GRID
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.run_folder import read_best
 
-# Every test here runs kiwb in a subprocess, as their siblings marked slow do.
-pytestmark = pytest.mark.slow
+# Each module of kiwb runs in the README's test command (`-m "not slow"`): one test here
+# stays out of the slow mark for that; the others run in CI.
 
 TRAINING = "[training]\nepochs = 2.0\nmin_steps = 0\nlearning_rate = 0.003\nbatch_size = 16\n" \
            "eval_every = 10\n"
@@ -58,6 +58,7 @@ def merged(family):
     return project, done.stdout + done.stderr
 
 
+@pytest.mark.slow
 def test_ties_is_chosen_on_the_eval_set_and_recorded(merged, family):
     import torch
     from transformers import AutoModelForSequenceClassification
@@ -82,6 +83,7 @@ def test_ties_is_chosen_on_the_eval_set_and_recorded(merged, family):
     assert merged_model.config.id2label[3] == "cooking"
 
 
+@pytest.mark.slow
 def test_the_merge_evaluates_exports_and_predicts(merged, tmp_path):
     project, _ = merged
     manifest = read_best(ProjectPaths(project).run_dir("merge-ties"))
@@ -113,11 +115,31 @@ def test_without_labels_the_defaults_are_used_and_said(family):
                          / "manifest.json").read_text())["merge"]
     assert (record["lambda"], record["chosen_on"]) == (0.3, "default")
     run_kiwb("merge", project, "--method", "average", "--foreground", cwd=root)
-    average = json.loads((ProjectPaths(project).run_dir("merge-average")
-                          / "manifest.json").read_text())["merge"]
+    manifest = json.loads((ProjectPaths(project).run_dir("merge-average")
+                           / "manifest.json").read_text())
+    average = manifest["merge"]
     assert (average["lambda"], average["base"]) == (None, None)
 
+    # a student may start from it (kiwb train --init-from-merge): the run's training data points
+    # at the merge's checkpoint and pins it; a merge of other labels is refused in one line
+    from types import SimpleNamespace
 
+    from kiwb.errors import KiwbError
+    from kiwb.project.config import load_config
+    from kiwb.workers.merge_start import start_from_merge
+
+    config = load_config(project)
+    data = SimpleNamespace(labels=manifest["labels"], manifest={}, init_from=None)
+    start_from_merge(config, "merge-average", data)
+    pinned = data.manifest["init_from_merge"]
+    assert data.init_from.name == pinned["checkpoint"] and pinned["run"] == "merge-average"
+    assert pinned["method"] == "average" and len(pinned["weights"]) == 64
+    other = SimpleNamespace(labels=["x", "y"], manifest={}, init_from=None)
+    with pytest.raises(KiwbError, match="not this project's union labels"):
+        start_from_merge(config, "merge-average", other)
+
+
+@pytest.mark.slow
 def test_a_student_starts_from_the_merge(merged):
     project, _ = merged
     run_kiwb("score", project, "--foreground", cwd=project)
@@ -139,6 +161,7 @@ def test_a_student_starts_from_the_merge(merged):
     assert "the merge run it started from changed" in resumed.stderr
 
 
+@pytest.mark.slow
 def test_bad_input_is_refused_in_one_line_and_nothing_is_written(family, teachers_dir):
     root, folders = family
     project = _project(root, folders, "refusals", student=False)
@@ -169,6 +192,7 @@ def test_bad_input_is_refused_in_one_line_and_nothing_is_written(family, teacher
         assert not any(ProjectPaths(folder).runs.glob("merge-*"))
 
 
+@pytest.mark.slow
 def test_a_teacher_from_another_base_is_refused_by_its_similarity(family):
     """Same architecture and shapes, another starting point: the job refuses it, naming the
     cosine between its weights and the base's, and writes no run."""
@@ -185,6 +209,7 @@ def test_a_teacher_from_another_base_is_refused_by_its_similarity(family):
     assert not (ProjectPaths(project).run_dir("merge-task-arithmetic-lambda0.5")).exists()
 
 
+@pytest.mark.slow
 def test_heads_of_one_shape_with_other_labels_are_explained_where_merging_is_in_question(
         family, merged, tmp_path):
     """kiwb merge says what averaging the heads elsewhere would do; a plain init only notes it,
@@ -201,6 +226,7 @@ def test_heads_of_one_shape_with_other_labels_are_explained_where_merging_is_in_
             in " ".join(log.split()))
 
 
+@pytest.mark.slow
 def test_the_merged_config_keeps_no_thresholds_of_teacher_0_and_iob1_taggers_are_refused(
         family, tmp_path):
     """A kiwb export as teacher 0 carries label_thresholds tuned for its own labels: the merged
