@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -201,6 +202,30 @@ def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):
 def test_a_new_store_has_every_table_from_the_start(tmp_path):
     with Store(tmp_path / "store.sqlite") as store:
         assert count(store.connection, "none") == 0 and page(store.connection, "none") == []
+
+
+def test_a_new_store_waits_for_another_process_that_holds_its_first_lock(tmp_path):
+    # Two jobs opening a brand-new project together: SQLite refuses the switch to WAL at once
+    # (no busy wait) while the other holds a lock on the file still in rollback mode.
+    path = tmp_path / "store.sqlite"
+    other = sqlite3.connect(path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE other_process_was_here (x)")
+    opened = {}
+
+    def open_store():
+        with Store(path) as store:
+            opened["mode"] = store.connection.execute("PRAGMA journal_mode").fetchone()[0]
+            opened["version"] = stored_version(store.connection)
+
+    opener = threading.Thread(target=open_store)
+    opener.start()
+    opener.join(timeout=0.5)
+    assert opener.is_alive() and not opened  # it waits for the lock, it does not fail
+    other.execute("COMMIT")
+    other.close()
+    opener.join(timeout=30)
+    assert opened == {"mode": "wal", "version": SCHEMA_VERSION}
 
 
 def test_a_newer_store_is_refused_and_left_alone(tmp_path):

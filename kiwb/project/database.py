@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -28,7 +29,7 @@ class Database:
         try:
             self._db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._db.row_factory = sqlite3.Row
-            self._db.execute("PRAGMA journal_mode=WAL")
+            enter_wal_mode(self._db)
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             self._migrate()
@@ -69,6 +70,24 @@ class Database:
         refuse_if_newer(self.path, version)
         with self.transaction() as db:
             migrate(self.path, db)
+
+
+def enter_wal_mode(db: sqlite3.Connection) -> None:
+    """Switch the file to WAL once; wait out another process that holds its first lock.
+
+    SQLite answers "database is locked" at once, without its busy handler, when the journal mode
+    is changed while another connection holds a lock on a file still in rollback mode: two jobs
+    opening a brand-new project together hit it. WAL is kept in the file, so later opens only
+    read the mode and never retry.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while db.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
 
 
 def damaged_message(path: Path, error: BaseException) -> str:
