@@ -170,7 +170,7 @@ def test_the_workbench_forms_read_the_declaration_and_name_runs_as_the_cli_does(
     by_name = {setting.name: setting for setting in TRAIN_FORM}
     # "auto" too: single-label teachers choose per project, other kinds take their own
     assert by_name["routing"].choices() == (AUTO_ROUTING, *ROUTINGS)
-    assert [s.name for s in TRAIN_FORM if s.flag] == ["reweight", "use_mc", "labels"]
+    assert [s.name for s in TRAIN_FORM if s.flag] == ["use_mc", "reweight", "labels"]
     project = IntegrationConfig(routing=DEFAULT_ROUTING, transfer=True)
     answers = {"method": "muki-soft", "routing": DEFAULT_ROUTING, "tau": "0.5",
                "reweight": False, "use_mc": True, "labels": False}

@@ -197,10 +197,12 @@ class JobBehaviour:
         [integration] method (a kind whose methods are set in its own table says so here)."""
         return config.integration.method
 
-    def check_settings(self, values: Mapping[str, Any], defaults: Mapping[str, Any]) -> None:
-        """ValueError in one line when a setting this kind never applies (`unused_settings`)
-        is set away from its default; `values` and `defaults` by setting name."""
-        for name, why in self.unused_settings.items():
+    def check_settings(self, values: Mapping[str, Any], defaults: Mapping[str, Any],
+                       unused: Mapping[str, str] | None = None) -> None:
+        """ValueError in one line when a setting this kind never applies (`unused`: name ->
+        why, else `unused_settings`) is set away from its default; `values` and `defaults` by
+        setting name."""
+        for name, why in (self.unused_settings if unused is None else unused).items():
             value = values.get(name)
             if value is not None and value != defaults[name]:
                 raise ValueError(f"[integration] {name} = {_toml(value)} does not apply to "

@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from kiwb.core.choices import (
     AUTO_ROUTING,
+    INTEGRATION_METHODS,
     KNOWN_METHODS,
     PAIR_WEIGHTINGS,
     POOLINGS,
@@ -22,6 +23,16 @@ from kiwb.core.choices import (
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
 from kiwb.project.devices import DEVICE_FORMS, DEVICE_PATTERN
+from kiwb.project.setting_knobs import (
+    SHOWN,
+    Flag,
+    Shown,
+    either,
+    for_muki,
+    other_kinds_methods,
+    routing_help,
+    unless_supervised,
+)
 
 CONFIG_NAME = "kiwb.toml"
 # Keys kiwb no longer has, by section -> why and what to do, said in one line to a kiwb.toml
@@ -71,11 +82,15 @@ def _setting(
     default: Any = dataclasses.MISSING,
     *,
     factory: Any = dataclasses.MISSING,
+    shown: Shown | None = None,
     **rules: Any,
 ) -> Any:
-    """A field whose metadata holds its one-line help and its validation rules."""
-    return field(default=default, default_factory=factory,
-                 metadata={"help": text, "rules": Rules(**rules)})
+    """A field whose metadata holds its one-line help, its validation rules and (`shown`) where
+    it shows beside kiwb.toml."""
+    metadata = {"help": text, "rules": Rules(**rules)}
+    if shown is not None:
+        metadata[SHOWN] = shown
+    return field(default=default, default_factory=factory, metadata=metadata)
 
 
 def declared_setting(cls: type, name: str) -> dataclasses.Field:
@@ -316,21 +331,28 @@ class ScoringConfig:
 class IntegrationConfig:
     """How the teachers' predictions merge into one target over the union of their labels."""
 
+    # Each key is declared here once, with where it shows beside kiwb.toml (`shown=`: its flag,
+    # its part of a run's default name, its off value, its form label; setting_knobs): a new
+    # setting is a field here and the code that uses it. The order is the run names' order.
+
     method: str = _setting(
         "muki-hard (most confident teacher), muki-soft (confidence-weighted), vanilla-kd or uhc; "
         "multi-label teachers: ant, vote, mean, muki-hard or muki-soft, decided per label.",
         "muki-hard",
         choices=KNOWN_METHODS,
+        shown=Shown(Flag("--method", either(INTEGRATION_METHODS) + other_kinds_methods()),
+                    name_part=lambda value, _settings, _routing: value,
+                    form="method", forms=("train", "integrate")),
     )
     tau: float = _setting(
         "Temperature of the muki-soft weights softmax(c / tau) under confidence routing (other "
-        "routings weigh by their estimates); lower is sharper.", 0.2, gt=0
-    )
-    reweight: bool = _setting(
-        "Weight each text by the confidence margin of its two most confident teachers.", True
-    )
-    use_mc: bool = _setting(
-        "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True
+        "routings weigh by their estimates); lower is sharper.", 0.2, gt=0,
+        shown=Shown(Flag("--tau", "MUKI-Soft temperature", type=float),
+                    # tau only acts on raw confidences
+                    name_part=lambda value, settings, _routing: f"-tau{value:g}" if (
+                        settings["method"] == "muki-soft" and settings["routing"] == "confidence")
+                    else "",
+                    form="tau"),
     )
     routing: str = _setting(
         "How teachers are compared per text: auto (single-label teachers: every label-free "
@@ -344,23 +366,61 @@ class IntegrationConfig:
         AUTO_ROUTING,
         choices=(AUTO_ROUTING, *ROUTINGS),
         removed=REMOVED_ROUTINGS,
+        shown=Shown(Flag("--routing", routing_help(), choices=(AUTO_ROUTING, *ROUTINGS),
+                         metavar="NAME"),
+                    # named when it is not the teachers' kind's default
+                    name_part=lambda value, settings, default: f"-{value}" if (
+                        settings["method"] != "supervised" and value != default) else "",
+                    form="routing", forms=("train", "integrate")),
     )
-    labels: bool = _setting(
-        "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
-        "import: labeled texts train as one-hot targets, texts marked none are left out, and "
-        "the few-label routing (stacked) is fitted on them.", False
+    use_mc: bool = _setting(
+        "Use Monte-Carlo dropout confidence; false uses one dropout-off pass.", True,
+        shown=Shown(Flag("--no-mc", "ablation: route by one plain (deterministic) pass's "
+                         "confidence", type=bool, negative=True),
+                    name_part=for_muki(lambda value: "" if value else "-no-mc"),
+                    form="MC dropout", form_line="route by MC confidence"),
     )
-    conflict_threshold: float = _setting(
-        "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1
-    )
-    class_weighting: float = _setting(
-        "Divide each text's weight by its target class's share to this power (0: off, 1: fully "
-        "balanced).", 0.0, min=0, max=1
+    reweight: bool = _setting(
+        "Weight each text by the confidence margin of its two most confident teachers.", True,
+        shown=Shown(Flag("--no-reweight", "ablation: every text counts the same (no margin "
+                         "weights)", type=bool, negative=True),
+                    name_part=for_muki(lambda value: "" if value else "-no-reweight"),
+                    form="re-weighting", form_line="weight texts by margin"),
     )
     transfer: bool = _setting(
         "Multi-label teachers: before integrating, revise each teacher's other labels where "
         "the owners of a shared label disagree, through the label dependencies its own "
-        "predictions show on the pool (ANT's transfer).", False
+        "predictions show on the pool (ANT's transfer).", False,
+        shown=Shown(Flag("--transfer", "multi-label teachers: revise each teacher's labels "
+                         "through its label dependencies first (ANT)", type=bool),
+                    name_part=unless_supervised(lambda value: "-transfer" if value else ""),
+                    off=False, stored_when_off=False),
+    )
+    labels: bool = _setting(
+        "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "
+        "import: labeled texts train as one-hot targets, texts marked none are left out, and "
+        "the few-label routing (stacked) is fitted on them.", False,
+        # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
+        shown=Shown(Flag("--given-labels", "use the labels given in the workbench or by kiwb "
+                         "labels import: one-hot targets, none left out, and a few-label "
+                         "routing (stacked) fitted on them (default: [integration] labels)",
+                         type=bool, aliases=("--labels",)),
+                    name_part=unless_supervised(lambda value: "-labels" if value else ""),
+                    off=False, form="given labels", form_line="use those given in Conflicts (6)",
+                    forms=("train", "integrate")),
+    )
+    class_weighting: float = _setting(
+        "Divide each text's weight by its target class's share to this power (0: off, 1: fully "
+        "balanced).", 0.0, min=0, max=1,
+        shown=Shown(Flag("--class-weighting", "divide each text's weight by its target class's "
+                         "share to this power, 0 to 1", type=float, metavar="POWER"),
+                    name_part=unless_supervised(lambda value: f"-cw{value:g}" if value else ""),
+                    off=0.0),
+    )
+    conflict_threshold: float = _setting(
+        "Margin below which a text is listed as a conflict between teachers.", 0.1, min=0, max=1,
+        shown=Shown(Flag("--threshold", "margin under which a text counts as conflicting",
+                         type=float), jobs=("integrate",)),
     )
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from kiwb.project.config_checks import checked_setting
 from kiwb.project.config_schema import IntegrationConfig, declared_setting, rules_of
+from kiwb.project.setting_knobs import shown_settings
 
 
 @dataclass(frozen=True)
@@ -20,16 +21,17 @@ class FormSetting:
     name: str
     label: str
     describe: str = ""
+    declared: type = IntegrationConfig  # the [integration] declaration it comes from
 
     @property
     def flag(self) -> bool:
-        return _declared(self.name).type in (bool, "bool")
+        return declared_setting(self.declared, self.name).type in (bool, "bool")
 
     def choices(self) -> tuple[str, ...]:
         """The declared choices (none for a number or a flag), "auto" among the routings (the
         teachers' kind's choice: per project for single-label teachers). A form narrows the
         methods to the teachers' kind's."""
-        return tuple(rules_of(_declared(self.name)).choices or ())
+        return tuple(rules_of(declared_setting(self.declared, self.name)).choices or ())
 
     def shown(self, integration: IntegrationConfig) -> str | bool:
         """What the form starts with: the project's value (its "auto" settings resolved)."""
@@ -37,14 +39,16 @@ class FormSetting:
         return value if isinstance(value, bool) else str(value)
 
 
-METHOD = FormSetting("method", "method")
-ROUTING = FormSetting("routing", "routing")
-TAU = FormSetting("tau", "tau")
-REWEIGHT = FormSetting("reweight", "re-weighting", "weight texts by margin")
-USE_MC = FormSetting("use_mc", "MC dropout", "route by MC confidence")
-GIVEN_LABELS = FormSetting("labels", "given labels", "use those given in Conflicts (6)")
-TRAIN_FORM = (METHOD, ROUTING, TAU, REWEIGHT, USE_MC, GIVEN_LABELS)
-INTEGRATE_FORM = (METHOD, ROUTING, GIVEN_LABELS)
+def form_settings(form: str, declared: type = IntegrationConfig) -> tuple[FormSetting, ...]:
+    """The settings a form shows ("train" or "integrate"), as `declared` labels them
+    (Shown.form, Shown.forms), in its order."""
+    return tuple(FormSetting(setting.name, shown.form, shown.form_line, declared)
+                 for setting, shown in shown_settings(declared)
+                 if shown.form is not None and form in shown.forms)
+
+
+TRAIN_FORM = form_settings("train")
+INTEGRATE_FORM = form_settings("integrate")
 
 
 def form_overrides(integration: IntegrationConfig, shown: tuple[FormSetting, ...],
@@ -58,11 +62,8 @@ def form_overrides(integration: IntegrationConfig, shown: tuple[FormSetting, ...
     for setting in shown:
         answer = answers[setting.name]
         if setting.name != "method":
-            answer = checked_setting(IntegrationConfig, setting.name, answer, where)
+            answer = checked_setting(setting.declared, setting.name, answer, where)
         if answer != getattr(integration, setting.name):
             found[setting.name] = answer
     return found
 
-
-def _declared(name: str):
-    return declared_setting(IntegrationConfig, name)

@@ -16,43 +16,22 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from kiwb.core.choices import (
-    AUTO_ROUTING,
     DEFAULT_MERGE_METHOD,
     DEFAULT_ROUTING,
-    INTEGRATION_METHODS,
     MERGE_METHODS,
-    MULTILABEL_METHODS,
-    MULTITASK_METHODS,
-    PAIR_WEIGHTINGS,
-    ROUTINGS,
     TRAINING_METHODS,
 )
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
 from kiwb.project.config_schema import IntegrationConfig, TrainingConfig
 from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
+from kiwb.project.setting_knobs import Flag, either, other_kinds_methods, shown_settings
 
 # The integration settings a job may set: those kiwb.toml's [integration] declares (the
 # record kiwb.project.records.IntegrationSettings holds the same names).
 INTEGRATION_CHOICES = tuple(each.name for each in dataclasses.fields(IntegrationConfig))
 SCORE_RUN = "scores"  # scoring jobs write the project's shared score cache: one writer at a time
 INTEGRATION_RUN = "integration"  # integration rewrites the project's targets: one at a time
-
-
-@dataclass(frozen=True)
-class Flag:
-    """How a spec field is written on the command line."""
-
-    name: str  # "--device"
-    help: str
-    type: Any = str  # argparse's converter; bool fields are switches
-    metavar: str | None = None
-    choices: tuple[str, ...] | None = None
-    negative: bool = False  # a switch that sets the field to False (--no-reweight)
-    required: bool = False
-    default: Any = None  # the CLI's default when the flag is not given
-    # Former spellings, still read but not shown in --help (kept for one release)
-    aliases: tuple[str, ...] = ()
 
 
 def flag(name: str, help: str, *, default: Any = None, **how) -> Any:
@@ -64,27 +43,6 @@ def _for_argparse(help: str) -> str:
     """A help text as argparse reads it: a literal % (TIES' "top-k%") doubled, since argparse
     expands %-formats in help and fails on any other."""
     return help.replace("%", "%%")
-
-
-def _either(names: tuple[str, ...]) -> str:
-    """`a, b or c`."""
-    return ", ".join(names[:-1]) + " or " + names[-1]
-
-
-def _other_kinds_methods(also: str = "") -> str:
-    """The methods of the kinds whose methods are not single-label teachers', for a --method
-    help: each kind checks its own (kiwb/kinds), so the parser cannot list them as choices."""
-    return (f" (multi-label teachers: {_either(MULTILABEL_METHODS)}{also}; multi-task projects: "
-            f"{_either(MULTITASK_METHODS)} (VENUS' consensus){also}; embedding projects: the pair "
-            f"weighting, {_either(PAIR_WEIGHTINGS)})")
-
-
-def _routing_help() -> str:
-    return ("how teachers are compared per text: auto: single-label teachers: the routing that "
-            "routes best on the labeled texts (eval), or without labels the label-free choice; "
-            "other kinds: their own; "
-            + "; ".join(f"{name}: {text}" for name, text in ROUTINGS.items())
-            + " (default: [integration] routing)")
 
 
 class JobSpec:
@@ -193,41 +151,35 @@ class ScoreSpec(JobSpec):
         return device_list(self.devices)
 
 
-@dataclass(frozen=True)
 class _MethodOptions(JobSpec):
     """The integration choices shared by `integrate` and `train` (None: [integration]'s)."""
 
-    method: str | None = flag("--method", _either(INTEGRATION_METHODS) + _other_kinds_methods())
-    tau: float | None = flag("--tau", "MUKI-Soft temperature", type=float)
-    reweight: bool | None = flag("--no-reweight", "ablation: every text counts the same (no "
-                                 "margin weights)", type=bool, negative=True)
-    use_mc: bool | None = flag("--no-mc", "ablation: route by one plain (deterministic) "
-                               "pass's confidence", type=bool, negative=True)
-    transfer: bool | None = flag("--transfer", "multi-label teachers: revise each teacher's "
-                                 "labels through its label dependencies first (ANT)", type=bool)
-    routing: str | None = flag("--routing", _routing_help(), choices=(AUTO_ROUTING, *ROUTINGS),
-                               metavar="NAME")
-    # --given-labels, not --labels: kiwb teach's --labels names the labels a teacher learns
-    labels: bool | None = flag("--given-labels", "use the labels given in the workbench or by "
-                               "kiwb labels import: one-hot targets, none left out, and a "
-                               "few-label routing (stacked) fitted on them "
-                               "(default: [integration] labels)", type=bool,
-                               aliases=("--labels",))
-    class_weighting: float | None = flag("--class-weighting", "divide each text's weight by its "
-                                         "target class's share to this power, 0 to 1", type=float,
-                                         metavar="POWER")
+    declared: ClassVar[type] = IntegrationConfig  # the [integration] declaration its flags come from
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""
-        names = [each.name for each in dataclasses.fields(self)
-                 if each.name in INTEGRATION_CHOICES]
-        return self.overrides(*names)
+        declared = {each.name for each in dataclasses.fields(self.declared)}
+        return self.overrides(*[each.name for each in dataclasses.fields(self)
+                                if each.name in declared])
 
     def resolved(self, integration) -> dict[str, Any]:
         """Every integration setting this job resolves to: each given one, else the project's
         `integration` section's."""
         given = self.integration_overrides()
-        return {name: given.get(name, getattr(integration, name)) for name in INTEGRATION_CHOICES}
+        return {each.name: given.get(each.name, getattr(integration, each.name))
+                for each in dataclasses.fields(self.declared)}
+
+    def check(self) -> None:
+        """Also refuse, in kiwb.toml's words naming the flag, a given integration setting its
+        declaration does not accept (a type or range: --class-weighting 1.5, --tau 0). The
+        method is left to the teachers' kind, which checks its own (check_before_recording)."""
+        super().check()
+        from kiwb.project.config_checks import checked_setting
+
+        for setting, shown in shown_settings(self.declared):
+            value = getattr(self, setting.name, None)
+            if value is not None and setting.name != "method":
+                checked_setting(self.declared, setting.name, value, shown.flag.name)
 
     def check_routing(self, config) -> None:
         """Refuse, in one line and before a job starts for it, a routing the project cannot
@@ -241,23 +193,32 @@ class _MethodOptions(JobSpec):
         check_routing(config, self.routing or config.integration.routing, labels=self.labels)
 
 
+def integration_options(job: str, declared: type = IntegrationConfig) -> type[_MethodOptions]:
+    """The spec base of a job that integrates (`integrate`, `train`): one field per [integration]
+    setting `declared` gives this job a flag (Shown.jobs), None unless given. Made from the
+    declaration, so a new setting's flag needs no edit here."""
+    fields = [(setting.name, f"{setting.type} | None", field(default=None, metadata={"flag": shown.flag}))
+              for setting, shown in shown_settings(declared) if job in shown.jobs]
+    return dataclasses.make_dataclass(f"_{job.title()}Options", fields, bases=(_MethodOptions,),
+                                      frozen=True,
+                                      namespace={"__module__": __name__, "declared": declared})
+
+
 @dataclass(frozen=True)
-class IntegrateSpec(_MethodOptions):
+class IntegrateSpec(integration_options("integrate")):
     """Integration of the scores into training targets, conflicts and routing figures."""
 
     kind: ClassVar[str] = "integrate"
     shared_run: ClassVar[str] = INTEGRATION_RUN
-    conflict_threshold: float | None = flag("--threshold", "margin under which a text counts as "
-                                            "conflicting", type=float)
 
 
 @dataclass(frozen=True)
-class TrainSpec(_MethodOptions):
+class TrainSpec(integration_options("train")):
     """Training of the student on the integrated targets (run None: named by its method)."""
 
     kind: ClassVar[str] = "train"
     run: str | None = flag("--run", "run name (default: from the method, e.g. muki-hard)")
-    method: str | None = flag("--method", _either(TRAINING_METHODS) + _other_kinds_methods(", or supervised"))
+    method: str | None = flag("--method", either(TRAINING_METHODS) + other_kinds_methods(", or supervised"))
     student: str | None = flag("--student", "override [training] student (base checkpoint)")
     epochs: float | None = flag("--epochs", "override [training] epochs (a run still takes "
                                 "min_steps steps or more)", type=float)
@@ -500,31 +461,15 @@ def job_label(kind: str, run: str) -> str:
     return kind if spec is not None and run == spec.shared_run else f"{kind} {run}"
 
 
-def default_run_name(settings: dict[str, Any], *,
-                     default_routing: str = DEFAULT_ROUTING) -> str:
+def default_run_name(settings: dict[str, Any], *, default_routing: str = DEFAULT_ROUTING,
+                     declared: type = IntegrationConfig) -> str:
     """The run name `kiwb train` picks for these integration settings (every one of
     INTEGRATION_CHOICES, as TrainSpec.resolved gives them): the method, then what differs from
-    the defaults (the workbench and the CLI both name runs with this); the routing is named
-    when it is not the teachers' kind's default."""
-    method, routing = settings["method"], settings["routing"]
-    tau, reweight, use_mc = settings["tau"], settings["reweight"], settings["use_mc"]
-    labels, transfer = settings["labels"], bool(settings["transfer"])
-    class_weighting = settings["class_weighting"]
-    name = method
-    if method == "muki-soft" and routing == "confidence":
-        name += f"-tau{tau:g}"  # tau only acts on raw confidences
-    if method != "supervised" and routing != default_routing:
-        name += f"-{routing}"
-    if method.startswith("muki"):
-        name += "" if use_mc else "-no-mc"
-        name += "" if reweight else "-no-reweight"
-    if method != "supervised" and transfer:
-        name += "-transfer"
-    if method != "supervised" and labels:
-        name += "-labels"
-    if method != "supervised":
-        name += f"-cw{class_weighting:g}" if class_weighting else ""
-    return name
+    the defaults, each setting's part as `declared` says (Shown.name_part), in its order (the
+    workbench and the CLI both name runs with this); the routing is named when it is not the
+    teachers' kind's default."""
+    return "".join(shown.name_part(settings[setting.name], settings, default_routing)
+                   for setting, shown in shown_settings(declared) if shown.name_part is not None)
 
 
 def _jsonable(value: Any) -> Any:

@@ -27,7 +27,14 @@ from kiwb.core.learning_check import LearningCheck
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import ProjectConfig, check_routing
-from kiwb.project.config_schema import IntegrationConfig as _DECLARED
+from kiwb.project.config_schema import IntegrationConfig
+from kiwb.project.setting_knobs import (
+    ALWAYS_ON,
+    left_out_when_off,
+    off_value,
+    shown_of,
+    shown_settings,
+)
 from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 
 _OPTIONAL = "optional"  # metadata: a key a record may lack; None is written by leaving it out
@@ -56,7 +63,7 @@ class Record:
         found = {}
         for spec in fields(self):
             value = getattr(self, spec.name)
-            if value is None and spec.metadata.get(_OPTIONAL):
+            if value is None and spec.metadata.get(_OPTIONAL) or left_out_when_off(spec, value):
                 continue
             found[spec.name] = _dump(value)
         return found
@@ -72,6 +79,8 @@ class Record:
                 values[spec.name] = _load(spec, data[spec.name])
             elif spec.metadata.get(_OPTIONAL):
                 values[spec.name] = None
+            elif shown_of(spec) is not None and not shown_of(spec).stored_when_off:
+                values[spec.name] = off_value(spec)  # left out while off (Shown.stored_when_off)
             else:
                 raise KiwbError(f"{cls.what} has no {spec.name!r} (it has: "
                                 f"{', '.join(map(str, data)) or 'nothing'})")
@@ -100,44 +109,31 @@ def _load(spec: dataclasses.Field, value: Any) -> Any:
 
 # -- integration ---------------------------------------------------------------------------
 
-# Settings an integration's key leaves out at their off value: a key is a hash, which no
-# migration can make again, so the keys of integrations made before a setting existed keep
+# Settings an integration's key leaves out at their off value (Shown.off): a key is a hash, which
+# no migration can make again, so the keys of integrations made before a setting existed keep
 # matching while it is off.
-KEYED_ONLY_WHEN_ON = {"labels": False, "class_weighting": 0.0}
+KEYED_ONLY_WHEN_ON = {setting.name: shown.off for setting, shown in shown_settings(IntegrationConfig)
+                      if shown.off is not ALWAYS_ON}
 
 
 @dataclass(frozen=True, kw_only=True)
-class IntegrationSettings(Record):
-    """The choices that turn scores into targets; changing them never rescores."""
+class IntegrationSettings(Record, IntegrationConfig):
+    """The choices that turn scores into targets, as a job resolved them (changing them never
+    rescores): kiwb.toml's [integration] table itself (IntegrationConfig, where each setting is
+    declared once), with its "auto" settings resolved."""
 
     what: ClassVar[str] = "integration settings"
 
-    # The fields of kiwb.toml's [integration] table (IntegrationConfig, where each is described
-    # and its default given once), as a job resolved them. Routing is "auto" only for a kind
-    # that chooses it per project from the scores (the sequence kind): the integration's
-    # summary then names the routing chosen (RoutingDetails.name, RoutingChoice).
-    method: str = _DECLARED.method
-    tau: float = _DECLARED.tau
-    reweight: bool = _DECLARED.reweight
-    use_mc: bool = _DECLARED.use_mc
-    conflict_threshold: float = _DECLARED.conflict_threshold
+    # Routing is "auto" only for a kind that chooses it per project from the scores (the
+    # sequence kind): the integration's summary then names the routing chosen
+    # (RoutingDetails.name, RoutingChoice).
     routing: str = DEFAULT_ROUTING
-    # The labels given in the workbench or by `kiwb labels import` (kiwb.project.labels).
-    labels: bool = _DECLARED.labels
-    # Rare classes (kiwb.core.class_priors).
-    class_weighting: float = _DECLARED.class_weighting
-    # Multi-label teachers: revise each teacher's answers through its label dependencies before
-    # integrating (kiwb.kinds.multilabel.transfer); None (left out of records and keys) is off.
-    transfer: bool | None = optional()
 
     def pinned(self) -> dict[str, Any]:
-        """Every setting, as integration keys and run manifests pin them. Transfer is left out
-        while off: a key is a hash of these, which no migration can make again, so the keys and
-        manifests of integrations without it keep matching."""
-        values = dataclasses.asdict(self)
-        if not values["transfer"]:
-            del values["transfer"]
-        return values
+        """Every setting, as run manifests pin them: less those a record leaves out at their
+        off value (Shown.stored_when_off), so the manifests made before such a setting existed
+        keep matching."""
+        return self.to_dict()
 
     def keyed(self, *, kept: tuple[str, ...] = (), left_out: tuple[str, ...] = ()) -> dict[str, Any]:
         """The settings as an integration's key pins them: pinned(), less each setting of
@@ -146,8 +142,8 @@ class IntegrationSettings(Record):
         their fingerprint)."""
         values = self.pinned()
         for name, off in KEYED_ONLY_WHEN_ON.items():
-            if name not in kept and values[name] == off:
-                del values[name]
+            if name not in kept and values.get(name, off) == off:
+                values.pop(name, None)
         for name in left_out:
             values.pop(name, None)
         return values
@@ -161,7 +157,6 @@ class IntegrationSettings(Record):
         values.update({k: v for k, v in overrides.items() if v is not None})
         if values["routing"] == AUTO_ROUTING:  # --routing auto: the kind's, as kiwb.toml's is
             values["routing"] = default_routing(config)
-        values["transfer"] = values["transfer"] or None  # off: left out of records and keys
         settings = cls(**values)
         settings.check(config)
         return settings
@@ -179,14 +174,11 @@ class IntegrationSettings(Record):
         return self.routing in FEW_LABEL_ROUTINGS
 
     def check(self, config: ProjectConfig) -> None:
-        """Refuse a routing that does not exist or needs labels the project lacks, and
-        rare-class settings out of range or that do not apply to the method."""
+        """Refuse a routing that does not exist or needs labels the project lacks. (kiwb.toml's
+        values are checked when it is read, a job's flags before it is recorded: JobSpec.check.)"""
         if self.routing not in ROUTINGS and self.routing != AUTO_ROUTING:
             raise ConfigError(f"unknown routing {self.routing!r}; choose one of {', '.join(ROUTINGS)}")
         check_routing(config, self.routing, labels=self.labels)
-        if not 0 <= self.class_weighting <= 1:
-            raise ConfigError(f"class_weighting {self.class_weighting:g} is out of range; give a "
-                              "power from 0 (off) to 1 (fully balanced)")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,6 +14,7 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import common_kind, declared_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, teacher_model_configs
 from kiwb.project.config_schema import IntegrationConfig
+from kiwb.project.setting_knobs import shown_settings
 
 
 def project_kind(config: ProjectConfig) -> str:
@@ -51,15 +52,22 @@ def default_routing(config: ProjectConfig, kind: str | None = None) -> str:
 
 
 def check_method(config: ProjectConfig, kind: str, method: str, routing: str | None = None,
-                 settings: Mapping[str, Any] | None = None) -> None:
+                 settings: Mapping[str, Any] | None = None, *,
+                 declared: type = IntegrationConfig) -> None:
     """The method and routing are ones the teachers' kind takes, and no other integration
-    setting in `settings` (by name) is one it never applies, set away from its default; else
-    one line naming what to do. A supervised run reads no integration setting."""
+    setting in `settings` (by name) is one it never applies (its `unused_settings`, or one
+    `declared` for other kinds only: Shown.kinds), set away from its default; else one line
+    naming what to do. A supervised run reads no integration setting."""
     described = kind_named(kind)
     try:
         described.check_method(method)
         described.check_routing(routing)
         if settings is not None and method != "supervised":
-            described.check_settings(settings, dataclasses.asdict(IntegrationConfig()))
+            for_other_kinds = {setting.name: "it applies to " + " and ".join(
+                kind_named(each).title for each in shown.kinds) + " teachers only"
+                               for setting, shown in shown_settings(declared)
+                               if shown.kinds is not None and kind not in shown.kinds}
+            described.check_settings(settings, dataclasses.asdict(declared()),
+                                     {**described.unused_settings, **for_other_kinds})
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None

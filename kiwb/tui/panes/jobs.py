@@ -318,7 +318,7 @@ def integration_fields(shown: tuple[integration_form.FormSetting, ...], integrat
     project's value; the methods offered are the teachers' kind's; the given labels' line
     says how many there are."""
     def describe(setting: integration_form.FormSetting) -> str:
-        if setting is integration_form.GIVEN_LABELS:
+        if setting.name == "labels":  # the given labels
             return f"{setting.describe}: {given_labels:,} given"
         return setting.describe
 
