@@ -102,7 +102,7 @@ def main() -> None:
         print("1. MC scoring against the K x eval floor, MiniLM-shaped teachers", flush=True)
         figures["speed"] = speeds(args.inputs, Path(scratch))
         print("2. quick demos of the other kinds", flush=True)
-        figures["demos"] = {kind: demo(kind, Path(scratch)) for kind in ("ner", "multi-label")}
+        figures["demos"] = {kind: demo(kind, Path(scratch)) for kind in ("token", "multi-label")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(figures, indent=2))
     failed = [kind for kind, found in figures["demos"].items() if found["returncode"]]

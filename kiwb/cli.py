@@ -40,9 +40,6 @@ def _job_args(parser: argparse.ArgumentParser) -> None:
     _project_arg(parser)
 
 
-# `kiwb demo --kind` also takes the teacher kinds' own names for its first two demos.
-DEMO_KIND_ALIASES = {"sequence": "classification", "token": "ner"}
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -137,14 +134,14 @@ def build_parser() -> argparse.ArgumentParser:
                       "(default: kiwb's folder in your user data folder)")
     demo.add_argument("--no-ui", action="store_true", help="score, integrate, train, evaluate "
                       "and export without the workbench, then print the results table")
-    demo.add_argument("--kind", choices=("classification", "ner", "multi-label", "multi-task",
-                                         "embedding"),
-                      type=lambda name: DEMO_KIND_ALIASES.get(name, name),
-                      default="classification",
-                      help="the demo's teachers: text classifiers (default; or sequence, the "
-                      "kind's name), NER taggers (or token), multi-label classifiers, teachers "
-                      "of two tasks (multi-task), or sentence encoders (embedding), each demo "
-                      "in its own folder")
+    from kiwb.demo.command import DEMOS, FORMER_NAMES, TEXT_DEMO
+
+    demo.add_argument("--kind", choices=tuple(DEMOS), metavar="KIND",
+                      type=lambda name: FORMER_NAMES.get(name, name), default=TEXT_DEMO,
+                      help="the demo's teachers, by their kind: sequence (single-label text "
+                      "classifiers, the default), token (NER taggers), multi-label, multi-task "
+                      "(teachers of two tasks) or embedding (sentence encoders), each demo in "
+                      "its own folder")
     demo.add_argument("--quick", action="store_true", help=argparse.SUPPRESS)  # tests and CI
 
     from kiwb.labels_command import add_labels_parser

@@ -1,4 +1,4 @@
-"""`kiwb demo --kind ner`: the shipped NER corpus, the teachers' labels, and the whole quick NER
+"""`kiwb demo --kind token` (NER): the shipped NER corpus, the teachers' labels, and the whole quick NER
 demo end to end through the real CLI; and `kiwb demo` without --kind still the text demo."""
 
 from __future__ import annotations
@@ -107,16 +107,18 @@ def test_kiwb_demo_without_kind_is_the_text_demo():
     from kiwb.demo import build, recipe
     from kiwb.demo.command import default_demo_root, demo_parts
 
-    assert build_parser().parse_args(["demo", "--no-ui"]).kind == "classification"
-    assert build_parser().parse_args(["demo", "--kind", "ner"]).kind == "ner"
-    assert demo_parts("classification") == (build.build_demo, recipe.FULL, recipe.QUICK)
-    assert default_demo_root().name == "demo" and default_demo_root("ner").name == "demo-ner"
+    assert build_parser().parse_args(["demo", "--no-ui"]).kind == "sequence"
+    assert build_parser().parse_args(["demo", "--kind", "token"]).kind == "token"
+    assert demo_parts("sequence") == (build.build_demo, recipe.FULL, recipe.QUICK)
+    # the folders keep their names, so a demo built before is found again
+    assert default_demo_root().name == "demo" and default_demo_root("token").name == "demo-ner"
+    assert default_demo_root("multi-label").name == "demo-multi-label"
 
 
 @pytest.mark.slow
 def test_the_quick_ner_demo_end_to_end(tmp_path):
     root = tmp_path / "ner"
-    done = run_kiwb("demo", root, "--kind", "ner", "--no-ui", "--quick", cwd=tmp_path)
+    done = run_kiwb("demo", root, "--kind", "token", "--no-ui", "--quick", cwd=tmp_path)
     assert re.search(r"entity F1 on \d+ tagged eval sentences", done.stdout)
     assert re.search(r"student · MUKI-Hard\s+│\s+\d+\.\d%", done.stdout)
     results = json.loads((root / "demo-results.json").read_text())
@@ -150,10 +152,10 @@ def test_the_quick_ner_demo_end_to_end(tmp_path):
                for group in tag("Elena Marsh flew from Lisbon to Osaka on Monday ."))
 
     # A second run reuses every part; without a terminal it says how to run this demo again.
-    again = run_kiwb("demo", root, "--kind", "ner", "--quick", cwd=tmp_path)
+    again = run_kiwb("demo", root, "--kind", "ner", "--quick", cwd=tmp_path)  # its former name
     reused = " ".join(again.stderr.split())
     assert "Reused corpus, base, teacher loc-misc, teacher org-per" in reused
-    assert f"kiwb demo {root} --kind ner --no-ui" in again.stdout
+    assert f"kiwb demo {root} --kind token --no-ui" in again.stdout
 
 
 def test_the_results_table_shows_each_teacher_the_ensemble_each_student_and_the_routing():

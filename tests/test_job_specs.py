@@ -214,9 +214,11 @@ def test_the_given_labels_switch_keeps_its_old_spelling_hidden():
     assert TrainSpec(labels=True).command("proj").split()[3:] == ["--given-labels"]
 
 
-@pytest.mark.parametrize(("given", "demo"), [("sequence", "classification"), ("token", "ner"),
-                                             ("classification", "classification"),
+@pytest.mark.parametrize(("given", "demo"), [("sequence", "sequence"), ("token", "token"),
+                                             ("classification", "sequence"), ("ner", "token"),
                                              ("multi-label", "multi-label")])
-def test_the_demo_takes_the_kinds_own_names_too(given, demo):
-    """The kinds table names them sequence and token; `kiwb demo --kind` takes those too."""
+def test_the_demo_is_named_by_its_kind_and_reads_its_former_names(given, demo):
+    """`kiwb demo --kind` names a demo by its teachers' kind, as kiwb.toml and the kinds table
+    do; the names it had before (classification, ner) are still read, not shown."""
     assert build_parser().parse_args(["demo", "--kind", given]).kind == demo
+    assert "classification" not in build_parser().format_help()

@@ -1,4 +1,4 @@
-"""`kiwb demo [PATH] [--kind ner] [--no-ui]`: build the demo project, then open the workbench or
+"""`kiwb demo [PATH] [--kind KIND] [--no-ui]`: build the demo project, then open the workbench or
 run it all."""
 
 from __future__ import annotations
@@ -15,21 +15,28 @@ QUICK_ENV = "KIWB_DEMO_QUICK"  # "1": the small recipe, as --quick does (for tes
 RESULTS_FILE = "demo-results.json"  # the figures of the last headless run
 
 
-def default_demo_root(kind: str = "classification") -> Path:
+TEXT_DEMO = "sequence"  # `kiwb demo` without --kind: single-label text classifiers
+# The demos' names before they took the kinds' own (still read by --kind, not shown)
+FORMER_NAMES = {"classification": "sequence", "ner": "token"}
+# Folders that kept the former names, so a demo built before is found again
+DEMO_FOLDERS = {"sequence": "demo", "token": "demo-ner"}
+
+
+def default_demo_root(kind: str = TEXT_DEMO) -> Path:
     """The demo's folder when none is given: inside the user's data folder (one per kind: a
     folder holds one demo)."""
     import platformdirs
 
-    return Path(platformdirs.user_data_dir("kiwb")) / ("demo" if kind == "classification"
-                                                      else f"demo-{kind}")
+    return Path(platformdirs.user_data_dir("kiwb")) / DEMO_FOLDERS.get(kind, f"demo-{kind}")
 
 
-# Each demo's modules: (build module:function, recipe module, results table module). A demo
-# is one kind's project built offline; the headless run is shared (kiwb.demo.headless).
+# Each kind's demo, by the kind's name (kiwb/kinds): (build module:function, recipe module,
+# results table module). A demo is one kind's project built offline; the headless run is
+# shared (kiwb.demo.headless).
 DEMOS = {
-    "classification": ("kiwb.demo.build:build_demo", "kiwb.demo.recipe", "kiwb.demo.headless"),
-    "ner": ("kiwb.demo.ner_build:build_ner_demo", "kiwb.demo.ner_recipe",
-            "kiwb.demo.ner_results"),
+    "sequence": ("kiwb.demo.build:build_demo", "kiwb.demo.recipe", "kiwb.demo.headless"),
+    "token": ("kiwb.demo.ner_build:build_ner_demo", "kiwb.demo.ner_recipe",
+              "kiwb.demo.ner_results"),
     "multi-label": ("kiwb.demo.multilabel_build:build_multilabel_demo",
                     "kiwb.demo.multilabel_recipe", "kiwb.demo.multilabel_results"),
     "multi-task": ("kiwb.demo.multitask_build:build_multitask_demo",
@@ -68,7 +75,7 @@ def results_table_of(kind: str):
     return importlib.import_module(DEMOS[kind][2]).results_table
 
 
-def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = "classification") -> int:
+def run_demo(path: Path | None, *, no_ui: bool, quick: bool, kind: str = TEXT_DEMO) -> int:
     """Build (or reuse) the demo project; then open the workbench, or run everything headless."""
     from kiwb.workers.quiet import quiet_libraries
 
@@ -108,13 +115,13 @@ def write_results(path: Path, results: dict) -> None:
     atomic_write_text(path, json.dumps(results, indent=2, default=str))
 
 
-def open_workbench(root: Path, kind: str = "classification") -> int:
+def open_workbench(root: Path, kind: str = TEXT_DEMO) -> int:
     """Open the workbench on the demo project, or say what to run where there is no terminal."""
     if sys.stdin.isatty() and sys.stdout.isatty():
         from kiwb.tui import run  # what `kiwb ui` opens
 
         return run(root)
-    kind_option = () if kind == "classification" else ("--kind", kind)
+    kind_option = () if kind == TEXT_DEMO else ("--kind", kind)
     stdout.print(f"The demo project is ready: {root}\n"
                  f"Open the workbench on it in a terminal: {command('ui', root)}\n"
                  "or run the whole workflow headless:     "

@@ -1,4 +1,4 @@
-"""What the NER demo (`kiwb demo --kind ner`) builds and with which settings: the one place
+"""What the NER demo (`kiwb demo --kind token`) builds and with which settings: the one place
 its sizes are chosen. Its folder is laid out as the text demo's (kiwb.demo.recipe):
 
     PATH/kiwb.toml            the token project (tokens_column / tags_column)
