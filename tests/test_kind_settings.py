@@ -8,8 +8,10 @@ import dataclasses
 
 import pytest
 
+from kiwb.errors import ConfigError
 from kiwb.kinds import KINDS, kind_named
-from kiwb.project.config_schema import IntegrationConfig
+from kiwb.project.config_schema import IntegrationConfig, ProjectConfig
+from kiwb.project.teacher_kinds import check_method
 
 DEFAULTS = dataclasses.asdict(IntegrationConfig())
 # A value away from the default, per setting a kind may leave unused.
@@ -38,9 +40,24 @@ def test_a_setting_a_kind_never_applies_is_refused_and_the_defaults_pass(kind):
 
 def test_what_each_kind_takes():
     unused = {name: set(kind.unused_settings) for name, kind in KINDS.items()}
-    assert unused["sequence"] == {"transfer"}                      # all but ANT's transfer
-    assert unused["multi-label"] == {"class_weighting"}            # transfer is its own
-    assert unused["token"] == unused["multi-task"] == {"transfer", "class_weighting"}
+    assert unused["sequence"] == set()                             # all (transfer: below)
+    assert unused["multi-label"] == {"class_weighting"}
+    assert unused["token"] == unused["multi-task"] == {"class_weighting"}
     # sentence encoders' pairs are weighed by their method, never routed: the routing knobs
-    assert unused["embedding"] == {"transfer", "class_weighting", "tau", "reweight", "use_mc",
+    assert unused["embedding"] == {"class_weighting", "tau", "reweight", "use_mc",
                                    "conflict_threshold"}
+
+
+@pytest.mark.parametrize("kind", list(KINDS))
+def test_ants_transfer_is_declared_for_multi_label_teachers_and_refused_by_the_others(kind, tmp_path):
+    config = ProjectConfig(root=tmp_path, file=tmp_path / "kiwb.toml", name="p")
+    method = kind_named(kind).methods[0]
+    if kind == "multi-label":
+        check_method(config, kind, method, settings={**DEFAULTS, "transfer": True})
+        return
+    with pytest.raises(ConfigError) as refused:
+        check_method(config, kind, method, settings={**DEFAULTS, "transfer": True})
+    assert str(refused.value) == (
+        f"{config.file}: [integration] transfer = true does not apply to {kind_named(kind).title} "
+        "teachers: it applies to multi-label text classification teachers only; leave it at its "
+        "default (false)")

@@ -177,9 +177,9 @@ class JobBehaviour:
     labels_routing: str       # the routing the workbench fits on labels given to conflicts
     # [integration] settings this kind never applies -> why, in words: one set away from its
     # default is refused in one line before a job starts (kiwb.project.teacher_kinds), never
-    # left to do nothing without a word.
-    unused_settings: dict[str, str] = {
-        "transfer": "it revises multi-label teachers' labels through their label dependencies"}
+    # left to do nothing without a word. (A setting made for some kinds only says so in its
+    # declaration instead, config_schema's Shown.kinds: ANT's transfer.)
+    unused_settings: dict[str, str] = {}
     # Why `kiwb merge` refuses teachers of this kind (one line, with what to do instead), or
     # None: their heads are one linear layer over named outputs, placed row by row.
     merge_refusal: str | None = None

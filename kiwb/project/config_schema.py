@@ -394,7 +394,7 @@ class IntegrationConfig:
         shown=Shown(Flag("--transfer", "multi-label teachers: revise each teacher's labels "
                          "through its label dependencies first (ANT)", type=bool),
                     name_part=unless_supervised(lambda value: "-transfer" if value else ""),
-                    off=False, stored_when_off=False),
+                    off=False, stored_when_off=False, kinds=("multi-label",)),
     )
     labels: bool = _setting(
         "Use the labels given to texts in the workbench's Conflicts pane or by kiwb labels "

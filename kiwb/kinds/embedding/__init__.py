@@ -72,10 +72,10 @@ class EmbeddingKind(TeacherKind):
     trained_teacher = "a trained sentence encoder"
     methods = PAIR_WEIGHTINGS
     # its pairs are weighed by [integration] method (a pair weighting), never routed
-    unused_settings = {**TeacherKind.unused_settings, **dict.fromkeys(
+    unused_settings = dict.fromkeys(
         ("tau", "reweight", "use_mc", "conflict_threshold", "class_weighting"),
         "sentence encoders' pairs are weighed by [integration] method (a pair weighting), "
-        "not routed between teachers")}
+        "not routed between teachers")
     supervised = False  # gold labels of pairs are judgements, fed back with --given-labels
     merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
                      "tokenizers and pooling differ in general and no head is shared to merge; "

@@ -28,8 +28,7 @@ class MultiTaskKind(TeacherKind):
 
     name = "multi-task"
     title = "multi-task text classification"
-    unused_settings = {**TeacherKind.unused_settings,
-                       "class_weighting": "it applies to a project of single-label teachers, and "
+    unused_settings = {"class_weighting": "it applies to a project of single-label teachers, and "
                        "a multi-task project integrates each task apart"}
     architecture_suffix = "ForSequenceClassification"
     auto_model = "AutoModelForSequenceClassification"

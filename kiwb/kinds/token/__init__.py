@@ -14,8 +14,7 @@ class TokenKind(TeacherKind):
 
     name = "token"
     title = "token classification (named entities)"
-    unused_settings = {**TeacherKind.unused_settings,
-                       "class_weighting": "it re-weights one target per text, and a tagger's "
+    unused_settings = {"class_weighting": "it re-weights one target per text, and a tagger's "
                        "targets are per word"}
     architecture_suffix = "ForTokenClassification"
     auto_model = "AutoModelForTokenClassification"
