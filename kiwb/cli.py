@@ -40,7 +40,6 @@ def _job_args(parser: argparse.ArgumentParser) -> None:
     _project_arg(parser)
 
 
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kiwb",

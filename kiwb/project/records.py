@@ -31,9 +31,9 @@ from kiwb.project.config_schema import IntegrationConfig
 from kiwb.project.setting_knobs import (
     ALWAYS_ON,
     left_out_when_off,
-    off_value,
     shown_of,
     shown_settings,
+    stored_only_when_on,
 )
 from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
 
@@ -79,8 +79,8 @@ class Record:
                 values[spec.name] = _load(spec, data[spec.name])
             elif spec.metadata.get(_OPTIONAL):
                 values[spec.name] = None
-            elif shown_of(spec) is not None and not shown_of(spec).stored_when_off:
-                values[spec.name] = off_value(spec)  # left out while off (Shown.stored_when_off)
+            elif stored_only_when_on(spec):
+                values[spec.name] = shown_of(spec).off  # left out while off
             else:
                 raise KiwbError(f"{cls.what} has no {spec.name!r} (it has: "
                                 f"{', '.join(map(str, data)) or 'nothing'})")

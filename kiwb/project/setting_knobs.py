@@ -87,15 +87,16 @@ def shown_settings(declared: type) -> list[tuple[dataclasses.Field, Shown]]:
     return found
 
 
+def stored_only_when_on(setting: dataclasses.Field) -> bool:
+    """Whether records leave the setting out at its off value (and read it back as off when
+    missing): Shown.stored_when_off False."""
+    shown = shown_of(setting)
+    return shown is not None and not shown.stored_when_off
+
+
 def left_out_when_off(setting: dataclasses.Field, value: Any) -> bool:
     """Whether a record leaves out this value of the setting (it reads back as off)."""
-    shown = shown_of(setting)
-    return shown is not None and not shown.stored_when_off and value == shown.off
-
-
-def off_value(setting: dataclasses.Field) -> Any:
-    """What a record that left the setting out reads back (its off value)."""
-    return shown_of(setting).off
+    return stored_only_when_on(setting) and value == shown_of(setting).off
 
 
 # -- flag help texts ------------------------------------------------------------------------

@@ -63,11 +63,18 @@ def check_method(config: ProjectConfig, kind: str, method: str, routing: str | N
         described.check_method(method)
         described.check_routing(routing)
         if settings is not None and method != "supervised":
-            for_other_kinds = {setting.name: "it applies to " + " and ".join(
-                kind_named(each).title for each in shown.kinds) + " teachers only"
-                               for setting, shown in shown_settings(declared)
-                               if shown.kinds is not None and kind not in shown.kinds}
             described.check_settings(settings, dataclasses.asdict(declared()),
-                                     {**described.unused_settings, **for_other_kinds})
+                                     {**described.unused_settings,
+                                      **_declared_for_other_kinds(declared, kind)})
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None
+
+
+def _declared_for_other_kinds(declared: type, kind: str) -> dict[str, str]:
+    """The settings `declared` for other kinds only (Shown.kinds) -> why, in words."""
+    found = {}
+    for setting, shown in shown_settings(declared):
+        if shown.kinds is not None and kind not in shown.kinds:
+            titles = " and ".join(kind_named(each).title for each in shown.kinds)
+            found[setting.name] = f"it applies to {titles} teachers only"
+    return found
