@@ -212,9 +212,6 @@ def cmd_train(args: argparse.Namespace) -> int:
 
     config, store = open_project(args.project)
     store.close()
-    if spec.feature_weight is not None and not config.tasks:
-        raise KiwbError(f"--feature-weight applies to multi-task projects, and {config.file} has "
-                        "no [[tasks]]: leave it out")
     config = with_kind_defaults(config)
     spec.check_routing(config)  # refused here, before a job is started for it
     return run_or_launch(args, spec.named(config.integration, default_routing(config)))

@@ -87,7 +87,7 @@ def test_older_settings_without_a_run_take_the_jobs_run():
 
 
 def test_a_negative_min_steps_is_refused_wherever_the_spec_is_made():
-    with pytest.raises(KiwbError, match="--min-steps -1: give 0"):
+    with pytest.raises(KiwbError, match="^--min-steps: min_steps must be >= 0, got -1"):
         TrainSpec(run="r", min_steps=-1)
 
 
@@ -165,7 +165,7 @@ def test_the_workbench_forms_read_the_declaration_and_name_runs_as_the_cli_does(
     declaration; their answers become the same spec, and the same run name, as the flags."""
     from kiwb.core.choices import AUTO_ROUTING, DEFAULT_ROUTING, ROUTINGS
     from kiwb.errors import ConfigError
-    from kiwb.project.integration_form import TRAIN_FORM, form_overrides
+    from kiwb.project.setting_form import TRAIN_FORM, form_overrides
 
     by_name = {setting.name: setting for setting in TRAIN_FORM}
     # "auto" too: single-label teachers choose per project, other kinds take their own

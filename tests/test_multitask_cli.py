@@ -248,7 +248,7 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
         tasks=TASKS.replace('[[tasks]]\nname = "tags"\nkind = "multi-label"\n', "")),
         "its head for task 'topic' is multi-label but the task is single-label")
     assert_refused(run_kiwb("train", tmp_path / "unknown", "--feature-weight", "-1", cwd=tmp_path),
-                   "--feature-weight -1.0: give 0 (heads only) or more")
+                   "--feature-weight: feature_weight must be >= 0, got -1.0")
     refused(write_mt_project(tmp_path / "one_head_two_tasks", mt_root, teachers=[
         ("a", mt_root / "bert_topics", ["topic"]), ("c", mt_root / "tagger", ["tags", "topic"])]),
         "teacher 'c' has one head", "cannot answer 2 tasks")
@@ -267,7 +267,8 @@ def test_bad_input_is_one_line_and_writes_nothing(mt_root, tmp_path):
     (single / "kiwb.toml").write_text((single / "kiwb.toml").read_text().replace(
         "feature_weight = 1.0\n", ""), encoding="utf-8")
     assert_refused(run_kiwb("train", single, "--feature-weight", "1", cwd=tmp_path),
-                   "--feature-weight applies to multi-task projects")
+                   "--feature-weight does not apply to single-label text classification "
+                   "teachers: it applies to multi-task text classification teachers only")
     prior = write_mt_project(tmp_path / "prior", mt_root)
     done = run_kiwb("score", prior, "--foreground", cwd=tmp_path)
     assert done.returncode == 0, done.stderr

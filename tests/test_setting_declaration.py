@@ -1,6 +1,8 @@
-"""An [integration] setting is declared once, beside its kiwb.toml key: a setting added there
+"""A setting is declared once, beside its kiwb.toml key. An [integration] setting added there
 alone reaches the command-line flag, the workbench's form, the stored record, the run's name
-and the kinds' refusals, and the records, keys and manifests made before it read as before."""
+and the kinds' refusals, and the records, keys and manifests made before it read as before; a
+[training] one reaches the flag and its check, the train form, the run's manifest (and so the
+resume check) and the kinds' refusals."""
 
 from __future__ import annotations
 
@@ -11,12 +13,12 @@ from typing import ClassVar
 import pytest
 
 from kiwb.errors import ConfigError
-from kiwb.project.config_schema import IntegrationConfig, ProjectConfig, _setting
-from kiwb.project.integration_form import TRAIN_FORM, form_overrides, form_settings
-from kiwb.project.job_specs import TrainSpec, default_run_name, integration_options
+from kiwb.project.config_schema import IntegrationConfig, ProjectConfig, TrainingConfig, _setting
+from kiwb.project.job_specs import TrainSpec, default_run_name, job_options
 from kiwb.project.records import IntegrationSettings
+from kiwb.project.setting_form import TRAIN_FORM, TRAINING_FORM, form_overrides, form_settings
 from kiwb.project.setting_knobs import Flag, Shown, unless_supervised
-from kiwb.project.teacher_kinds import check_method
+from kiwb.project.teacher_kinds import check_method, check_training_overrides
 
 
 @dataclass(frozen=True)
@@ -32,7 +34,7 @@ class WithSmoothing(IntegrationConfig):
 
 
 @dataclass(frozen=True)
-class SmoothingTrainSpec(integration_options("train", WithSmoothing)):
+class SmoothingTrainSpec(job_options("train", WithSmoothing)):
     kind: ClassVar[str] = "train"
 
 
@@ -118,3 +120,51 @@ def test_a_flag_is_checked_against_its_declaration_before_a_job_is_recorded():
                        (TrainSpec(tau=0.0), "--tau")):
         with pytest.raises(ConfigError, match=f"^{flag}: "):
             spec.check()
+
+
+@dataclass(frozen=True)
+class WithClipping(TrainingConfig):
+    """kiwb.toml's [training] with one setting more that `kiwb train` overrides, declared in
+    this one place."""
+
+    max_grad_norm: float = _setting(
+        "Clip the gradients' norm to this.", 1.0, gt=0,
+        shown=Shown(Flag("--max-grad-norm", "override [training] max_grad_norm", type=float),
+                    jobs=("train",), kinds=("sequence",), form="clip norm"))
+
+
+@dataclass(frozen=True)
+class ClippingTrainSpec(job_options("train", IntegrationConfig, WithClipping)):
+    kind: ClassVar[str] = "train"
+
+
+def test_a_training_setting_declared_once_has_a_checked_flag_and_reaches_the_manifest():
+    parser = argparse.ArgumentParser()
+    ClippingTrainSpec.add_arguments(parser)
+    assert "override [training] max_grad_norm" in parser.format_help()
+    spec = ClippingTrainSpec.from_args(parser.parse_args(["--max-grad-norm", "0.5", "--epochs", "2"]))
+    assert spec.training_overrides() == {"epochs": 2.0, "max_grad_norm": 0.5}
+    assert spec.integration_overrides() == {}
+    assert spec.command("p") == "kiwb train p --epochs 2.0 --max-grad-norm 0.5"
+    # what the run pins (and a resume compares) is the table with the flags put over it
+    training = WithClipping(**spec.training_overrides())
+    assert (training.manifest()["max_grad_norm"], training.manifest()["epochs"]) == (0.5, 2.0)
+    # checked as kiwb.toml's key is, wherever the spec is made
+    with pytest.raises(ConfigError) as refused:
+        ClippingTrainSpec(max_grad_norm=0.0)
+    assert str(refused.value).startswith("--max-grad-norm: max_grad_norm must be > 0, got 0.0")
+
+
+def test_a_training_setting_declared_once_is_on_the_train_form_and_refused_by_other_kinds():
+    form = form_settings("train", WithClipping)
+    assert [s.name for s in form] == [s.name for s in TRAINING_FORM] + ["max_grad_norm"]
+    answers = {s.name: s.shown(WithClipping(student="base")) for s in form}
+    assert answers["max_grad_norm"] == "1.0" and answers["student"] == "base"
+    assert form_overrides(WithClipping(student="base"), form, {**answers, "max_grad_norm": "0.5"},
+                          "the train form") == {"max_grad_norm": 0.5}
+    check_training_overrides("sequence", {"max_grad_norm": 0.5}, declared=WithClipping)
+    with pytest.raises(ConfigError) as refused:
+        check_training_overrides("token", {"max_grad_norm": 0.5}, declared=WithClipping)
+    assert str(refused.value) == (
+        "--max-grad-norm does not apply to token classification (named entities) teachers: it "
+        "applies to single-label text classification teachers only; leave it out")

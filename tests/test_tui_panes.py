@@ -327,7 +327,8 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
         assert form.query_one("#field-min_steps", Input).value == "many"
         choose(form, routing="class-rank")
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "min steps must be a whole number" in text_of(form.query_one("#form-error")),
+        await wait_for(pilot, lambda: 'the train form: min_steps must be an integer, got "many"'
+                       in text_of(form.query_one("#form-error")),
                        what="the bad minimum refused in place")
         form.query_one("#field-min_steps", Input).value = "50"
         form.query_one("#field-devices", Input).value = "cpu,,all"
@@ -337,7 +338,7 @@ async def test_the_train_form_launches_with_the_routing_picked(project):
         form.query_one("#field-devices", Input).value = "cpu,cpu"
         form.query_one("#field-device", Input).value = "gpu"
         await pilot.press("ctrl+s")
-        await wait_for(pilot, lambda: "--device 'gpu': unknown device; use auto, cpu" in text_of(
+        await wait_for(pilot, lambda: "the train form: device must be auto, cpu, cuda" in text_of(
             form.query_one("#form-error")), what="the misspelt device refused in place")
         form.query_one("#field-device", Input).value = "auto"
         await pilot.press("ctrl+s")
@@ -415,7 +416,7 @@ async def test_the_job_detail_follows_the_job_just_launched(project):
 
 
 @run_async
-async def test_the_integration_forms_count_the_labels_given_in_the_conflicts_pane(project):
+async def test_the_setting_forms_count_the_labels_given_in_the_conflicts_pane(project):
     from kiwb.project.labels import give_labels
 
     with Store(ProjectPaths(project).store) as store:

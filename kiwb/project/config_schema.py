@@ -428,16 +428,28 @@ class IntegrationConfig:
 class TrainingConfig:
     """How the student is trained on the integrated targets."""
 
+    # A key `kiwb train` overrides is declared with its flag and form label here (`shown=`,
+    # setting_knobs.Shown), as [integration]'s are: the flag, its check, the train form's field
+    # and the resume check are made from it.
+
     student: str | None = _setting(
         "Base checkpoint of the student: a local folder or a hub id.",
         None,
         path="model",
         example="google-bert/bert-base-uncased",
+        shown=Shown(Flag("--student", "override [training] student (base checkpoint)"),
+                    jobs=("train",), form="student base", form_line="folder or hub id"),
     )
-    epochs: float = _setting("Passes over the unlabeled texts.", DEFAULT_EPOCHS, gt=0)
+    epochs: float = _setting(
+        "Passes over the unlabeled texts.", DEFAULT_EPOCHS, gt=0,
+        shown=Shown(Flag("--epochs", "override [training] epochs (a run still takes min_steps "
+                         "steps or more)", type=float), jobs=("train",), form="epochs"),
+    )
     min_steps: int = _setting(
         "Train at least this many optimizer steps: a small pool gets more epochs.",
         DEFAULT_MIN_STEPS, min=0,
+        shown=Shown(Flag("--min-steps", "override [training] min_steps (0: exactly --epochs)",
+                         type=int, metavar="N"), jobs=("train",), form="min steps"),
     )
     learning_rate: float | str = _setting(
         'Peak AdamW learning rate, or "auto": 2e-5 x (768 / the student\'s hidden size)^2, '
@@ -454,7 +466,11 @@ class TrainingConfig:
     eval_every: int = _setting("Evaluate on the eval set every this many steps.", 100, min=1)
     max_length: int = _setting("Longest input in tokens; longer texts are truncated.", 128, min=8)
     seed: int = _setting("Random seed of initialisation and shuffling.", 0, min=0)
-    device: str = _setting("Where to train: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE)
+    device: str = _setting(
+        "Where to train: auto, cpu, cuda, cuda:N or mps.", "auto", **_DEVICE,
+        shown=Shown(Flag("--device", f"override [training] device ({DEVICE_FORMS})"),
+                    jobs=("train",), form="device"),
+    )
     mixed_precision: str = _setting(
         "Mixed precision on CUDA: auto (bf16 where the GPU has it natively, else no), no, fp16 "
         "or bf16 (fp16 on a GPU that only emulates bf16); elsewhere training is float32.",
@@ -481,6 +497,9 @@ class TrainingConfig:
         None,
         min=0,
         example=0.5,
+        shown=Shown(Flag("--feature-weight", "multi-task projects: override [training] "
+                         "feature_weight (0: heads only)", type=float), jobs=("train",),
+                    kinds=("multi-task",)),
     )
 
     def manifest(self) -> dict:

@@ -9,7 +9,12 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import kind_named
 from kiwb.project.config import ProjectConfig, load_config
 from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
-from kiwb.project.teacher_kinds import check_method, project_kind, with_kind_defaults
+from kiwb.project.teacher_kinds import (
+    check_method,
+    check_training_overrides,
+    project_kind,
+    with_kind_defaults,
+)
 
 
 def check_before_recording(spec: JobSpec, config_file: Path) -> None:
@@ -35,6 +40,7 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
     routing = getattr(spec, "routing", None) or config.integration.routing
     check_method(config, kind, spec.method or kind_named(kind).configured_method(config),
                  routing=routing, settings=spec.resolved(config.integration))
+    check_training_overrides(kind, spec.training_overrides())
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
 
@@ -63,8 +69,7 @@ def check_resume_settings(config: ProjectConfig, spec: TrainSpec) -> None:
     if read_manifest(run_dir) is None:  # nothing to resume yet: the job starts it afresh
         return
     config = with_kind_defaults(config)
-    training = dataclasses.replace(config.training, **spec.overrides(
-        "student", "epochs", "min_steps", "device", "feature_weight"))
+    training = dataclasses.replace(config.training, **spec.training_overrides())
     settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
     check_resumable(run_dir, {"method": settings.pinned(), "training": training.manifest(),
                               "student": training.student, "init_from_merge": spec.init_from_merge},

@@ -152,15 +152,26 @@ class ScoreSpec(JobSpec):
 
 
 class _MethodOptions(JobSpec):
-    """The integration choices shared by `integrate` and `train` (None: [integration]'s)."""
+    """The integration choices shared by `integrate` and `train` (None: [integration]'s), and
+    for a job that trains, the [training] settings it overrides (None: [training]'s)."""
 
     declared: ClassVar[type] = IntegrationConfig  # the [integration] declaration its flags come from
+    trained: ClassVar[type | None] = None  # the [training] one, for a job that trains
+
+    def _given(self, declared: type | None) -> dict[str, Any]:
+        """The given (not None) settings among those `declared` gives this job a field for."""
+        if declared is None:
+            return {}
+        names = {each.name for each in dataclasses.fields(declared)}
+        return self.overrides(*[each.name for each in dataclasses.fields(self) if each.name in names])
 
     def integration_overrides(self) -> dict[str, Any]:
         """The given integration choices, to put over the project's [integration] section."""
-        declared = {each.name for each in dataclasses.fields(self.declared)}
-        return self.overrides(*[each.name for each in dataclasses.fields(self)
-                                if each.name in declared])
+        return self._given(self.declared)
+
+    def training_overrides(self) -> dict[str, Any]:
+        """The given [training] settings, to put over the project's [training] section."""
+        return self._given(self.trained)
 
     def resolved(self, integration) -> dict[str, Any]:
         """Every integration setting this job resolves to: each given one, else the project's
@@ -169,17 +180,24 @@ class _MethodOptions(JobSpec):
         return {each.name: given.get(each.name, getattr(integration, each.name))
                 for each in dataclasses.fields(self.declared)}
 
-    def check(self) -> None:
-        """Also refuse, in kiwb.toml's words naming the flag, a given integration setting its
-        declaration does not accept (a type or range: --class-weighting 1.5, --tau 0). The
+    def check_given(self, declared: type | None) -> None:
+        """Refuse, in kiwb.toml's words naming the flag, a given setting its declaration does
+        not accept (a type or range: --class-weighting 1.5, --tau 0, --min-steps -1). The
         method is left to the teachers' kind, which checks its own (check_before_recording)."""
-        super().check()
         from kiwb.project.config_checks import checked_setting
 
-        for setting, shown in shown_settings(self.declared):
+        for setting, shown in shown_settings(declared) if declared is not None else ():
             value = getattr(self, setting.name, None)
             if value is not None and setting.name != "method":
-                checked_setting(self.declared, setting.name, value, shown.flag.name)
+                checked_setting(declared, setting.name, value, shown.flag.name)
+
+    def __post_init__(self):
+        # a [training] setting is checked as kiwb.toml's is, wherever the spec is made
+        self.check_given(self.trained)
+
+    def check(self) -> None:
+        super().check()
+        self.check_given(self.declared)
 
     def check_routing(self, config) -> None:
         """Refuse, in one line and before a job starts for it, a routing the project cannot
@@ -193,19 +211,23 @@ class _MethodOptions(JobSpec):
         check_routing(config, self.routing or config.integration.routing, labels=self.labels)
 
 
-def integration_options(job: str, declared: type = IntegrationConfig) -> type[_MethodOptions]:
-    """The spec base of a job that integrates (`integrate`, `train`): one field per [integration]
-    setting `declared` gives this job a flag (Shown.jobs), None unless given. Made from the
-    declaration, so a new setting's flag needs no edit here."""
+def job_options(job: str, declared: type = IntegrationConfig,
+                trained: type | None = None) -> type[_MethodOptions]:
+    """The spec base of a job that integrates (`integrate`, `train`): one field per setting
+    the [integration] declaration `declared` (and, for a job that trains, the [training] one
+    `trained`) gives this job a flag (Shown.jobs), None unless given. Made from the
+    declarations, so a new setting's flag needs no edit here."""
     fields = [(setting.name, f"{setting.type} | None", field(default=None, metadata={"flag": shown.flag}))
-              for setting, shown in shown_settings(declared) if job in shown.jobs]
+              for each in (declared, trained) if each is not None
+              for setting, shown in shown_settings(each) if job in shown.jobs]
     return dataclasses.make_dataclass(f"_{job.title()}Options", fields, bases=(_MethodOptions,),
                                       frozen=True,
-                                      namespace={"__module__": __name__, "declared": declared})
+                                      namespace={"__module__": __name__, "declared": declared,
+                                                 "trained": trained})
 
 
 @dataclass(frozen=True)
-class IntegrateSpec(integration_options("integrate")):
+class IntegrateSpec(job_options("integrate")):
     """Integration of the scores into training targets, conflicts and routing figures."""
 
     kind: ClassVar[str] = "integrate"
@@ -213,20 +235,12 @@ class IntegrateSpec(integration_options("integrate")):
 
 
 @dataclass(frozen=True)
-class TrainSpec(integration_options("train")):
+class TrainSpec(job_options("train", IntegrationConfig, TrainingConfig)):
     """Training of the student on the integrated targets (run None: named by its method)."""
 
     kind: ClassVar[str] = "train"
     run: str | None = flag("--run", "run name (default: from the method, e.g. muki-hard)")
     method: str | None = flag("--method", either(TRAINING_METHODS) + other_kinds_methods(", or supervised"))
-    student: str | None = flag("--student", "override [training] student (base checkpoint)")
-    epochs: float | None = flag("--epochs", "override [training] epochs (a run still takes "
-                                "min_steps steps or more)", type=float)
-    min_steps: int | None = flag("--min-steps", "override [training] min_steps (0: exactly "
-                                 "--epochs)", type=int, metavar="N")
-    feature_weight: float | None = flag("--feature-weight", "multi-task projects: override "
-                                        "[training] feature_weight (0: heads only)", type=float)
-    device: str | None = flag("--device", f"override [training] device ({DEVICE_FORMS})")
     devices: str | None = flag("--devices", "train data-parallel on several devices, one "
                                "process each (data-parallel, the same global batch): "
                                "a comma list (cuda:0,cuda:1 or cpu,cpu) or all", metavar="LIST")
@@ -238,19 +252,6 @@ class TrainSpec(integration_options("train")):
 
     def device_list(self) -> list[str] | None:
         return device_list(self.devices)
-
-    def __post_init__(self):
-        if self.epochs is not None:  # as kiwb.toml's [training] epochs is checked
-            from kiwb.project.config_checks import checked_setting
-            from kiwb.project.config_schema import TrainingConfig
-
-            checked_setting(TrainingConfig, "epochs", self.epochs, "--epochs")
-        if self.min_steps is not None and self.min_steps < 0:
-            raise KiwbError(f"--min-steps {self.min_steps}: give 0 (train exactly --epochs) or "
-                            "more steps")
-        if self.feature_weight is not None and self.feature_weight < 0:
-            raise KiwbError(f"--feature-weight {self.feature_weight}: give 0 (heads only) or "
-                            "more")
 
     def resume_command(self, project: str) -> str:
         return dataclasses.replace(self, resume=True).command(project)

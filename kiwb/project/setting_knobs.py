@@ -1,13 +1,14 @@
-"""How an [integration] setting shows outside kiwb.toml, declared beside its key (`Shown`): its
-command-line flag, its part of a run's default name, the value at which it is off, and its
-label on the workbench's forms.
+"""How a kiwb.toml setting shows outside kiwb.toml, declared beside its key (`Shown`): its
+command-line flag, its part of a run's default name, the value at which it is off, the kinds
+that apply it, and its label on the workbench's forms.
 
-kiwb.toml's declaration (kiwb.project.config_schema.IntegrationConfig) is the one place a
-setting is written: `kiwb integrate` and `kiwb train` take their flags from it
-(kiwb.project.job_specs), runs are named from it (`default_run_name`), the stored record is that
-class resolved (kiwb.project.records.IntegrationSettings), integration keys leave out what is
-off, and the workbench's forms list what it labels (kiwb.project.integration_form).
-Pure Python.
+kiwb.toml's declaration (kiwb.project.config_schema: IntegrationConfig's [integration] keys and
+the [training] keys `kiwb train` overrides) is the one place a setting is written: `kiwb
+integrate` and `kiwb train` take their flags and checks from it (kiwb.project.job_specs), runs
+are named from it (`default_run_name`), the stored record is [integration] resolved
+(kiwb.project.records.IntegrationSettings), integration keys leave out what is off, a kind
+refuses what is declared for others, and the workbench's forms list what it labels
+(kiwb.project.setting_form). Pure Python.
 """
 
 from __future__ import annotations
@@ -53,7 +54,8 @@ ALWAYS_ON = _AlwaysOn()  # a setting with no off value: always in keys and recor
 
 @dataclass(frozen=True)
 class Shown:
-    """Where an [integration] setting shows beside kiwb.toml."""
+    """Where a kiwb.toml setting shows beside kiwb.toml (name_part, off and stored_when_off
+    are [integration]'s: a run's name and an integration's key)."""
 
     flag: Flag
     jobs: tuple[str, ...] = ("integrate", "train")  # the commands that take the flag

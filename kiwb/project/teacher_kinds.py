@@ -13,7 +13,7 @@ from kiwb.core.choices import AUTO_ROUTING
 from kiwb.errors import ConfigError
 from kiwb.kinds import common_kind, declared_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, teacher_model_configs
-from kiwb.project.config_schema import IntegrationConfig
+from kiwb.project.config_schema import IntegrationConfig, TrainingConfig
 from kiwb.project.setting_knobs import shown_settings
 
 
@@ -68,6 +68,17 @@ def check_method(config: ProjectConfig, kind: str, method: str, routing: str | N
                                       **_declared_for_other_kinds(declared, kind)})
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None
+
+
+def check_training_overrides(kind: str, given: Mapping[str, Any], *,
+                             declared: type = TrainingConfig) -> None:
+    """A [training] setting given to a job (`kiwb train --feature-weight`) that is declared for
+    other kinds only (Shown.kinds), refused in one line naming its flag."""
+    flags = {setting.name: shown.flag.name for setting, shown in shown_settings(declared)}
+    for name, why in _declared_for_other_kinds(declared, kind).items():
+        if name in given:
+            raise ConfigError(f"{flags[name]} does not apply to {kind_named(kind).title} "
+                              f"teachers: {why}; leave it out")
 
 
 def _declared_for_other_kinds(declared: type, kind: str) -> dict[str, str]:

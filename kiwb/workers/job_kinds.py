@@ -101,8 +101,7 @@ def train(session: JobSession) -> Outcome:
     spec: TrainSpec = session.job.spec
     config = with_kind_defaults(session.config())
     config = dataclasses.replace(config, training=dataclasses.replace(
-        config.training, **spec.overrides("student", "epochs", "min_steps", "device",
-                                         "feature_weight")))
+        config.training, **spec.training_overrides()))
     problem = tracker_problem(config.training.report_to, str(config.file))
     if problem:  # kiwb.toml changed since the job was recorded: refused before training
         raise ConfigError(problem)

@@ -16,7 +16,7 @@ from kiwb.core.choices import (
 )
 from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, kind_named
-from kiwb.project import integration_form
+from kiwb.project import setting_form
 from kiwb.project.config import ProjectConfig
 from kiwb.project.config_checks import checked_setting
 from kiwb.project.config_schema import ScoringConfig
@@ -209,14 +209,11 @@ class JobsPane(Pane):
         kind = teachers_kind(config)
         methods = (*kind.methods, *(("supervised",) if kind.supervised else ()))
         fields = [
-            *integration_fields(integration_form.TRAIN_FORM, integration, methods,
+            *setting_fields(setting_form.TRAIN_FORM, integration, methods,
                                 self.given_labels),
-            Field("epochs", "epochs", str(training.epochs)),
-            Field("min_steps", "min steps", str(training.min_steps)),
-            Field("student", "student base", training.student or "", placeholder="folder or hub id"),
+            *setting_fields(setting_form.TRAINING_FORM, training, methods),
             Field("init_from_merge", "start from", "",
                   placeholder="optional: a merge run (m) in place of the base"),
-            Field("device", "device", training.device),
             Field("devices", "several devices", "",
                   placeholder="optional: cuda:0,cuda:1 or all (data-parallel)"),
             Field("run", "run name", "", placeholder="default: from the method"),
@@ -225,17 +222,18 @@ class JobsPane(Pane):
         root = self.root
 
         def start(values: dict) -> int:
-            chosen = integration_form.form_overrides(integration, integration_form.TRAIN_FORM,
-                                                     values, "the train form")
-            epochs, min_steps = _number(values["epochs"], "epochs"), _steps(values["min_steps"])
-            student = values["student"] and config_edit.typed_path(config, values["student"])
-            if not student:
+            if not values["student"].strip():
                 raise ConfigError("name the student's base checkpoint: a folder or a hub id like "
                                   "google-bert/bert-base-uncased")
+            chosen = setting_form.form_overrides(integration, setting_form.TRAIN_FORM,
+                                                 values, "the train form")
+            trained = setting_form.form_overrides(training, setting_form.TRAINING_FORM,
+                                                  values, "the train form")
+            if "student" in trained:  # a folder as the project reads it
+                trained["student"] = config_edit.typed_path(config, trained["student"])
             spec = TrainSpec(
-                run=values["run"] or None, **chosen, student=student or None, epochs=epochs,
-                min_steps=min_steps if min_steps != training.min_steps else None,
-                device=values["device"] or None, devices=_devices(values["devices"]),
+                run=values["run"] or None, **chosen, **trained,
+                devices=_devices(values["devices"]),
                 init_from_merge=values["init_from_merge"].strip() or None,
                 resume=values["resume"])
             spec.check_routing(config)
@@ -280,14 +278,14 @@ class JobsPane(Pane):
             return
         config = with_kind_defaults(config)
         integration = config.integration
-        fields = integration_fields(integration_form.INTEGRATE_FORM, integration,
+        fields = setting_fields(setting_form.INTEGRATE_FORM, integration,
                                     teachers_kind(config).methods, self.given_labels)
 
         root = self.root
 
         def start(values: dict) -> int:
-            spec = IntegrateSpec(**integration_form.form_overrides(
-                integration, integration_form.INTEGRATE_FORM, values, "the integrate form"))
+            spec = IntegrateSpec(**setting_form.form_overrides(
+                integration, setting_form.INTEGRATE_FORM, values, "the integrate form"))
             spec.check_routing(config)
             return launcher.launch(root, spec)
 
@@ -312,17 +310,17 @@ class JobsPane(Pane):
             self.request_refresh()
 
 
-def integration_fields(shown: tuple[integration_form.FormSetting, ...], integration,
+def setting_fields(shown: tuple[setting_form.FormSetting, ...], section,
                        methods: tuple[str, ...], given_labels: int = 0) -> list[Field]:
-    """A form's fields for [integration] settings, from their declaration: each starts at the
-    project's value; the methods offered are the teachers' kind's; the given labels' line
-    says how many there are."""
-    def describe(setting: integration_form.FormSetting) -> str:
+    """A form's fields for kiwb.toml settings, from their declaration: each starts at the
+    project's value in `section` (its table); the methods offered are the teachers' kind's;
+    the given labels' line says how many there are."""
+    def describe(setting: setting_form.FormSetting) -> str:
         if setting.name == "labels":  # the given labels
             return f"{setting.describe}: {given_labels:,} given"
         return setting.describe
 
-    return [Field(setting.name, setting.label, setting.shown(integration), describe(setting),
+    return [Field(setting.name, setting.label, setting.shown(section), describe(setting),
                   choices=methods if setting.name == "method" else setting.choices(),
                   flag=setting.flag)
             for setting in shown]
@@ -428,13 +426,6 @@ def _devices(value: str) -> str | None:
 def _whole(value: str, name: str) -> int:
     if not value.strip().isdigit() or int(value) < 1:
         raise ConfigError(f"{name} must be a whole number of 1 or more, got {value!r}")
-    return int(value)
-
-
-def _steps(value: str) -> int:
-    """The form's minimum number of steps: a whole number, 0 for exactly the epochs."""
-    if not value.strip().isdigit():
-        raise ConfigError(f"min steps must be a whole number (0: train exactly the epochs), got {value!r}")
     return int(value)
 
 
