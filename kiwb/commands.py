@@ -174,9 +174,9 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     spec = IntegrateSpec.from_args(args)
     config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
     store.close()
-    from kiwb.project.teacher_kinds import with_kind_defaults
+    from kiwb.project.teacher_kinds import load_project
 
-    spec.check_routing(with_kind_defaults(config))
+    spec.check_routing(load_project(args.project, config=config).config)
     if args.json and not (args.foreground or args.detach):
         args.foreground = True  # the job's log goes to stderr, the JSON alone to stdout
     job_id, code = start_job(args, spec)
@@ -208,13 +208,14 @@ def cmd_train(args: argparse.Namespace) -> int:
     if (served := serve_other_rank(args, spec, "kiwb.workers.train_ranks",
                                    "run_train_follower")) is not None:
         return served
-    from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+    from kiwb.project.teacher_kinds import load_project
 
     config, store = open_project(args.project)
     store.close()
-    config = with_kind_defaults(config)
-    spec.check_routing(config)  # refused here, before a job is started for it
-    return run_or_launch(args, spec.named(config.integration, default_routing(config)))
+    project = load_project(args.project, config=config)
+    spec.check_routing(project.config)  # refused here, before a job is started for it
+    return run_or_launch(args, spec.named(project.config.integration,
+                                          project.kind.default_routing))
 
 
 def cmd_labels(args: argparse.Namespace) -> int:
@@ -386,7 +387,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import sys
 
     from kiwb.console import stdout
-    from kiwb.kinds import run_seam
+    from kiwb.kinds import kind_named, run_seam
     from kiwb.workers.predict import folder_kind, resolve_model_folder
 
     texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
@@ -394,7 +395,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
     try:
-        lines = run_seam(folder_kind(folder), "predict", folder, texts, args.top)
+        lines = run_seam(kind_named(folder_kind(folder)), "predict", folder, texts, args.top)
     except KiwbError:
         raise
     except Exception as error:  # transformers and safetensors raise many kinds for a bad folder
@@ -489,21 +490,22 @@ def _check_teacher_destination(out, force: bool) -> None:
 def cmd_evaluate(args: argparse.Namespace) -> int:
     quiet_libraries()
     from kiwb.console import stdout
-    from kiwb.project.config import load_config
+    from kiwb.project.teacher_kinds import load_project
     from kiwb.report import evaluation_table
     from kiwb.workers.evaluate import evaluate_checkpoint
     from kiwb.workers.export import choose_checkpoint
-    from kiwb.workers.project_inputs import load_dataset_role, project_kind
+    from kiwb.workers.project_inputs import load_dataset_role
     from kiwb.workers.runtime import prepare_device, resolve_device
 
-    config = load_config(args.project)
+    project = load_project(args.project)
+    config = project.config
     if args.data is not None:  # read as the kind reads its eval set, with --data's columns
         from kiwb.kinds import run_seam
         from kiwb.project.config import DatasetConfig
 
         spec = config.data.eval
         pairs = spec.pair_column if spec else None  # an embedding project's retrieval probe
-        table = run_seam(project_kind(config), "load_table", str(args.data), DatasetConfig(
+        table = run_seam(project.kind, "load_table", str(args.data), DatasetConfig(
             path=str(args.data), text_column=args.text_column, split=args.split,
             subset=args.subset,
             label_column=args.label_column or (spec and spec.label_column) or (
@@ -513,7 +515,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             tags_column=args.tags_column or (spec and spec.tags_column) or None,
             tasks=spec.tasks if spec else None, pair_column=pairs), "evaluate", config)
     else:
-        table = load_dataset_role(config, "eval")
+        table = load_dataset_role(config, "eval", project.kind)
         if table is None:
             raise KiwbError(f"{config.file}: no [data.eval]; pass --data FILE with a label column")
     checkpoint = choose_checkpoint(config.root, args.run, args.checkpoint)

@@ -132,8 +132,8 @@ def import_labels(args: argparse.Namespace) -> int:
             raise KiwbError(f"{args.file} holds no labels (no line with a text and a label); "
                             "nothing changed" + (f": --replace would have forgotten the {given:,} "
                                                  "labels given" if args.replace and given else ""))
-        kind = project_kind(config)
-        checked = "check_labels" in kind_named(kind).seams
+        kind = kind_named(project_kind(config))
+        checked = "check_labels" in kind.seams
         if checked:  # refused before anything is written; then each one matches a text
             run_seam(kind, "check_labels", args.file, decisions, config)
         # the labels before are kept in the history either way (kiwb labels history, restore)

@@ -33,7 +33,7 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
     if "report_tables" in kind_named(summary.teachers_kind).seams:  # a kind with tables of its own
-        return run_seam(summary.teachers_kind, "report_tables", integration)
+        return run_seam(kind_named(summary.teachers_kind), "report_tables", integration)
     routing = summary.routing
     routing_name = (routing.name if routing is not None
                     else kind_named(summary.teachers_kind).routing_unrecorded)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from kiwb.kinds import KINDS, run_seam
+from kiwb.kinds import KINDS, SEQUENCE, run_seam
 from kiwb.kinds.seams import SEAMS
 
 
@@ -42,9 +42,9 @@ def test_a_seams_function_takes_the_seams_parameters(kind, seam):
 
 def test_an_unknown_seam_is_a_callers_error_named_with_the_known_ones():
     with pytest.raises(ValueError, match="no seam 'evaluat'; the seams are score_shard, "):
-        run_seam("sequence", "evaluat")
+        run_seam(SEQUENCE, "evaluat")
     with pytest.raises(ValueError, match="the sequence kind provides no 'export'"):
-        run_seam("sequence", "export")
+        run_seam(SEQUENCE, "export")
 
 
 # The modules every kind shares: the CLI, the core math, the project, the workers, the

@@ -53,10 +53,10 @@ def test_ants_transfer_is_declared_for_multi_label_teachers_and_refused_by_the_o
     config = ProjectConfig(root=tmp_path, file=tmp_path / "kiwb.toml", name="p")
     method = kind_named(kind).methods[0]
     if kind == "multi-label":
-        check_method(config, kind, method, settings={**DEFAULTS, "transfer": True})
+        check_method(config, kind_named(kind), method, settings={**DEFAULTS, "transfer": True})
         return
     with pytest.raises(ConfigError) as refused:
-        check_method(config, kind, method, settings={**DEFAULTS, "transfer": True})
+        check_method(config, kind_named(kind), method, settings={**DEFAULTS, "transfer": True})
     assert str(refused.value) == (
         f"{config.file}: [integration] transfer = true does not apply to {kind_named(kind).title} "
         "teachers: it applies to multi-label text classification teachers only; leave it at its "

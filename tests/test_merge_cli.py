@@ -15,6 +15,7 @@ from tiny import build_teacher, make_texts, write_jsonl
 from tiny_merge import build_merge_family
 
 from kiwb.core.choices import MERGE_SCALE_GRID, TIES_TOP_K_GRID
+from kiwb.kinds import SEQUENCE, TOKEN
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.run_folder import read_best
 
@@ -244,11 +245,11 @@ def test_the_merged_config_keeps_no_thresholds_of_teacher_0_and_iob1_taggers_are
     config["label_thresholds"] = {"sports": 0.3, "politics": 0.7}
     (exported / "config.json").write_text(json.dumps(config))
     teachers = [inspect_teacher("a", str(exported)), inspect_teacher("b", str(folders["b"]))]
-    inputs = load_merge_inputs(teachers, "sequence", None, needs_base=False)
+    inputs = load_merge_inputs(teachers, SEQUENCE, None, needs_base=False)
     model = merged_model(inputs, merged_backbone(inputs, "average", None, None))
     assert getattr(model.config, "label_thresholds", None) is None
     assert model.config.id2label == {0: "sports", 1: "politics", 2: "music", 3: "cooking"}
     tagger = TeacherInfo("t", exported, ("O", "I-PER"), "BertForTokenClassification", "bert",
                          False, "token", ("PER",), "iob1")
     with pytest.raises(TeacherError, match="tags in the iob1 scheme"):
-        load_merge_inputs([tagger, tagger], "token", None, needs_base=False)
+        load_merge_inputs([tagger, tagger], TOKEN, None, needs_base=False)

@@ -13,6 +13,7 @@ from typing import ClassVar
 import pytest
 
 from kiwb.errors import ConfigError
+from kiwb.kinds import MULTI_LABEL, SEQUENCE, TOKEN
 from kiwb.project.config_schema import IntegrationConfig, ProjectConfig, TrainingConfig, _setting
 from kiwb.project.job_specs import TrainSpec, default_run_name, job_options
 from kiwb.project.records import IntegrationSettings
@@ -98,12 +99,12 @@ def test_a_setting_declared_once_is_in_the_record_and_off_reads_as_before():
 def test_a_setting_declared_for_some_kinds_is_refused_by_the_others_in_one_line(tmp_path):
     config = ProjectConfig(root=tmp_path, file=tmp_path / "kiwb.toml", name="p")
     on = {"smoothing": 0.1}
-    check_method(config, "sequence", "muki-hard", "rank", on, declared=WithSmoothing)
-    check_method(config, "multi-label", "ant", "confidence", {"smoothing": 0.0},
+    check_method(config, SEQUENCE, "muki-hard", "rank", on, declared=WithSmoothing)
+    check_method(config, MULTI_LABEL, "ant", "confidence", {"smoothing": 0.0},
                  declared=WithSmoothing)  # at its default: nothing to refuse
-    check_method(config, "multi-label", "supervised", None, on, declared=WithSmoothing)
+    check_method(config, MULTI_LABEL, "supervised", None, on, declared=WithSmoothing)
     with pytest.raises(ConfigError) as refused:
-        check_method(config, "multi-label", "ant", "confidence", on, declared=WithSmoothing)
+        check_method(config, MULTI_LABEL, "ant", "confidence", on, declared=WithSmoothing)
     assert str(refused.value) == (
         f"{tmp_path / 'kiwb.toml'}: [integration] smoothing = 0.1 does not apply to multi-label "
         "text classification teachers: it applies to single-label text classification teachers "
@@ -162,9 +163,9 @@ def test_a_training_setting_declared_once_is_on_the_train_form_and_refused_by_ot
     assert answers["max_grad_norm"] == "1.0" and answers["student"] == "base"
     assert form_overrides(WithClipping(student="base"), form, {**answers, "max_grad_norm": "0.5"},
                           "the train form") == {"max_grad_norm": 0.5}
-    check_training_overrides("sequence", {"max_grad_norm": 0.5}, declared=WithClipping)
+    check_training_overrides(SEQUENCE, {"max_grad_norm": 0.5}, declared=WithClipping)
     with pytest.raises(ConfigError) as refused:
-        check_training_overrides("token", {"max_grad_norm": 0.5}, declared=WithClipping)
+        check_training_overrides(TOKEN, {"max_grad_norm": 0.5}, declared=WithClipping)
     assert str(refused.value) == (
         "--max-grad-norm does not apply to token classification (named entities) teachers: it "
         "applies to single-label text classification teachers only; leave it out")

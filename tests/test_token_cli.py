@@ -23,7 +23,7 @@ from tiny_ner import (
 from kiwb.project.config import load_config
 from kiwb.project.job_specs import TrainSpec
 from kiwb.project.run_folder import read_best
-from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+from kiwb.project.teacher_kinds import load_project
 from kiwb.tui.labeling import integrate_with_labels, train_with_labels
 
 pytestmark = pytest.mark.slow
@@ -117,13 +117,13 @@ def test_a_token_project_routes_by_confidence_unless_kiwb_toml_names_a_routing(t
     assert integration["routing"]["name"] == "confidence"  # the fixture's kiwb.toml names none
     config = load_config(project)
     assert config.integration.routing == "auto"
-    assert with_kind_defaults(config).integration.routing == "confidence"
+    assert load_project(project).config.integration.routing == "confidence"
     # The run a plain `kiwb train` names leaves the kind's default routing out of the name,
     # and the Conflicts pane's r and t fit the kind's labels routing, not stacked (refused here).
-    assert TrainSpec().named(with_kind_defaults(config).integration,
-                             default_routing(config)).run == "muki-hard"
-    assert integrate_with_labels(config).routing == "confidence"
-    assert train_with_labels(config, lambda run: False).routing == "confidence"
+    loaded = load_project(project)
+    assert TrainSpec().named(loaded.config.integration, loaded.kind.default_routing).run == "muki-hard"
+    assert integrate_with_labels(loaded).routing == "confidence"
+    assert train_with_labels(loaded, lambda run: False).routing == "confidence"
 
     named = shutil.copytree(project, tmp_path / "named")
     write_ner_project(named, trained_root(project), extra='[integration]\nrouting = "rank"')

@@ -37,14 +37,16 @@ def _events(project: Path, run: str, kind: str) -> list[dict]:
 def _trainer(store: Store, project: Path, run: str, method: str = "muki-hard", resume: bool = False,
              ablation: dict | None = None, **overrides):
     """A set-up Trainer of `run` in this process, writing to `store`."""
-    from kiwb.project.config import load_config
     from kiwb.project.records import IntegrationSettings
+    from kiwb.project.teacher_kinds import load_project
     from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
 
-    config = with_training_overrides(load_config(project), **overrides)
-    integration = IntegrationSettings.from_config(config, method=method, **(ablation or {}))
+    loaded = load_project(project)
+    config = with_training_overrides(loaded.config, **overrides)
+    integration = IntegrationSettings.from_project(loaded, method=method, **(ablation or {}))
     request = TrainRequest(run=run, settings=integration, resume=resume)
-    trainer = Trainer(config, store, request, prepare(config, store, request), torch.device("cpu"))
+    trainer = Trainer(config, store, request, prepare(config, store, request, loaded.kind),
+                      torch.device("cpu"))
     trainer.setup()
     return trainer
 

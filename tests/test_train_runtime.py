@@ -89,16 +89,17 @@ def project(tmp_path_factory, scored_project, still_student) -> Path:
 def train(project: Path, run: str, student: Path, fail_over: int | None = None, **overrides):
     """Train `run` in this process for one epoch (10 steps of 16); returns the trainer and
     the progress it reported."""
-    from kiwb.project.config import load_config
     from kiwb.project.records import IntegrationSettings
+    from kiwb.project.teacher_kinds import load_project
     from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
 
-    config = with_training_overrides(load_config(project), student=str(student), epochs=1.0,
+    loaded = load_project(project)
+    config = with_training_overrides(loaded.config, student=str(student), epochs=1.0,
                                      **overrides)
-    request = TrainRequest(run=run, settings=IntegrationSettings.from_config(config, method="muki-hard"))
+    request = TrainRequest(run=run, settings=IntegrationSettings.from_project(loaded, method="muki-hard"))
     reported: list[int] = []
     with Store(ProjectPaths(project).store) as store:
-        trainer = Trainer(config, store, request, prepare(config, store, request), CPU)
+        trainer = Trainer(config, store, request, prepare(config, store, request, loaded.kind), CPU)
         trainer.setup()
         if fail_over is not None:
             fail_above(trainer.model, fail_over)

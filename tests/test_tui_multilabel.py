@@ -115,10 +115,10 @@ async def test_the_train_form_and_the_cli_name_a_run_alike(integrated, tmp_path)
 
     from textual.widgets import Select
 
-    from kiwb.project.config import load_config
     from kiwb.project.job_specs import spec_of
     from kiwb.project.records import IntegrationSettings
     from kiwb.project.store import Store
+    from kiwb.project.teacher_kinds import load_project
     from kiwb.tui.launcher import cancel
 
     jobs = {}
@@ -144,7 +144,7 @@ async def test_the_train_form_and_the_cli_name_a_run_alike(integrated, tmp_path)
         for _ in range(2):  # no need to train it: a second cancel ends it at once
             cancel(project, job.id)
         spec = spec_of(job.kind, job.settings, job.run)
-        jobs[way] = (job.run, IntegrationSettings.from_config(
-            load_config(project / "kiwb.toml"), **spec.integration_overrides()).pinned())
+        jobs[way] = (job.run, IntegrationSettings.from_project(
+            load_project(project / "kiwb.toml"), **spec.integration_overrides()).pinned())
     assert jobs["cli"][0] == "ant-transfer"
     assert jobs["workbench"] == jobs["cli"]

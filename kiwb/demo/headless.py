@@ -17,12 +17,11 @@ from kiwb.console import FittedTable, console
 from kiwb.demo.marks import CHECK_CAPTION, check_cell
 from kiwb.demo.recipe import EXPORTED, STUDENTS, TEACHERS
 from kiwb.errors import KiwbError
-from kiwb.project.config import load_config
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, JobSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationRecord
 from kiwb.project.store import Store
-from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+from kiwb.project.teacher_kinds import load_project
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.evaluate import evaluate_checkpoint
 from kiwb.workers.export import choose_checkpoint
@@ -35,7 +34,8 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
                  exported_run: str = EXPORTED) -> dict:
     """Score, integrate, train every method (`students`: name -> integration settings),
     evaluate and export the `exported_run` student; return the figures."""
-    config = with_kind_defaults(load_config(root))
+    project = load_project(root)
+    config = project.config
     paths = ProjectPaths(config.root)
     paths.make_layout()
     with Store(paths.store) as store:
@@ -44,11 +44,11 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
         summary = IntegrationRecord.from_dict(store.integration(integration)).summary
         references = summary.eval
         runs = {name: train(store, TrainSpec(**overrides).named(
-            config.integration, default_routing(config)))
+            config.integration, project.kind.default_routing))
                 for name, overrides in students.items()}
         exported = paths.exports / runs[exported_run]
         run_step(store, ExportSpec(run=runs[exported_run], destination=str(exported), force=True))
-    evaluation = load_dataset_role(config, "eval")
+    evaluation = load_dataset_role(config, "eval", project.kind)
     device = resolve_device(config.training.device)
     figures = {}
     for name, run in runs.items():

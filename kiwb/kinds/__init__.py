@@ -96,17 +96,17 @@ def common_kind(kinds: Mapping[str, str]) -> str:
     return found[0] if found else DEFAULT_KIND
 
 
-def run_seam(kind: str | None, seam: str, *args, **kwargs):
-    """Call the function a kind names for one of the shared jobs' seams (kiwb/kinds/seams.py
-    lists them); imported on first use, so describing a kind never loads torch."""
+def run_seam(kind: TeacherKind, seam: str, *args, **kwargs):
+    """Call the function `kind` names for one of the shared jobs' seams (kiwb/kinds/seams.py
+    lists them); imported on first use, so describing a kind never loads torch. The caller
+    passes the kind it holds (a job's LoadedProject.kind, or kind_named of a stored record's)."""
     import importlib
 
     from kiwb.kinds.seams import SEAMS
 
     if seam not in SEAMS:  # a caller's typo, not a kind's gap
         raise ValueError(f"no seam {seam!r}; the seams are {', '.join(SEAMS)}")
-    described = kind_named(kind)
-    if seam not in described.seams:
-        raise ValueError(f"the {described.name} kind provides no {seam!r}")
-    module, function = described.seams[seam].split(":")
+    if seam not in kind.seams:
+        raise ValueError(f"the {kind.name} kind provides no {seam!r}")
+    module, function = kind.seams[seam].split(":")
     return getattr(importlib.import_module(module), function)(*args, **kwargs)

@@ -6,14 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from kiwb.errors import ConfigError
-from kiwb.kinds import kind_named
-from kiwb.project.config import ProjectConfig, load_config
 from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
 from kiwb.project.teacher_kinds import (
+    LoadedProject,
     check_method,
     check_training_overrides,
-    project_kind,
-    with_kind_defaults,
+    load_project,
 )
 
 
@@ -27,19 +25,19 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
     if isinstance(spec, MergeSpec):
         from kiwb.project.merge_check import check_mergeable
 
-        config = load_config(config_file)
-        check_mergeable(config, spec, project_kind(config))
+        project = load_project(config_file)
+        check_mergeable(project.config, spec, project.kind)
         return
     if not isinstance(spec, (IntegrateSpec, TrainSpec)):
         return
     try:
-        config = load_config(config_file)
-        kind = project_kind(config)
+        project = load_project(config_file)
     except ConfigError:
         return
-    routing = getattr(spec, "routing", None) or config.integration.routing
-    check_method(config, kind, spec.method or kind_named(kind).configured_method(config),
-                 routing=routing, settings=spec.resolved(config.integration))
+    config, kind = project.config, project.kind
+    check_method(config, kind, spec.method or config.integration.method,
+                 routing=spec.routing or config.integration.routing,
+                 settings=spec.resolved(config.integration))
     check_training_overrides(kind, spec.training_overrides())
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
@@ -52,10 +50,10 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
         if problem:
             raise ConfigError(problem)
         if spec.resume and spec.run:
-            check_resume_settings(config, spec)
+            check_resume_settings(project, spec)
 
 
-def check_resume_settings(config: ProjectConfig, spec: TrainSpec) -> None:
+def check_resume_settings(project: LoadedProject, spec: TrainSpec) -> None:
     """A resume with other settings than the run started with, refused before its job is
     recorded (a detached one would fail only once running): the settings known now, compared
     as the worker compares them (kiwb.project.resume_checks)."""
@@ -65,12 +63,11 @@ def check_resume_settings(config: ProjectConfig, spec: TrainSpec) -> None:
     from kiwb.project.records import IntegrationSettings
     from kiwb.project.resume_checks import check_resumable, read_manifest
 
-    run_dir = ProjectPaths(config.root).run_dir(spec.run)
+    run_dir = ProjectPaths(project.config.root).run_dir(spec.run)
     if read_manifest(run_dir) is None:  # nothing to resume yet: the job starts it afresh
         return
-    config = with_kind_defaults(config)
-    training = dataclasses.replace(config.training, **spec.training_overrides())
-    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
+    training = dataclasses.replace(project.config.training, **spec.training_overrides())
+    settings = IntegrationSettings.from_project(project, **spec.integration_overrides())
     check_resumable(run_dir, {"method": settings.pinned(), "training": training.manifest(),
                               "student": training.student, "init_from_merge": spec.init_from_merge},
                     keys=("method", "training", "student"))

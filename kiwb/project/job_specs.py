@@ -202,7 +202,7 @@ class _MethodOptions(JobSpec):
     def check_routing(self, config) -> None:
         """Refuse, in one line and before a job starts for it, a routing the project cannot
         use (kiwb.project.config_checks.check_routing); `config` has its "auto" settings
-        resolved (kiwb.project.teacher_kinds.with_kind_defaults). The CLI and the workbench's
+        resolved (kiwb.project.teacher_kinds.load_project). The CLI and the workbench's
         forms both ask here. A supervised run routes nothing, so it is never refused."""
         from kiwb.project.config_checks import check_routing
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 
 from kiwb.errors import ConfigError
-from kiwb.kinds import kind_named
+from kiwb.kinds import TeacherKind
 from kiwb.project.config import teacher_model_configs
 from kiwb.project.paths import ProjectPaths
 from kiwb.shell import command
@@ -21,10 +21,10 @@ SHAPE_KEYS = ("model_type", "vocab_size", "hidden_size", "dim", "d_model", "num_
               "max_position_embeddings", "type_vocab_size", "embedding_size")
 
 
-def check_mergeable(config, spec, kind: str) -> None:
-    """One line naming the first reason these teachers (of `kind`, kiwb.kinds) cannot be
-    merged as `spec` asks."""
-    refusal = kind_named(kind).merge_refusal
+def check_mergeable(config, spec, kind: TeacherKind) -> None:
+    """One line naming the first reason these teachers (of `kind`) cannot be merged as `spec`
+    asks."""
+    refusal = kind.merge_refusal
     if refusal:
         raise ConfigError(f"{config.file}: {refusal}")
     if len(config.teachers) < 2:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kiwb.core.choices import (
     AUTO_ROUTING,
@@ -35,7 +35,9 @@ from kiwb.project.setting_knobs import (
     shown_settings,
     stored_only_when_on,
 )
-from kiwb.project.teacher_kinds import default_routing, with_kind_defaults
+
+if TYPE_CHECKING:  # records are read where no project is (the workbench reads stored ones)
+    from kiwb.project.teacher_kinds import LoadedProject
 
 _OPTIONAL = "optional"  # metadata: a key a record may lack; None is written by leaving it out
 _RECORD = "record"      # metadata: the value is a record (a class with from_dict/to_dict)
@@ -149,16 +151,16 @@ class IntegrationSettings(Record, IntegrationConfig):
         return values
 
     @classmethod
-    def from_config(cls, config: ProjectConfig, **overrides) -> IntegrationSettings:
+    def from_project(cls, project: LoadedProject, **overrides) -> IntegrationSettings:
         """The project's [integration] settings with the given (not None) overrides, checked;
         "auto" settings are the teachers' kind's."""
-        section = with_kind_defaults(config).integration
+        section = project.config.integration
         values = {each.name: getattr(section, each.name) for each in fields(cls)}
         values.update({k: v for k, v in overrides.items() if v is not None})
         if values["routing"] == AUTO_ROUTING:  # --routing auto: the kind's, as kiwb.toml's is
-            values["routing"] = default_routing(config)
+            values["routing"] = project.kind.default_routing
         settings = cls(**values)
-        settings.check(config)
+        settings.check(project.config)
         return settings
 
     @property

@@ -90,7 +90,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       dropout=dropout_line(model_config, config.scoring.dropout))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
     if declared is not None and "checkpoint_facts" in declared.seams:
-        labels, problem = run_seam(declared.name, "checkpoint_facts", model_config, folder,
+        labels, problem = run_seam(declared, "checkpoint_facts", model_config, folder,
                                    teacher)
         return replace(summary, kind=declared.name, labels=labels,
                        architecture=architectures[0] if architectures else summary.architecture,

@@ -10,13 +10,11 @@ from dataclasses import dataclass, replace
 from rich.text import Text
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS
-from kiwb.kinds import kind_named
-from kiwb.project.config import ProjectConfig
 from kiwb.project.instances import ORDERS, Instance
 from kiwb.project.job_specs import IntegrateSpec, TrainSpec
 from kiwb.project.labels import NONE
 from kiwb.project.queries import LabelProgress
-from kiwb.project.teacher_kinds import default_routing, project_kind, with_kind_defaults
+from kiwb.project.teacher_kinds import LoadedProject
 
 NUMBERED = 9  # labels on the number keys; the picker (p) has every label
 ORDER_NAMES = {"margin": "lowest margin first", "useful": "most useful next",
@@ -100,25 +98,25 @@ def header(progress: LabelProgress | None) -> Text:
     return Text.assemble(("Labels: ", "bold"), " · ".join(parts), (f" · {keys}", "dim"))
 
 
-def _labels_routing(config: ProjectConfig) -> str | None:
+def _labels_routing(project: LoadedProject) -> str | None:
     """The routing to fit on the labels: the project's own if it reads labels, else the one
     the teachers' kind fits on labels (None: the project's)."""
-    if config.integration.routing in FEW_LABEL_ROUTINGS:
+    if project.config.integration.routing in FEW_LABEL_ROUTINGS:
         return None
-    return kind_named(project_kind(config)).labels_routing
+    return project.kind.labels_routing
 
 
-def integrate_with_labels(config: ProjectConfig) -> IntegrateSpec:
+def integrate_with_labels(project: LoadedProject) -> IntegrateSpec:
     """The integration the Conflicts pane's r starts."""
-    return IntegrateSpec(labels=True, routing=_labels_routing(config))
+    return IntegrateSpec(labels=True, routing=_labels_routing(project))
 
 
-def train_with_labels(config: ProjectConfig, taken: Callable[[str], bool]) -> TrainSpec:
+def train_with_labels(project: LoadedProject, taken: Callable[[str], bool]) -> TrainSpec:
     """The student run the Conflicts pane's t starts: the settings of r, named by them; a
     name `taken` by an earlier run gets -2, -3, ... so label, train, label more, train again
     keeps every run beside the others."""
-    spec = TrainSpec(labels=True, routing=_labels_routing(config)).named(
-        with_kind_defaults(config).integration, default_routing(config))
+    spec = TrainSpec(labels=True, routing=_labels_routing(project)).named(
+        project.config.integration, project.kind.default_routing)
     return replace(spec, run=free_run_name(spec.run, taken))
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import torch
 
 from kiwb.errors import KiwbError
-from kiwb.kinds import run_seam
+from kiwb.kinds import kind_named, run_seam
 from kiwb.workers.data import TextTable
 from kiwb.workers.runtime import load_classifier
 from kiwb.workers.student import evaluate, tokenize
@@ -19,7 +19,7 @@ def evaluate_checkpoint(checkpoint: Path, table: TextTable, device: torch.device
     headline figure (accuracy, or a tagger's entity F1) under "accuracy"."""
     from kiwb.workers.predict import folder_kind
 
-    return run_seam(folder_kind(checkpoint), "evaluate", checkpoint, table, device, batch_size,
+    return run_seam(kind_named(folder_kind(checkpoint)), "evaluate", checkpoint, table, device, batch_size,
                     max_length)
 
 

@@ -73,7 +73,7 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     progress = ckpt.read_progress(source)
     kind = kind_named(manifest.get("kind"))
     if "export" in kind.seams:  # a kind whose export is more than a classifier folder
-        return run_seam(kind.name, "export", project_root, run, destination, source, manifest,
+        return run_seam(kind, "export", project_root, run, destination, source, manifest,
                         progress)
     model = load_classifier(source, kind=kind.name)
     tokenizer = AutoTokenizer.from_pretrained(source)

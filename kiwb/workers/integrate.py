@@ -6,18 +6,18 @@ from __future__ import annotations
 import dataclasses
 
 from kiwb.kinds import run_seam
-from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.project.teacher_kinds import check_method
+from kiwb.project.teacher_kinds import LoadedProject, check_method
 from kiwb.workers.score import plan_scoring
 
 
-def run_integration(config: ProjectConfig, store: Store,
+def run_integration(project: LoadedProject, store: Store,
                     settings: IntegrationSettings) -> IntegrationRecord:
     """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
     returns the integration as recorded."""
+    config = project.config
     tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
-    check_method(config, tasks[0].teacher.kind, settings.method, settings.routing,
+    check_method(config, project.kind, settings.method, settings.routing,
                  dataclasses.asdict(settings))
-    return run_seam(tasks[0].teacher.kind, "integrate", config, store, settings, tasks)
+    return run_seam(project.kind, "integrate", config, store, settings, tasks)

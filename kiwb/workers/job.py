@@ -54,6 +54,7 @@ class JobSession:
         self._ending = False  # once the work is over, a signal must not cut the recording short
         self._sigterms = 0  # the second SIGTERM (not the heartbeat's view of the store) stops at once
         self._cpu = None  # this job's share of the machine's cores, once it starts working
+        self._project = None  # the project as the job reads it, loaded on first use
 
     def begin(self) -> None:
         """Take the run's lock, then show signs of life and listen for cancellation."""
@@ -82,6 +83,15 @@ class JobSession:
         from kiwb.project.config import load_config
 
         return load_config(self.root)
+
+    def project(self):
+        """The project as this job reads it (kiwb.project.teacher_kinds.LoadedProject): its
+        config and its teachers' kind, worked out once for the job and passed down."""
+        if self._project is None:
+            from kiwb.project.teacher_kinds import load_project
+
+            self._project = load_project(self.root)
+        return self._project
 
     def started(self, device) -> None:
         from kiwb.workers.cpu_share import CpuShare

@@ -14,7 +14,6 @@ from kiwb.errors import ConfigError
 from kiwb.kinds import DEFAULT_KIND, kind_named
 from kiwb.project.job_specs import ExportSpec, IntegrateSpec, ScoreSpec, TrainSpec
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.teacher_kinds import with_kind_defaults
 from kiwb.workers.job import JobSession, Outcome
 from kiwb.workers.quiet import quiet_libraries
 
@@ -62,20 +61,21 @@ def integrate(session: JobSession) -> Outcome:
     from kiwb.workers.integrate import run_integration
 
     spec: IntegrateSpec = session.job.spec
-    config = with_kind_defaults(session.config())
+    project = session.project()
+    config = project.config
     config.require_scoring_inputs()
-    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
+    settings = IntegrationSettings.from_project(project, **spec.integration_overrides())
     session.started(torch.device("cpu"))  # tensor math over stored scores: no GPU needed
-    record = run_integration(config, session.store, settings)
+    record = run_integration(project, session.store, settings)
     summary = record.summary
     wins = ", ".join(f"{teacher} won {count:,}" for teacher, count in summary.wins.items())
     given = summary.gold_labels
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
-    line = kind_named(summary.teachers_kind).integrated_line(summary)
+    line = project.kind.integrated_line(summary)
     routing = summary.routing.name if summary.routing is not None else settings.routing
     console.print(line or (
-        f"Integrated {summary.num_texts:,} {kind_named(summary.teachers_kind).units} "
+        f"Integrated {summary.num_texts:,} {project.kind.units} "
         f"({settings.method}, {routing} routing{labels}): {wins}; "
         f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}"),
         highlight=False, soft_wrap=True)
@@ -99,13 +99,13 @@ def train(session: JobSession) -> Outcome:
     from kiwb.workers.train import TrainRequest
 
     spec: TrainSpec = session.job.spec
-    config = with_kind_defaults(session.config())
-    config = dataclasses.replace(config, training=dataclasses.replace(
-        config.training, **spec.training_overrides()))
+    project = session.project()
+    config = dataclasses.replace(project.config, training=dataclasses.replace(
+        project.config.training, **spec.training_overrides()))
     problem = tracker_problem(config.training.report_to, str(config.file))
     if problem:  # kiwb.toml changed since the job was recorded: refused before training
         raise ConfigError(problem)
-    settings = IntegrationSettings.from_config(config, **spec.integration_overrides())
+    settings = IntegrationSettings.from_project(project, **spec.integration_overrides())
     request = TrainRequest(run=session.job.run, settings=settings, resume=spec.resume,
                            init_from_merge=spec.init_from_merge)
     devices = spec.device_list()

@@ -14,7 +14,7 @@ import torch
 from kiwb.console import console
 from kiwb.core import merging
 from kiwb.errors import TeacherError
-from kiwb.kinds import kind_named
+from kiwb.kinds import TeacherKind, kind_named
 from kiwb.workers.runtime import load_classifier
 from kiwb.workers.teachers import TeacherInfo, load_teacher, resolve_checkpoint
 
@@ -49,13 +49,12 @@ class MergeInputs:
     ties_direction: dict = field(default_factory=dict)  # TIES's, for the last k asked
 
 
-def load_merge_inputs(teachers: list[TeacherInfo], kind: str, base: str | None,
+def load_merge_inputs(teachers: list[TeacherInfo], kind: TeacherKind, base: str | None,
                       needs_base: bool) -> MergeInputs:
     """Load and check the teachers (one architecture, one vocabulary, the same shapes outside
     the head, outputs named as the union's) and, where the rule needs it, the base; every
     refusal is one line naming the first difference."""
-    described = kind_named(kind)
-    union = described.union([info.known for info in teachers])
+    union = kind.union([info.known for info in teachers])
     for info in teachers:
         _check_outputs(info, union)
     first = teachers[0]

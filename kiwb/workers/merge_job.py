@@ -20,13 +20,12 @@ from kiwb.core.choices import (
     TIES_TOP_K_GRID,
 )
 from kiwb.errors import KiwbError
-from kiwb.kinds import kind_named, run_seam
+from kiwb.kinds import TeacherKind, kind_named, run_seam
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import MergeSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import BestCheckpoint, TrainDone, TrainEval, TrainStart
-from kiwb.project.teacher_kinds import project_kind
 from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.job import JobSession, Outcome
@@ -77,9 +76,9 @@ def run_merge(session: JobSession) -> Outcome:
     from kiwb.workers.runtime import resolve_device
 
     spec: MergeSpec = session.job.spec
-    config = session.config()
-    kind = project_kind(config)
-    refusal = kind_named(kind).merge_refusal
+    project = session.project()
+    config, kind = project.config, project.kind
+    refusal = kind.merge_refusal
     if refusal:
         raise KiwbError(f"{config.file}: {refusal}")
     run = session.job.run
@@ -114,7 +113,7 @@ def run_merge(session: JobSession) -> Outcome:
                       "(set [data.eval] with gold labels, or pass --lambda/--top-k)",
                       highlight=False, markup=False, soft_wrap=True)
     results: list[tuple[Candidate, dict | None]] = []
-    headline = kind_named(kind).headline
+    headline = kind.headline
     # named as a staging folder of the run, so a killed merge's is cleared by the next one
     with tempfile.TemporaryDirectory(prefix=f".{run}.", suffix=".tmp",
                                      dir=_scratch_parent(paths)) as scratch, \
@@ -148,7 +147,7 @@ def run_merge(session: JobSession) -> Outcome:
     model = merged_model(inputs, merged_backbone(inputs, spec.method, best.scale, best.top_k))
     record = merge_record(spec, inputs, best, chosen_on, results, time.perf_counter() - started)
     manifest = {
-        "kiwb_version": __version__, "kind": kind,
+        "kiwb_version": __version__, "kind": kind.name,
         "teachers": [{"name": info.name, "hash": _teacher_hash(info, session),
                       "labels": list(info.labels)} for info in teachers],
         "labels": list(inputs.union), "method": {"method": f"merge-{spec.method}"},
@@ -201,11 +200,11 @@ def write_merge_run(run_dir: Path, model, tokenizer, manifest: dict, metrics: di
 
 
 def _record_events(session: JobSession, run: str, method: str, metrics: dict | None,
-                   kind: str) -> None:
+                   kind: TeacherKind) -> None:
     """The run's train.* events, as a trained run's (no steps): its start, its evaluation,
     its end; a run replaced with --force starts over from the start event."""
     events = [TrainStart(step=0, total_steps=0, method=f"merge-{method}")]
-    metric = kind_named(kind).headline if metrics is not None else None
+    metric = kind.headline if metrics is not None else None
     if metrics is not None:
         events.append(TrainEval.from_dict({**eval_event_data(metrics), "metric": metric}))
     events.append(TrainDone(step=0, best=BestCheckpoint(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from kiwb.errors import DataError, TeacherError
-from kiwb.kinds import declared_kind, kind_named, run_seam
+from kiwb.kinds import TeacherKind, declared_kind, kind_named, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable, row_name
@@ -13,19 +13,20 @@ DATASET_ROLES = ("unlabeled", "eval", "labeled")
 
 
 def load_dataset_role(config: ProjectConfig, role: str,
-                      kind: str | None = None) -> TextTable | None:
+                      kind: TeacherKind | None = None) -> TextTable | None:
     """The project's `unlabeled`, `eval` or `labeled` data set, or None when the config has
     none; a token project's (`kind`, read from the teachers when None) comes with its words."""
     spec = getattr(config.data, role)
     if spec is None:
         return None
     path = config.resolve(spec.path, allow_hub_id=False)
-    return run_seam(kind or project_kind(config), "load_table", path, spec, role, config)
+    return run_seam(kind or kind_named(project_kind(config)), "load_table", path, spec, role,
+                    config)
 
 
-def load_datasets(config: ProjectConfig, kind: str | None = None) -> dict[str, TextTable]:
+def load_datasets(config: ProjectConfig, kind: TeacherKind | None = None) -> dict[str, TextTable]:
     """Every data set the config names, by role."""
-    kind = kind or project_kind(config)
+    kind = kind or kind_named(project_kind(config))
     tables = {role: load_dataset_role(config, role, kind) for role in DATASET_ROLES}
     tables = {role: table for role, table in tables.items() if table is not None}
     if "labeled" in tables and "eval" in tables:
@@ -56,7 +57,7 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
     that answer its tasks; embedding: sentence encoders with their pooling)."""
     declared = declared_kind(config)
     if declared is not None:
-        return run_seam(declared.name, "inspect_teachers", config)
+        return run_seam(declared, "inspect_teachers", config)
     found = [
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),

@@ -71,7 +71,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[Score
     teachers = inspect_teachers(config)
     kind = KINDS[teachers[0].kind] if teachers else None
     if kind is not None and "check_data" in kind.seams:  # before any score is drawn
-        run_seam(kind.name, "check_data", config, tables, teachers)
+        run_seam(kind, "check_data", config, tables, teachers)
     scoring = config.scoring
     fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].adaptive_passes]
     if scoring.mc_passes == "auto" and fixed:
@@ -293,7 +293,7 @@ def score_shard(task: ScoreTask, model, tokenizer, rows: range, settings: Scorin
                 device, **options) -> dict[str, np.ndarray]:
     """The score arrays of one shard's texts by the task's teacher, as its kind scores them
     (per text; a token teacher's per word, with each text's word count)."""
-    return run_seam(task.teacher.kind, "score_shard", task, model, tokenizer, rows, settings,
+    return run_seam(KINDS[task.teacher.kind], "score_shard", task, model, tokenizer, rows, settings,
                     device, **options)
 
 

@@ -16,7 +16,7 @@ from kiwb.core.learning_check import LearningCheck, for_method, judged, with_fit
 from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
-from kiwb.kinds import kind_named, run_seam
+from kiwb.kinds import TeacherKind, kind_named, run_seam
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
@@ -60,15 +60,17 @@ class TrainRequest:
     init_from_merge: str | None = None  # a merge run whose weights the student starts from
 
 
-def prepare(config: ProjectConfig, store: Store, request: TrainRequest) -> TrainingData:
-    """Targets and evaluation data for a run, plus the manifest that pins its inputs."""
+def prepare(config: ProjectConfig, store: Store, request: TrainRequest,
+            kind: TeacherKind) -> TrainingData:
+    """Targets and evaluation data for a run, plus the manifest that pins its inputs, as the
+    project's teachers' `kind` (the job's LoadedProject.kind) makes them."""
     if not config.training.student:
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
     tasks = plan_scoring(config, store)
-    check_method(config, tasks[0].teacher.kind, request.settings.method,
-                 request.settings.routing, dataclasses.asdict(request.settings))
-    data = run_seam(tasks[0].teacher.kind, "prepare_training", config, store, request, tasks)
+    check_method(config, kind, request.settings.method, request.settings.routing,
+                 dataclasses.asdict(request.settings))
+    data = run_seam(kind, "prepare_training", config, store, request, tasks)
     # the score sets the targets come from, by teacher: a rescore stops a resume (checkpoints)
     data.manifest["scores"] = {task.teacher.name: task.key for task in tasks
                                if task.dataset == "unlabeled"}

@@ -15,7 +15,8 @@ def train_here(session: JobSession, config, settings, request, device) -> Outcom
     from kiwb.workers.train import Trainer, prepare
 
     session.started(device)
-    trainer = Trainer(config, session.store, request, prepare(config, session.store, request),
+    trainer = Trainer(config, session.store, request,
+                      prepare(config, session.store, request, session.project().kind),
                       device, job_id=session.job.id)
     return run_trainer(session, trainer, request.run, where=str(device))
 

@@ -280,7 +280,8 @@ def train_on_ranks(session, config, settings, request, devices: list[str] | None
                 ranks = TrainRanks(setup, device,
                                    tensor_group(device, config.training.rank_timeout_s), met)
                 trainer = Trainer(config, session.store, request,
-                                  prepare(config, session.store, request), device,
+                                  prepare(config, session.store, request,
+                                          session.project().kind), device,
                                   job_id=session.job.id, ranks=ranks)
                 from kiwb.workers.train_job import run_trainer
 

@@ -33,6 +33,7 @@ from kiwb.project.queries import (
     teacher_views,
 )
 from kiwb.project.records import IntegrationRecord
+from kiwb.project.teacher_kinds import load_project
 from kiwb.tui import launcher
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
@@ -506,7 +507,7 @@ class ConflictsPane(Pane):
         self.leave_labeling("the labels go to an integration")
         config = self._config_with_labels()
         if config is not None:
-            spec, root = integrate_with_labels(config), self.root
+            spec, root = integrate_with_labels(load_project(self.root, config=config)), self.root
             run_in_thread(self, lambda: ActionDone(
                 f"started job {launcher.launch(root, spec)}: integrating with the labels; the "
                 "header shows what they changed when it is done"),
@@ -518,7 +519,8 @@ class ConflictsPane(Pane):
         config = self._config_with_labels()
         if config is not None:
             root = self.root
-            spec = train_with_labels(config, lambda run: ProjectPaths(root).run_dir(run).exists())
+            spec = train_with_labels(load_project(root, config=config),
+                                     lambda run: ProjectPaths(root).run_dir(run).exists())
             run_in_thread(self, lambda: ActionDone(
                 f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),
                 action="starting the training")

@@ -15,7 +15,7 @@ from kiwb.core.choices import (
     MERGE_METHODS,
 )
 from kiwb.errors import ConfigError
-from kiwb.kinds import TeacherKind, kind_named
+from kiwb.kinds import kind_named
 from kiwb.project import setting_form
 from kiwb.project.config import ProjectConfig
 from kiwb.project.config_checks import checked_setting
@@ -31,7 +31,7 @@ from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_ta
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
 from kiwb.project.shards import REPRESENTATION_SUFFIX
-from kiwb.project.teacher_kinds import default_routing, project_kind, with_kind_defaults
+from kiwb.project.teacher_kinds import LoadedProject, load_project
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
@@ -204,13 +204,12 @@ class JobsPane(Pane):
         config = self.require_config()
         if config is None:
             return
-        config = with_kind_defaults(config)  # the routing shown is the one the job would use
+        project = form_project(config)  # the routing shown is the one the job would use
+        config, kind = project.config, project.kind
         integration, training = config.integration, config.training
-        kind = teachers_kind(config)
         methods = (*kind.methods, *(("supervised",) if kind.supervised else ()))
         fields = [
-            *setting_fields(setting_form.TRAIN_FORM, integration, methods,
-                                self.given_labels),
+            *setting_fields(setting_form.TRAIN_FORM, integration, methods, self.given_labels),
             *setting_fields(setting_form.TRAINING_FORM, training, methods),
             Field("init_from_merge", "start from", "",
                   placeholder="optional: a merge run (m) in place of the base"),
@@ -239,7 +238,7 @@ class JobsPane(Pane):
             spec.check_routing(config)
             # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
             # transfer and the rest the form does not show included
-            return launcher.launch(root, spec.named(integration, default_routing(config)))
+            return launcher.launch(root, spec.named(integration, kind.default_routing))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
@@ -276,10 +275,10 @@ class JobsPane(Pane):
         config = self.require_config()
         if config is None:
             return
-        config = with_kind_defaults(config)
-        integration = config.integration
-        fields = setting_fields(setting_form.INTEGRATE_FORM, integration,
-                                    teachers_kind(config).methods, self.given_labels)
+        project = form_project(config)
+        config, integration = project.config, project.config.integration
+        fields = setting_fields(setting_form.INTEGRATE_FORM, integration, project.kind.methods,
+                                self.given_labels)
 
         root = self.root
 
@@ -334,13 +333,15 @@ def auto_note(choice) -> str:
     return f" Routing auto chose {choice.chosen} last time: {choice.short()}."
 
 
-def teachers_kind(config: ProjectConfig) -> TeacherKind:
-    """The kind of the project's teachers (its methods: the forms' choices); the default kind
-    where the teachers cannot be read yet (the job then says what is wrong)."""
+def form_project(config: ProjectConfig) -> LoadedProject:
+    """The project as a job started from a form reads it: its teachers' kind (its methods: the
+    forms' choices) and its "auto" settings made the kind's; of the default kind where the
+    teachers cannot be read yet (the job then says what is wrong)."""
     try:
-        return kind_named(project_kind(config))
+        return load_project(config.root, config=config)
     except ConfigError:
-        return kind_named(None)
+        kind = kind_named(None)
+        return LoadedProject(config.with_defaults_of(kind), kind)
 
 
 def integration_note(summary: IntegrationSummary) -> str:
