@@ -17,7 +17,7 @@ def run_integration(project: LoadedProject, store: Store,
     """Integrate the unlabeled scores with `settings`, as the teachers' kind integrates;
     returns the integration as recorded."""
     config = project.config
-    tasks = plan_scoring(config, store)  # loads the data and checks the teachers once
+    tasks = plan_scoring(config, store, kind=project.kind)  # the data and teachers, read once
     check_method(config, project.kind, settings.method, settings.routing,
                  dataclasses.asdict(settings))
     return run_seam(project.kind, "integrate", config, store, settings, tasks)

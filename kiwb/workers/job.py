@@ -79,11 +79,6 @@ class JobSession:
                 console.print(line, highlight=False, markup=False)
         return self._stop.is_set()
 
-    def config(self):
-        from kiwb.project.config import load_config
-
-        return load_config(self.root)
-
     def project(self):
         """The project as this job reads it (kiwb.project.teacher_kinds.LoadedProject): its
         config and its teachers' kind, worked out once for the job and passed down."""

@@ -26,7 +26,7 @@ def score(session: JobSession) -> Outcome:
     from kiwb.workers.score_job import run_score_job
 
     spec: ScoreSpec = session.job.spec
-    config = session.config()
+    config = session.project().config
     config = dataclasses.replace(config, scoring=dataclasses.replace(
         config.scoring, **spec.overrides("device", "batch_size")))
     devices = spec.device_list()

@@ -11,7 +11,7 @@ import numpy as np
 from kiwb.console import console
 from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError, KiwbError
-from kiwb.kinds import DEFAULT_KIND, KINDS, run_seam
+from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, run_seam
 from kiwb.project.atomic import recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -58,16 +58,18 @@ WORD_FIELDS = ("in_span", "num_words", "windowed_texts")
 ProgressCallback = Callable[[str, int], None]  # (description, texts just finished)
 
 
-def plan_scoring(config: ProjectConfig, store: Store, device=None) -> list[ScoreTask]:
+def plan_scoring(config: ProjectConfig, store: Store, device=None, *,
+                 kind: TeacherKind | None = None) -> list[ScoreTask]:
     """Every score set the project needs, keyed by content (teacher, data, settings) and by
     how the numbers are drawn (see `drawing_key`).
 
     `device`: the one a score job draws on. Readers (integrate, train) pass none and get, of
     each score set, a complete one whatever device drew it, the configured device's first:
     scores made with `kiwb score --device cpu` on a GPU box, or on another machine, serve.
+    `kind`: the teachers' kind, where the job has it (LoadedProject.kind); else read.
     """
     config.require_scoring_inputs()
-    tables = load_datasets(config)
+    tables = load_datasets(config, kind)
     teachers = inspect_teachers(config)
     kind = KINDS[teachers[0].kind] if teachers else None
     if kind is not None and "check_data" in kind.seams:  # before any score is drawn

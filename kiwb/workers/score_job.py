@@ -41,7 +41,7 @@ def run_score_job(session: JobSession, config: ProjectConfig, device, where: str
     _, note = scoring_precision_for(config.scoring.dtype, device)
     if note is not None:  # once, before planning: the precision is part of the score sets' keys
         console.print(note, highlight=False, markup=False, soft_wrap=True)
-    tasks = plan_scoring(config, store, device)
+    tasks = plan_scoring(config, store, device, kind=session.project().kind)
     # Drawn on their own (one forward per text) only where they are asked for: a fresh shard
     # keeps its representation from its own dropout-off forward either way.
     asked = bool(getattr(session.job.spec, "representations", False))

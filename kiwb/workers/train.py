@@ -67,7 +67,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest,
     if not config.training.student:
         raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
                         "(folder or hub id) there or pass --student")
-    tasks = plan_scoring(config, store)
+    tasks = plan_scoring(config, store, kind=kind)
     check_method(config, kind, request.settings.method, request.settings.routing,
                  dataclasses.asdict(request.settings))
     data = run_seam(kind, "prepare_training", config, store, request, tasks)
