@@ -11,7 +11,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from kiwb import __version__
 from kiwb.console import console
 from kiwb.core.choices import (
     DEFAULT_MERGE_SCALE,
@@ -26,6 +25,7 @@ from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import MergeSpec
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import BestCheckpoint, TrainDone, TrainEval, TrainStart
+from kiwb.project.run_manifest import RunManifest
 from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.job import JobSession, Outcome
@@ -146,14 +146,13 @@ def run_merge(session: JobSession) -> Outcome:
                       soft_wrap=True)
     model = merged_model(inputs, merged_backbone(inputs, spec.method, best.scale, best.top_k))
     record = merge_record(spec, inputs, best, chosen_on, results, time.perf_counter() - started)
-    manifest = {
-        "kiwb_version": __version__, "kind": kind.name,
-        "teachers": [{"name": info.name, "hash": _teacher_hash(info, session),
-                      "labels": list(info.labels)} for info in teachers],
-        "labels": list(inputs.union), "method": {"method": f"merge-{spec.method}"},
-        "merge": record, "student": inputs.base_name,
-        "eval_data": evaluation.fingerprint if labeled else None,
-    }
+    manifest = RunManifest(
+        kind=kind.name,
+        teachers=[{"name": info.name, "hash": _teacher_hash(info, session),
+                   "labels": list(info.labels)} for info in teachers],
+        labels=list(inputs.union), method={"method": f"merge-{spec.method}"},
+        student=inputs.base_name, eval_data=evaluation.fingerprint if labeled else None,
+        own={"merge": record}).to_dict()
     write_merge_run(run_dir, model, inputs.tokenizer, manifest, metrics)
     _record_events(session, run, spec.method, metrics, kind)
     console.print(f"Wrote run {run} ({best.text()})"

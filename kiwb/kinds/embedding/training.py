@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import torch
 
-from kiwb import __version__
 from kiwb.errors import KiwbError
 from kiwb.kinds.embedding import EMBEDDING
 from kiwb.kinds.embedding.runtime import encoder_scores, judged_coverage
 from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.score import ScoreTask
@@ -43,23 +43,21 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
     student = EmbeddingStudent(pool.widths, section.pooling, section.direct_weight, eval_labels,
                                eval_partners, config.training.max_length)
     pool_table = by_role["unlabeled"][0].table
-    manifest = {
-        "kiwb_version": __version__, "kind": EMBEDDING.name,
-        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                      "width": t.teacher.width, "pooling": t.teacher.pooling}
-                     for t in by_role["unlabeled"]],
-        "labels": [], "method": settings.pinned(), "data": pool_table.fingerprint,
-        "labeled_data": None, "given_labels": judged["fingerprint"] if judged else None,
-        "embedding": {"pooling": section.pooling, "direct_weight": section.direct_weight,
-                      "min_kept_share": section.min_kept_share,
-                      "min_known_share": section.min_known_share},
-        "eval_data": ({"texts": eval_table.fingerprint,
-                       "labels": texts_fingerprint(eval_table.labels or []),
-                       "partners": texts_fingerprint(eval_table.partners or [])}
-                      if eval_table is not None else None),
-        "student": config.training.student,
-        "training": config.training.manifest(),
-    }
+    manifest = RunManifest(
+        kind=EMBEDDING.name,
+        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                   "width": t.teacher.width, "pooling": t.teacher.pooling}
+                  for t in by_role["unlabeled"]],
+        labels=[], method=settings.pinned(), student=config.training.student,
+        data=pool_table.fingerprint, given_labels=judged["fingerprint"] if judged else None,
+        eval_data=({"texts": eval_table.fingerprint,
+                    "labels": texts_fingerprint(eval_table.labels or []),
+                    "partners": texts_fingerprint(eval_table.partners or [])}
+                   if eval_table is not None else None),
+        training=config.training.manifest(),
+        own={"embedding": {"pooling": section.pooling, "direct_weight": section.direct_weight,
+                           "min_kept_share": section.min_kept_share,
+                           "min_known_share": section.min_known_share}}).to_dict()
     return TrainingData(
         [], pool.texts, targets, torch.ones(len(pool.texts)), None, torch.zeros(0),
         eval_table.texts if eval_table is not None else None, None, None, manifest,

@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import torch
 
-from kiwb import __version__
 from kiwb.errors import KiwbError
+from kiwb.kinds.multilabel import MULTI_LABEL
 from kiwb.kinds.multilabel.check import OWNERS_MEAN
 from kiwb.kinds.multilabel.data import check_known_labels
 from kiwb.kinds.multilabel.losses import prior_log_odds
@@ -17,6 +17,7 @@ from kiwb.kinds.multilabel.student import MultiLabelStudent, multi_hot
 from kiwb.kinds.multilabel.summary import ENSEMBLE, eval_figures
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
@@ -68,16 +69,14 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
             eval_reference = {"accuracy": summary.ensemble_accuracy, "name": OWNERS_MEAN}
             if pool is not None and summary.routing_accuracy is not None:
                 eval_routing = summary.routing_accuracy.to_dict()
-    manifest = {
-        "kiwb_version": __version__, "kind": "multi-label",
-        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                      "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
-        "labels": union, "method": settings.pinned(), "data": pool_table.fingerprint,
-        "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
-        "eval_data": _label_fingerprint(eval_table) if eval_table is not None else None,
-        "student": config.training.student,
-        "training": config.training.manifest(),
-    }
+    manifest = RunManifest(
+        kind=MULTI_LABEL.name,
+        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                   "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        labels=union, method=settings.pinned(), student=config.training.student,
+        data=pool_table.fingerprint, given_labels=pool.fingerprint if pool is not None else None,
+        eval_data=_label_fingerprint(eval_table) if eval_table is not None else None,
+        training=config.training.manifest()).to_dict()
     # Every student output is a label some teacher owns: nothing to mask as a softmax would.
     coverage = torch.ones(len(by_role["unlabeled"]), len(union), dtype=torch.bool)
     return TrainingData(

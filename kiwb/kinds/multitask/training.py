@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import torch
 
-from kiwb import __version__
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.losses import prior_log_odds
+from kiwb.kinds.multitask import MULTI_TASK
 from kiwb.kinds.multitask.data import gold_of
 from kiwb.kinds.multitask.heads import output_name
 from kiwb.kinds.multitask.integrate_job import integrate_tasks
@@ -16,6 +16,7 @@ from kiwb.kinds.multitask.student import MISSING, MultiTaskStudent
 from kiwb.kinds.multitask.teachers import union_heads
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.workers.score import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
@@ -101,22 +102,22 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
             columns = slice(head.start, head.stop)
             head_bias[columns] = prior_log_odds(
                 taught[:, columns], None if weights is None else weights[:, columns])
-    manifest = {
-        "kiwb_version": __version__, "kind": "multi-task",
-        "teachers": [{"name": t.name, "hash": teacher_content_hash(t, store),
-                      "labels": list(t.labels),
-                      "tasks": [[h.task, h.start, h.stop] for h in t.heads]} for t in teachers],
-        "labels": labels, "tasks": [head.to_dict() for head in heads],
-        "method": settings.pinned(), "data": pool_table.fingerprint, "labeled_data": None,
-        "given_labels": texts_fingerprint([str(sorted((name, str(r.fingerprint)) for name, r in
-                                                      integration.tasks.items()))])
+    manifest = RunManifest(
+        kind=MULTI_TASK.name,
+        teachers=[{"name": t.name, "hash": teacher_content_hash(t, store),
+                   "labels": list(t.labels),
+                   "tasks": [[h.task, h.start, h.stop] for h in t.heads]} for t in teachers],
+        labels=labels, method=settings.pinned(), student=config.training.student,
+        data=pool_table.fingerprint,
+        given_labels=texts_fingerprint([str(sorted((name, str(r.fingerprint)) for name, r in
+                                                   integration.tasks.items()))])
         if integration is not None and settings.labels else None,
-        "eval_data": ({"texts": eval_table.fingerprint,
-                       "labels": texts_fingerprint([str(row) for row in eval_ids.tolist()])}
-                      if eval_table is not None else None),
-        "student": config.training.student, "training": config.training.manifest(),
-        "feature_weight": feature_weight,
-    }
+        eval_data=({"texts": eval_table.fingerprint,
+                    "labels": texts_fingerprint([str(row) for row in eval_ids.tolist()])}
+                   if eval_table is not None else None),
+        training=config.training.manifest(),
+        own={"tasks": [head.to_dict() for head in heads],
+             "feature_weight": feature_weight}).to_dict()
     coverage = torch.ones(len(teachers), len(labels), dtype=torch.bool)
     return TrainingData(
         labels, pool_table.texts, targets, weights, label_ids, coverage,

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import torch
 
-from kiwb import __version__
 from kiwb.errors import KiwbError
+from kiwb.kinds.sequence import KIND
 from kiwb.kinds.sequence.integration import (
     TeacherScores,
     class_funnel_of,
@@ -27,6 +27,7 @@ from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_repr
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.records import RoutingAccuracy
+from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.representation_sets import seen_references
@@ -108,28 +109,23 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         check = routing_check(scores, pool, settings, eval_routing and RoutingAccuracy(**eval_routing),
                               len(eval_ids) if eval_ids is not None else 0)
         funnel = class_funnel_of(scores, pool, settings, eval_scores)
-    manifest = {
-        "kiwb_version": __version__,
-        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                      "labels": list(t.teacher.labels)} for t in by_dataset["unlabeled"]],
-        "labels": labels,
-        "method": request.settings.pinned(),
-        "data": unlabeled_table.fingerprint,
-        "labeled_data": labeled_fingerprint,
-        "given_labels": gold.fingerprint if gold is not None else None,
-        "eval_data": eval_fingerprint,
-        "student": config.training.student,
-        "training": config.training.manifest(),
-        "routing_check": check.to_dict() if check is not None else None,
-        "class_funnel": funnel.to_dict() if funnel is not None else None,
-    }
+    own = {"routing_check": check.to_dict() if check is not None else None,
+           "class_funnel": funnel.to_dict() if funnel is not None else None}
     if choice is not None:  # routing = "auto": what it chose, and from what
-        manifest["routing_choice"] = choice.to_dict()
+        own["routing_choice"] = choice.to_dict()
     if reads:  # the representations (and seen texts) decide the routing as the scores do
-        manifest["representations"] = {
+        own["representations"] = {
             "sets": [t.representation.key for t in by_dataset["unlabeled"]], "seen": seen_keys,
             "references": {name: reference_text(router) for name, router
                            in zip(scores.teachers, fitted.routers, strict=True)}}
+    manifest = RunManifest(
+        kind=KIND.name,
+        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                   "labels": list(t.teacher.labels)} for t in by_dataset["unlabeled"]],
+        labels=labels, method=request.settings.pinned(), student=config.training.student,
+        data=unlabeled_table.fingerprint, labeled_data=labeled_fingerprint,
+        given_labels=gold.fingerprint if gold is not None else None, eval_data=eval_fingerprint,
+        training=config.training.manifest(), own=own).to_dict()
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
                         manifest, eval_reference)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from kiwb import __version__
 from kiwb.errors import KiwbError
+from kiwb.kinds.token import KIND
 from kiwb.kinds.token.funnel import token_funnel
 from kiwb.kinds.token.runtime import integrate_token_pool, token_data
 from kiwb.kinds.token.student import TokenStudent
@@ -13,6 +13,7 @@ from kiwb.kinds.token.summary import eval_figures
 from kiwb.kinds.token.targets import union_coverage
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
+from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.score import ScoreTask
@@ -49,20 +50,18 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
     eval_table = by_role["eval"][0].table if by_role["eval"] else None
     student = TokenStudent(data.types, pool_table.words, eval_table.words if eval_table else None,
                            eval_table.tags if eval_table else None, config.training.max_length)
-    manifest = {
-        "kiwb_version": __version__, "kind": "token",
-        "teachers": [{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                      "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
-        "labels": union, "method": settings.pinned(), "data": pool_table.fingerprint,
-        "labeled_data": None, "given_labels": pool.fingerprint if pool is not None else None,
-        "eval_data": ({"texts": eval_table.fingerprint,
-                       "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}
-                      if eval_table is not None else None),
-        "student": config.training.student,
-        "training": config.training.manifest(),
-        "class_funnel": (token_funnel(data, pool, settings, evaluation).to_dict()
-                         if pool is not None else None),
-    }
+    manifest = RunManifest(
+        kind=KIND.name,
+        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
+                   "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        labels=union, method=settings.pinned(), student=config.training.student,
+        data=pool_table.fingerprint, given_labels=pool.fingerprint if pool is not None else None,
+        eval_data=({"texts": eval_table.fingerprint,
+                    "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}
+                   if eval_table is not None else None),
+        training=config.training.manifest(),
+        own={"class_funnel": (token_funnel(data, pool, settings, evaluation).to_dict()
+                              if pool is not None else None)}).to_dict()
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids,
         union_coverage(data.tag_sets, union), eval_table.texts if eval_table else None, None,
