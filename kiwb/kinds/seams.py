@@ -35,8 +35,8 @@ SEAMS: dict[str, Seam] = {seam.name: seam for seam in (
     Seam("integrate", ("config", "store", "settings", "tasks"), "IntegrationRecord",
          "targets, conflicts and figures from the stored scores, recorded in the store"),
     Seam("prepare_training", ("config", "store", "request", "tasks"), "TrainingData",
-         "a run's targets and eval set, and its student (kiwb.workers.student.SequenceStudent "
-         "shows what the Trainer asks of one)"),
+         "a run's targets and eval set, and its student (the Protocol "
+         "kiwb.workers.student_contract.Student says what the Trainer asks of one)"),
     Seam("evaluate", ("checkpoint", "table", "device", "batch_size", "max_length"), "dict",
          'a trained student\'s figures, the headline one under "accuracy"'),
     Seam("predict", ("folder", "texts", "top"), "list[str]",

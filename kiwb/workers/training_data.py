@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import torch
 
 from kiwb.workers.student import SequenceStudent
+from kiwb.workers.student_contract import Student
 
 
 @dataclass
@@ -28,8 +28,8 @@ class TrainingData:
     eval_routing: dict | None
     manifest: dict
     eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
-    # What depends on the kind of student (kiwb.workers.student.SequenceStudent, or the token
-    # kind's): its head, its rows, its loss's inputs and its metrics.
-    student: Any = field(default_factory=SequenceStudent)
+    # What depends on the kind of student (kiwb.workers.student_contract says what): its head,
+    # its rows, its loss's inputs and its metrics; the sequence kind's unless a kind gives one
+    student: Student = field(default_factory=SequenceStudent)
     # The checkpoint the student starts from in place of its base (a merge run's), or None.
     init_from: Path | None = None

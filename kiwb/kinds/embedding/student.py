@@ -200,8 +200,9 @@ class EmbeddingStudent:
     def check_labels(self, data) -> list[str]:
         return []
 
-    def predicted_counts(self, *args, **kwargs) -> list[int]:
-        return []
+    def predicted_counts(self, model, tokenizer, features, batch, device, autocast_dtype,
+                         num_labels: int) -> list[int]:
+        return []  # no classes: nothing to count
 
     def eval_check(self, data, metrics: dict, target_shares: list[float]) -> LearningCheck:
         return LearningCheck(OK)  # no classes to collapse: the probes are the check
