@@ -364,7 +364,8 @@ def confidence_diagnostics(project: Path) -> dict:
 
     from kiwb.project.config import load_config
     from kiwb.project.store import Store
-    from kiwb.workers.score import load_scores, plan_scoring
+    from kiwb.workers.score import plan_scoring
+    from kiwb.workers.stored_scores import load_scores
 
     config = load_config(project)
     found = {}

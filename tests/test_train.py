@@ -39,7 +39,8 @@ def _trainer(store: Store, project: Path, run: str, method: str = "muki-hard", r
     """A set-up Trainer of `run` in this process, writing to `store`."""
     from kiwb.project.records import IntegrationSettings
     from kiwb.project.teacher_kinds import load_project
-    from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
+    from kiwb.workers.train import Trainer, prepare, with_training_overrides
+    from kiwb.workers.training_data import TrainRequest
 
     loaded = load_project(project)
     config = with_training_overrides(loaded.config, **overrides)

@@ -91,7 +91,8 @@ def train(project: Path, run: str, student: Path, fail_over: int | None = None, 
     the progress it reported."""
     from kiwb.project.records import IntegrationSettings
     from kiwb.project.teacher_kinds import load_project
-    from kiwb.workers.train import Trainer, TrainRequest, prepare, with_training_overrides
+    from kiwb.workers.train import Trainer, prepare, with_training_overrides
+    from kiwb.workers.training_data import TrainRequest
 
     loaded = load_project(project)
     config = with_training_overrides(loaded.config, student=str(student), epochs=1.0,

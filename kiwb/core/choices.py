@@ -57,14 +57,15 @@ AUTO_ROUTING = "auto"
 # The ways of making training targets from the teachers' scores (METHOD.md), and the
 # training methods: those plus `supervised` (the eval labels as targets: an upper bound).
 INTEGRATION_METHODS = ("muki-hard", "muki-soft", "vanilla-kd", "uhc")
+SUPERVISED = "supervised"
 # Multi-label teachers decide each label over the teachers that have it (kiwb/kinds/multilabel):
 # ANT's rule, the owners' vote or mean, or MUKI per label. Each kind lists the methods it takes.
 MULTILABEL_METHODS = ("ant", "vote", "mean", "muki-hard", "muki-soft")
 # Multi-task projects (kiwb/kinds/multitask): MUKI per task, or VENUS' mean of the logits.
 MULTITASK_METHODS = ("muki-hard", "muki-soft", "mean")
 KNOWN_METHODS = tuple(dict.fromkeys((*INTEGRATION_METHODS, *MULTILABEL_METHODS)))
-TRAINING_METHODS = (*INTEGRATION_METHODS, "supervised")
-KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, "supervised")
+TRAINING_METHODS = (*INTEGRATION_METHODS, SUPERVISED)
+KNOWN_TRAINING_METHODS = (*KNOWN_METHODS, SUPERVISED)
 
 # Embedding teachers (kiwb/kinds/embedding): how each teacher counts on each pair of texts in
 # SimME's relational loss (the embedding kind's methods), and how an encoder pools its tokens.

@@ -33,7 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, OWN_SCORE_ROUTINGS
+from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, OWN_SCORE_ROUTINGS, SUPERVISED
 
 
 @dataclass(frozen=True)
@@ -220,7 +220,7 @@ class JobBehaviour:
 
     def check_method(self, method: str) -> None:
         """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""
-        if method != "supervised" and method not in self.methods:
+        if method != SUPERVISED and method not in self.methods:
             raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
                              f"choose one of {', '.join(self.methods)} (or supervised)")
 

@@ -19,6 +19,7 @@ from kiwb.core.choices import (
     REMOVED_ROUTINGS,
     REPRESENTATIONS,
     ROUTINGS,
+    SUPERVISED,
 )
 from kiwb.core.training_defaults import DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import ConfigError
@@ -370,7 +371,7 @@ class IntegrationConfig:
                          metavar="NAME"),
                     # named when it is not the teachers' kind's default
                     name_part=lambda value, settings, default: f"-{value}" if (
-                        settings["method"] != "supervised" and value != default) else "",
+                        settings["method"] != SUPERVISED and value != default) else "",
                     form="routing", forms=("train", "integrate")),
     )
     use_mc: bool = _setting(

@@ -19,6 +19,7 @@ from kiwb.core.choices import (
     DEFAULT_MERGE_METHOD,
     DEFAULT_ROUTING,
     MERGE_METHODS,
+    SUPERVISED,
     TRAINING_METHODS,
 )
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
@@ -206,7 +207,7 @@ class _MethodOptions(JobSpec):
         forms both ask here. A supervised run routes nothing, so it is never refused."""
         from kiwb.project.config_checks import check_routing
 
-        if self.method == "supervised":
+        if self.method == SUPERVISED:
             return
         check_routing(config, self.routing or config.integration.routing, labels=self.labels)
 

@@ -18,7 +18,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from kiwb.core.choices import MULTILABEL_METHODS, MULTITASK_METHODS, PAIR_WEIGHTINGS, ROUTINGS
+from kiwb.core.choices import (
+    MULTILABEL_METHODS,
+    MULTITASK_METHODS,
+    PAIR_WEIGHTINGS,
+    ROUTINGS,
+    SUPERVISED,
+)
 
 SHOWN = "shown"  # a settings field's metadata key holding its Shown
 
@@ -128,7 +134,7 @@ def routing_help() -> str:
 
 def unless_supervised(part: Callable[[Any], str]) -> NamePart:
     """A part named for distilled runs only: a supervised run integrates nothing."""
-    return lambda value, settings, _routing: "" if settings["method"] == "supervised" else part(value)
+    return lambda value, settings, _routing: "" if settings["method"] == SUPERVISED else part(value)
 
 
 def for_muki(part: Callable[[Any], str]) -> NamePart:

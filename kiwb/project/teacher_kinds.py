@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from kiwb.core.choices import SUPERVISED
 from kiwb.errors import ConfigError
 from kiwb.kinds import TeacherKind, common_kind, declared_kind, kind_named, kind_of_checkpoint
 from kiwb.project.config import ProjectConfig, load_config, teacher_model_configs
@@ -66,7 +67,7 @@ def check_method(config: ProjectConfig, kind: TeacherKind, method: str,
     try:
         kind.check_method(method)
         kind.check_routing(routing)
-        if settings is not None and method != "supervised":
+        if settings is not None and method != SUPERVISED:
             kind.check_settings(settings, dataclasses.asdict(declared()),
                                 {**kind.unused_settings,
                                  **_declared_for_other_kinds(declared, kind)})

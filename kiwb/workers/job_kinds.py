@@ -96,7 +96,7 @@ def train(session: JobSession) -> Outcome:
     from kiwb.project.tracker_check import tracker_problem
     from kiwb.workers.ranks import launched_rank
     from kiwb.workers.runtime import resolve_device
-    from kiwb.workers.train import TrainRequest
+    from kiwb.workers.training_data import TrainRequest
 
     spec: TrainSpec = session.job.spec
     project = session.project()

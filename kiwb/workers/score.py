@@ -19,7 +19,6 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.shard_files import write_shard_file
 from kiwb.project.store import Store
-from kiwb.shell import command
 from kiwb.workers.dropout_check import check_teacher_dropout
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
 from kiwb.workers.representation import capture_problem
@@ -37,9 +36,7 @@ from kiwb.workers.score_tasks import (
     resolved_strategy,
     scoring_settings,
 )
-from kiwb.workers.shard_checks import checked_shards
 from kiwb.workers.shard_scoring import (
-    SCORE_FIELDS,
     NonFiniteLogits,
     ScoringSettings,
 )
@@ -49,10 +46,6 @@ from kiwb.workers.teachers import load_teacher, teacher_content_hash, teacher_dr
 # are not reused. 2: CPU dropout draws through kiwb.core.sampled_dropout. 3: its bits come
 # from numpy's SFC64 generator.
 SCORE_FORMAT = 3
-# A token teacher's shards also hold, per word, whether it tags the word as an entity, per
-# text its number of words (the other arrays hold one row per word), and per shard how many
-# of its texts were read in windows.
-WORD_FIELDS = ("in_span", "num_words", "windowed_texts")
 
 
 ProgressCallback = Callable[[str, int], None]  # (description, texts just finished)
@@ -319,11 +312,6 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 
-def _per_task(name: str) -> bool:
-    """A multi-task teacher's arrays: each head's "<task>/<array>", and its pooled features."""
-    return "/" in name or name == "features"
-
-
 def _counted(arrays: dict[str, np.ndarray], name: str) -> np.ndarray:
     """The values a shard's histogram counts: every text's, or (a token teacher) those of the
     words in its own entity spans, where what it knows shows; a multi-task teacher's, those of
@@ -333,17 +321,3 @@ def _counted(arrays: dict[str, np.ndarray], name: str) -> np.ndarray:
                                if key.endswith("/" + name)])
     values = arrays[name]
     return values[arrays["in_span"] > 0] if "in_span" in arrays else values
-
-
-def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[str, np.ndarray]:
-    """A finished score set's arrays, concatenated in row order."""
-    done = store.done_shards(task.key)
-    if len(done) != task.num_shards:
-        raise KiwbError(
-            f"scores of teacher {task.teacher.name!r} on the {task.dataset} data are incomplete "
-            f"({len(done)}/{task.num_shards} shards); run: {command('score', config.root)}"
-        )
-    kept = (*SCORE_FIELDS, *WORD_FIELDS, *KINDS[task.teacher.kind].stored_fields, "rows")
-    parts = [{name: values for name, values in arrays.items() if name in kept or _per_task(name)}
-             for arrays in checked_shards(config, store, task)]
-    return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

@@ -7,11 +7,11 @@ import functools
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 
 from kiwb.console import console
+from kiwb.core.choices import SUPERVISED
 from kiwb.core.learning_check import LearningCheck, for_method, judged, with_fit, with_funnel
 from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
@@ -22,7 +22,6 @@ from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
     BestCheckpoint,
     ClassFunnel,
-    IntegrationSettings,
     TrainCheck,
     TrainDone,
     TrainEval,
@@ -38,26 +37,15 @@ from kiwb.workers.dropout_check import recorded_dropout
 from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.trackers import Trackers
-from kiwb.workers.training_data import TrainingData
+from kiwb.workers.training_data import TrainingData, TrainRequest
 from kiwb.workers.training_loop import OptimizerSteps, read_losses
 
-SUPERVISED = "supervised"
 LOG_EVERY = 10
 # Pool texts the student predicts at each evaluation: its fit to their targets, and without an
 # eval set, the learning check on their predicted classes.
 POOL_SAMPLE_TEXTS = 512
 # [training] mixed_precision -> the autocast dtype it asks for.
 AUTOCAST_DTYPES = {"no": "float32", "fp16": "float16", "bf16": "bfloat16"}
-
-
-@dataclass(frozen=True)
-class TrainRequest:
-    """One training run: its name, how targets are made, and whether to continue it."""
-
-    run: str
-    settings: IntegrationSettings
-    resume: bool = False
-    init_from_merge: str | None = None  # a merge run whose weights the student starts from
 
 
 def prepare(config: ProjectConfig, store: Store, request: TrainRequest,

@@ -1,4 +1,6 @@
-"""What a training run learns from, prepared once: the shape every kind of student fills."""
+"""What a training run is asked to do (TrainRequest) and what it learns from, prepared once
+(TrainingData: the shape every kind of student fills). The kinds' prepare_training seams
+read and fill these, so they import nothing of the training loop itself."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from pathlib import Path
 
 import torch
 
+from kiwb.project.records import IntegrationSettings
 from kiwb.workers.student import SequenceStudent
 from kiwb.workers.student_contract import Student
 
@@ -33,3 +36,13 @@ class TrainingData:
     student: Student = field(default_factory=SequenceStudent)
     # The checkpoint the student starts from in place of its base (a merge run's), or None.
     init_from: Path | None = None
+
+
+@dataclass(frozen=True)
+class TrainRequest:
+    """One training run: its name, how targets are made, and whether to continue it."""
+
+    run: str
+    settings: IntegrationSettings
+    resume: bool = False
+    init_from_merge: str | None = None  # a merge run whose weights the student starts from

@@ -19,7 +19,7 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.instances import replace_instances
 from kiwb.project.records import IntegrationRecord, IntegrationSettings, IntegrationSummary
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 

@@ -20,7 +20,8 @@ from kiwb.kinds.embedding import (
 from kiwb.kinds.embedding.stability import reliability
 from kiwb.project.config import ProjectConfig
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask, load_scores
+from kiwb.workers.score_tasks import ScoreTask
+from kiwb.workers.stored_scores import load_scores
 
 
 @dataclass(frozen=True)

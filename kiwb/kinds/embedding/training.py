@@ -15,7 +15,7 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
 

@@ -13,7 +13,7 @@ from kiwb.kinds.multilabel.summary import label_summary, save_conflicts
 from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 
 
 def run_label_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,

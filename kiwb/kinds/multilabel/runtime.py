@@ -30,7 +30,8 @@ from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.shell import command
-from kiwb.workers.score import ScoreTask, load_scores
+from kiwb.workers.score_tasks import ScoreTask
+from kiwb.workers.stored_scores import load_scores
 
 # Owners are compared per (text, label) by their per-label confidence; the calibrated routings
 # estimate which teacher's label set holds a text's one class, which a multi-label text lacks.

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import torch
 
+from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel import MULTI_LABEL
 from kiwb.kinds.multilabel.check import OWNERS_MEAN
@@ -19,11 +20,9 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
-
-SUPERVISED = "supervised"
 
 
 def _gold(table, union: list[str], config: ProjectConfig, role: str) -> torch.Tensor:

@@ -27,7 +27,7 @@ from kiwb.project.records import (
     IntegrationSummary,
 )
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 

@@ -34,7 +34,8 @@ from kiwb.project.config import ProjectConfig, TaskConfig
 from kiwb.project.records import GoldLabelUse, IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.shell import command
-from kiwb.workers.score import ScoreTask, load_scores
+from kiwb.workers.score_tasks import ScoreTask
+from kiwb.workers.stored_scores import load_scores
 
 MEAN = "mean"  # VENUS' consensus
 LABEL_ROUTING = "confidence"  # multi-label tasks compare owners per label (kiwb.kinds.multilabel)

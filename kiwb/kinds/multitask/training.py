@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.losses import prior_log_odds
 from kiwb.kinds.multitask import MULTI_TASK
@@ -18,11 +19,10 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
 
-SUPERVISED = "supervised"
 # The feature loss's weight where kiwb.toml sets none, chosen on the dev splits of the Debian
 # multi-task benchmark's two runs (BENCHMARKS.md, "Multi-task"): the mean of the tasks' dev
 # figures was 62.0 / 64.1 / 64.8 at weights 0 / 0.5 / 2 on an H200 (pool 3,167) and 55.8 /

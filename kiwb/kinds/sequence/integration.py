@@ -49,7 +49,8 @@ from kiwb.workers.rare_classes import (
     weigh_classes,
 )
 from kiwb.workers.representation_sets import load_representation, seen_references
-from kiwb.workers.score import ScoreTask, load_scores
+from kiwb.workers.score_tasks import ScoreTask
+from kiwb.workers.stored_scores import load_scores
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import torch
 
+from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.sequence import KIND
 from kiwb.kinds.sequence.integration import (
@@ -32,8 +33,7 @@ from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.representation_sets import seen_references
 from kiwb.workers.teachers import teacher_content_hash
-from kiwb.workers.train import SUPERVISED, TrainRequest
-from kiwb.workers.training_data import TrainingData
+from kiwb.workers.training_data import TrainingData, TrainRequest
 
 
 def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,

@@ -8,7 +8,7 @@ from kiwb.kinds.token.summary import save_clusters, token_summary
 from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 
 
 def run_token_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,

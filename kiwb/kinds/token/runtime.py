@@ -33,7 +33,8 @@ from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.workers.score import ScoreTask, load_scores
+from kiwb.workers.score_tasks import ScoreTask
+from kiwb.workers.stored_scores import load_scores
 
 OUTSIDE_CLASS = "O"  # a cluster decided as no entity, in the conflicts list's class column
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import torch
 
+from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.token import KIND
 from kiwb.kinds.token.funnel import token_funnel
@@ -16,11 +17,9 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
-from kiwb.workers.score import ScoreTask
+from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import teacher_content_hash
 from kiwb.workers.training_data import TrainingData
-
-SUPERVISED = "supervised"
 
 
 def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[ScoreTask]):

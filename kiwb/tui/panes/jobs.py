@@ -13,6 +13,7 @@ from textual.widgets import DataTable, Static
 from kiwb.core.choices import (
     DEFAULT_MERGE_METHOD,
     MERGE_METHODS,
+    SUPERVISED,
 )
 from kiwb.errors import ConfigError
 from kiwb.kinds import kind_named
@@ -207,7 +208,7 @@ class JobsPane(Pane):
         project = form_project(config)  # the routing shown is the one the job would use
         config, kind = project.config, project.kind
         integration, training = config.integration, config.training
-        methods = (*kind.methods, *(("supervised",) if kind.supervised else ()))
+        methods = (*kind.methods, *((SUPERVISED,) if kind.supervised else ()))
         fields = [
             *setting_fields(setting_form.TRAIN_FORM, integration, methods, self.given_labels),
             *setting_fields(setting_form.TRAINING_FORM, training, methods),
