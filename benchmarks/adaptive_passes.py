@@ -36,8 +36,8 @@ def draw() -> None:
     import torch
 
     from kiwb.workers.cpu_share import CpuShare
-    from kiwb.workers.runtime import load_classifier
-    from kiwb.workers.shard_scoring import ScoringSettings, prepare_tokenizer, score_texts
+    from kiwb.workers.runtime import load_classifier, ready_to_pad
+    from kiwb.workers.shard_scoring import ScoringSettings, score_texts
 
     share = CpuShare("benchmarks/adaptive_passes.py --draw")
     print(share.join() or "CPU threads: every core (no other kiwb job runs here)", flush=True)
@@ -56,7 +56,7 @@ def draw() -> None:
                 continue
             model = load_classifier(OUT / f"teacher_{teacher}").eval()
             tokenizer = AutoTokenizer.from_pretrained(OUT / f"teacher_{teacher}")
-            prepare_tokenizer(tokenizer, model)
+            ready_to_pad(tokenizer, model, f"teacher {teacher}")
             arrays, done = {}, 0
             for start in range(0, len(texts), 128):  # in shards, as kiwb scores
                 part = score_texts(model, tokenizer, texts[start:start + 128], settings,

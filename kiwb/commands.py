@@ -174,9 +174,9 @@ def cmd_integrate(args: argparse.Namespace) -> int:
     spec = IntegrateSpec.from_args(args)
     config, store = open_project(args.project, scoring=True)  # a bad kiwb.toml: before any job
     store.close()
-    from kiwb.project.teacher_kinds import load_project
+    from kiwb.project.teacher_kinds import LoadedProject
 
-    spec.check_routing(load_project(args.project, config=config).config)
+    spec.check_routing(LoadedProject.of(config).config)
     if args.json and not (args.foreground or args.detach):
         args.foreground = True  # the job's log goes to stderr, the JSON alone to stdout
     job_id, code = start_job(args, spec)
@@ -208,11 +208,11 @@ def cmd_train(args: argparse.Namespace) -> int:
     if (served := serve_other_rank(args, spec, "kiwb.workers.train_ranks",
                                    "run_train_follower")) is not None:
         return served
-    from kiwb.project.teacher_kinds import load_project
+    from kiwb.project.teacher_kinds import LoadedProject
 
     config, store = open_project(args.project)
     store.close()
-    project = load_project(args.project, config=config)
+    project = LoadedProject.of(config)
     spec.check_routing(project.config)  # refused here, before a job is started for it
     return run_or_launch(args, spec.named(project.config.integration,
                                           project.kind.default_routing))

@@ -156,16 +156,17 @@ def test_a_training_setting_declared_once_has_a_checked_flag_and_reaches_the_man
     assert str(refused.value).startswith("--max-grad-norm: max_grad_norm must be > 0, got 0.0")
 
 
-def test_a_training_setting_declared_once_is_on_the_train_form_and_refused_by_other_kinds():
+def test_a_training_setting_declared_once_is_on_the_train_form_and_refused_by_other_kinds(tmp_path):
     form = form_settings("train", WithClipping)
     assert [s.name for s in form] == [s.name for s in TRAINING_FORM] + ["max_grad_norm"]
     answers = {s.name: s.shown(WithClipping(student="base")) for s in form}
     assert answers["max_grad_norm"] == "1.0" and answers["student"] == "base"
     assert form_overrides(WithClipping(student="base"), form, {**answers, "max_grad_norm": "0.5"},
                           "the train form") == {"max_grad_norm": 0.5}
-    check_training_overrides(SEQUENCE, {"max_grad_norm": 0.5}, declared=WithClipping)
+    config = ProjectConfig(root=tmp_path, file=tmp_path / "kiwb.toml", name="p")
+    check_training_overrides(config, SEQUENCE, {"max_grad_norm": 0.5}, declared=WithClipping)
     with pytest.raises(ConfigError) as refused:
-        check_training_overrides(TOKEN, {"max_grad_norm": 0.5}, declared=WithClipping)
+        check_training_overrides(config, TOKEN, {"max_grad_norm": 0.5}, declared=WithClipping)
     assert str(refused.value) == (
-        "--max-grad-norm does not apply to token classification (named entities) teachers: it "
+        f"{tmp_path / 'kiwb.toml'}: --max-grad-norm does not apply to token classification (named entities) teachers: it "
         "applies to single-label text classification teachers only; leave it out")

@@ -15,30 +15,32 @@ from kiwb.project.teacher_kinds import (
 )
 
 
-def check_before_recording(spec: JobSpec, config_file: Path) -> None:
+def check_before_recording(spec: JobSpec, config_file: Path) -> LoadedProject | None:
     """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
     integrate or train job whose method (given, or the project's [integration] method) the
-    teachers' kind does not take, or a train job reporting to a tracker not installed; a
-    refused job leaves no row. A project that cannot be read
-    here is left to the job, which records why."""
+    teachers' kind does not take, a train job given a [training] setting its kind never applies
+    (--feature-weight outside multi-task projects), reporting to a tracker not installed, or
+    resuming with other settings; a refused job leaves no row. A project that cannot be read
+    here is left to the job, which records why. Returns the project as read here (None where
+    the job kind reads none), for a job run in this process to go on with."""
     spec.check()
     if isinstance(spec, MergeSpec):
         from kiwb.project.merge_check import check_mergeable
 
         project = load_project(config_file)
         check_mergeable(project.config, spec, project.kind)
-        return
+        return project
     if not isinstance(spec, (IntegrateSpec, TrainSpec)):
-        return
+        return None
     try:
         project = load_project(config_file)
     except ConfigError:
-        return
+        return None
     config, kind = project.config, project.kind
     check_method(config, kind, spec.method or config.integration.method,
                  routing=spec.routing or config.integration.routing,
                  settings=spec.resolved(config.integration))
-    check_training_overrides(kind, spec.training_overrides())
+    check_training_overrides(config, kind, spec.training_overrides())
     if isinstance(spec, TrainSpec) and spec.init_from_merge:
         from kiwb.project.merge_check import check_merge_start
 
@@ -51,6 +53,7 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> None:
             raise ConfigError(problem)
         if spec.resume and spec.run:
             check_resume_settings(project, spec)
+    return project
 
 
 def check_resume_settings(project: LoadedProject, spec: TrainSpec) -> None:

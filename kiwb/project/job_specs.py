@@ -24,7 +24,7 @@ from kiwb.core.choices import (
 )
 from kiwb.core.training_defaults import AUTO, DEFAULT_EPOCHS, DEFAULT_MIN_STEPS
 from kiwb.errors import KiwbError
-from kiwb.project.config_schema import IntegrationConfig, TrainingConfig
+from kiwb.project.config_schema import IntegrationConfig, TrainingConfig, rules_of
 from kiwb.project.devices import DEVICE_FORMS, check_device, device_list
 from kiwb.project.setting_knobs import Flag, either, other_kinds_methods, shown_settings
 
@@ -181,22 +181,27 @@ class _MethodOptions(JobSpec):
         return {each.name: given.get(each.name, getattr(integration, each.name))
                 for each in dataclasses.fields(self.declared)}
 
-    def check_given(self, declared: type | None) -> None:
+    def check_given(self, declared: type | None, *, numbers_only: bool = False) -> None:
         """Refuse, in kiwb.toml's words naming the flag, a given setting its declaration does
-        not accept (a type or range: --class-weighting 1.5, --tau 0, --min-steps -1). The
-        method is left to the teachers' kind, which checks its own (check_before_recording)."""
+        not accept (a type or range: --class-weighting 1.5, --tau 0, --min-steps -1);
+        `numbers_only`: only the settings with a range. The method is left to the teachers'
+        kind, which checks its own (check_before_recording)."""
         from kiwb.project.config_checks import checked_setting
 
         for setting, shown in shown_settings(declared) if declared is not None else ():
             value = getattr(self, setting.name, None)
-            if value is not None and setting.name != "method":
-                checked_setting(declared, setting.name, value, shown.flag.name)
+            if value is None or setting.name == "method" or (numbers_only and not _ranged(setting)):
+                continue
+            checked_setting(declared, setting.name, value, shown.flag.name)
 
     def __post_init__(self):
-        # a [training] setting is checked as kiwb.toml's is, wherever the spec is made
-        self.check_given(self.trained)
+        # A [training] number is checked as kiwb.toml's is wherever the spec is made. A name
+        # (the device, the student) is not: JobSpec.check refuses a misspelt device before a
+        # job is recorded, and a job recorded before that check must still read back.
+        self.check_given(self.trained, numbers_only=True)
 
     def check(self) -> None:
+        """Also refuse a given integration setting kiwb.toml's rules do not accept."""
         super().check()
         self.check_given(self.declared)
 
@@ -210,6 +215,12 @@ class _MethodOptions(JobSpec):
         if self.method == SUPERVISED:
             return
         check_routing(config, self.routing or config.integration.routing, labels=self.labels)
+
+
+def _ranged(setting: dataclasses.Field) -> bool:
+    """Whether a setting's rules give it a range (a number)."""
+    rules = rules_of(setting)
+    return any(bound is not None for bound in (rules.min, rules.gt, rules.max, rules.lt))
 
 
 def job_options(job: str, declared: type = IntegrationConfig,

@@ -1,6 +1,6 @@
 """What must match for a run to be resumed: its manifest's recorded inputs against the ones it
 would be given now. Torch-free, so a resume with other settings is refused before its job is
-recorded (kiwb.project.teacher_kinds), and again by the worker with everything it computes."""
+recorded (kiwb.project.job_checks), and again by the worker with everything it computes."""
 
 from __future__ import annotations
 

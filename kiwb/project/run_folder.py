@@ -12,7 +12,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import TrainEval
+from kiwb.project.store import Store
+
 PROGRESS_FILE = "progress.json"
+MANIFEST_NAME = "kiwb-manifest.json"  # an export folder's: what its model was trained on
 
 
 def checkpoints_dir(run_dir: Path) -> Path:
@@ -59,3 +64,20 @@ def _progress_or_none(checkpoint: Path) -> dict[str, Any]:
         return read_progress(checkpoint)
     except (OSError, ValueError):
         return {}
+
+
+def evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
+    """The figures of the checkpoint's own evaluation: its own record, or for a checkpoint
+    saved before checkpoints kept one, the run's train.eval event at its step."""
+    if progress.get("evaluation"):
+        return progress["evaluation"]
+    path = ProjectPaths(project_root).store
+    if not path.is_file():
+        return None
+    with Store(path) as store:
+        evaluations = [TrainEval.from_dict(event["data"])
+                       for event in store.events_after(run=run, kind=TrainEval.kind)]
+    at_step = [evaluation for evaluation in evaluations if evaluation.step == progress["step"]]
+    if not at_step:
+        return None
+    return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}

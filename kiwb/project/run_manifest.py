@@ -40,4 +40,7 @@ class RunManifest:
             values.update(data=self.data, labeled_data=self.labeled_data,
                           given_labels=self.given_labels, training=self.training)
         values["eval_data"] = self.eval_data
+        shared = set(values) & set(self.own)
+        if shared:  # a kind's entry must not stand in for a shared one
+            raise ValueError(f"a run manifest's own entries {sorted(shared)} are shared ones")
         return {**values, **self.own}

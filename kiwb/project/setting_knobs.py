@@ -76,7 +76,7 @@ class Shown:
     # a new setting declared so needs no store migration. (Older settings are always stored.)
     stored_when_off: bool = True
     form: str | None = None  # its label on the workbench's forms; None: not on a form
-    form_line: str = ""  # for a yes/no: the line beside its box
+    form_line: str = ""  # a yes/no's line beside its box; a text field's words while empty
     forms: tuple[str, ...] = ("train",)  # the forms that show it: "train", "integrate"
 
 

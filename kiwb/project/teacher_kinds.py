@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kiwb.core.choices import SUPERVISED
@@ -48,13 +49,18 @@ class LoadedProject:
     config: ProjectConfig
     kind: TeacherKind
 
+    @classmethod
+    def of(cls, config: ProjectConfig, kind: TeacherKind | None = None) -> LoadedProject:
+        """A read config as its teachers' `kind` reads it (None: read from their config.json,
+        once)."""
+        kind = kind or kind_named(project_kind(config))
+        return cls(config.with_defaults_of(kind), kind)
 
-def load_project(project, *, config: ProjectConfig | None = None) -> LoadedProject:
-    """The project at `project` (a folder or its kiwb.toml; or its `config`, already read):
-    its config read and checked once, its teachers' kind read from their config.json once."""
-    config = config if config is not None else load_config(project)
-    kind = kind_named(project_kind(config))
-    return LoadedProject(config.with_defaults_of(kind), kind)
+
+def load_project(project: Path | str) -> LoadedProject:
+    """The project at `project` (its folder or its kiwb.toml): its config read and checked
+    once, its teachers' kind read from their config.json once."""
+    return LoadedProject.of(load_config(project))
 
 
 def check_method(config: ProjectConfig, kind: TeacherKind, method: str,
@@ -75,14 +81,14 @@ def check_method(config: ProjectConfig, kind: TeacherKind, method: str,
         raise ConfigError(f"{config.file}: {error}") from None
 
 
-def check_training_overrides(kind: TeacherKind, given: Mapping[str, Any], *,
-                             declared: type = TrainingConfig) -> None:
+def check_training_overrides(config: ProjectConfig, kind: TeacherKind, given: Mapping[str, Any],
+                             *, declared: type = TrainingConfig) -> None:
     """A [training] setting given to a job (`kiwb train --feature-weight`) that is declared for
-    other kinds only (Shown.kinds), refused in one line naming its flag."""
+    other kinds only (Shown.kinds), refused in one line naming the project and the flag."""
     flags = {setting.name: shown.flag.name for setting, shown in shown_settings(declared)}
     for name, why in _declared_for_other_kinds(declared, kind).items():
         if name in given:
-            raise ConfigError(f"{flags[name]} does not apply to {kind.title} "
+            raise ConfigError(f"{config.file}: {flags[name]} does not apply to {kind.title} "
                               f"teachers: {why}; leave it out")
 
 

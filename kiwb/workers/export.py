@@ -13,15 +13,13 @@ from kiwb.kinds import kind_named, run_seam
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.export_destination import check_writable
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import ClassFunnel, TrainEval
-from kiwb.project.store import Store
+from kiwb.project.records import ClassFunnel
+from kiwb.project.run_folder import MANIFEST_NAME, evaluation_of
 from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
 from kiwb.workers.hub_card import card_metadata
 from kiwb.workers.runtime import load_classifier
-
-MANIFEST_NAME = "kiwb-manifest.json"
 
 
 def choose_checkpoint(project_root: Path, run: str, checkpoint: str = "best") -> Path:
@@ -139,23 +137,6 @@ def check_destination(destination: Path, run: str, force: bool) -> None:
     raise KiwbError(f"{destination} is neither an empty folder nor an earlier kiwb export (it has "
                     f"no {MANIFEST_NAME}), so --force will not replace it; export into a folder of "
                     f"its own, such as {own}")
-
-
-def evaluation_of(project_root: Path, run: str, progress: dict) -> dict | None:
-    """The figures of the checkpoint's own evaluation: its own record, or for a checkpoint
-    saved before checkpoints kept one, the run's train.eval event at its step."""
-    if progress.get("evaluation"):
-        return progress["evaluation"]
-    path = ProjectPaths(project_root).store
-    if not path.is_file():
-        return None
-    with Store(path) as store:
-        evaluations = [TrainEval.from_dict(event["data"])
-                       for event in store.events_after(run=run, kind=TrainEval.kind)]
-    at_step = [evaluation for evaluation in evaluations if evaluation.step == progress["step"]]
-    if not at_step:
-        return None
-    return {key: value for key, value in at_step[-1].to_dict().items() if key != "step"}
 
 
 def model_card(manifest: dict, root: Path | None = None) -> str:

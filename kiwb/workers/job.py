@@ -43,7 +43,7 @@ class Outcome:
 class JobSession:
     """The running side of a job: heartbeat thread, cancellation, lifecycle events."""
 
-    def __init__(self, store: Store, job: JobState, project_label: str):
+    def __init__(self, store: Store, job: JobState, project_label: str, project=None):
         self.store, self.job, self.project_label = store, job, project_label
         self.root = store.path.parent
         self.device = None
@@ -54,7 +54,9 @@ class JobSession:
         self._ending = False  # once the work is over, a signal must not cut the recording short
         self._sigterms = 0  # the second SIGTERM (not the heartbeat's view of the store) stops at once
         self._cpu = None  # this job's share of the machine's cores, once it starts working
-        self._project = None  # the project as the job reads it, loaded on first use
+        # the project as the job reads it: as read when it was checked in this process, else
+        # loaded on first use
+        self._project = project
 
     def begin(self) -> None:
         """Take the run's lock, then show signs of life and listen for cancellation."""

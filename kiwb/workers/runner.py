@@ -27,18 +27,20 @@ from kiwb.workers.job_kinds import WORK
 
 def run_in_foreground(store: Store, spec: JobSpec, project_label: str) -> tuple[int, int]:
     """Record a job for `spec` and run it in this process; its id and exit status."""
-    check_before_recording(spec, ProjectPaths(store.path.parent).config)
+    project = check_before_recording(spec, ProjectPaths(store.path.parent).config)
     job_id = store.jobs.create(spec.kind, spec.job_run(), spec.settings())
-    return job_id, run_job(store, job_id, project_label=project_label)
+    return job_id, run_job(store, job_id, project_label=project_label, project=project)
 
 
-def run_job(store: Store, job_id: int, *, project_label: str | None = None) -> int:
-    """Run a recorded job here until it ends, record how, and return the exit code."""
+def run_job(store: Store, job_id: int, *, project_label: str | None = None,
+            project=None) -> int:
+    """Run a recorded job here until it ends, record how, and return the exit code
+    (`project`: the project as read when the job was checked in this process, else None)."""
     job = store.jobs.get(job_id)
     if job.ending is not None:
         print(f"kiwb: error: job {job_id} already ended ({job.status})", file=sys.stderr)
         return 2
-    session = JobSession(store, job, project_label or str(store.path.parent))
+    session = JobSession(store, job, project_label or str(store.path.parent), project=project)
     try:
         session.begin()
     except JobConflict as error:

@@ -64,7 +64,7 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None, *,
     config.require_scoring_inputs()
     tables = load_datasets(config, kind)
     teachers = inspect_teachers(config)
-    kind = KINDS[teachers[0].kind] if teachers else None
+    kind = kind or (KINDS[teachers[0].kind] if teachers else None)
     if kind is not None and "check_data" in kind.seams:  # before any score is drawn
         run_seam(kind, "check_data", config, tables, teachers)
     scoring = config.scoring

@@ -106,9 +106,10 @@ def evaluate(model, tokenizer, features, true_ids: torch.Tensor, labels: list[st
 class SequenceStudent:
     """The student of a sequence project: one label per text (kiwb's original code paths).
 
-    The Trainer reaches everything that depends on the kind of student through an object like
-    this one (kiwb/kinds/token/student.py has the token kind's); it travels with the run's
-    TrainingData to the other ranks, so it holds no tensors and no model."""
+    The Trainer reaches everything that depends on the kind of student through such an object
+    (kiwb.workers.student_contract.Student says what it asks; kiwb/kinds/token/student.py has
+    the token kind's); it travels with the run's TrainingData to the other ranks, so it holds
+    no tensors and no model."""
 
     kind = DEFAULT_KIND
     # The losses the Trainer asks for: against gold label ids, and against integrated targets.

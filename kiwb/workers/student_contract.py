@@ -28,7 +28,7 @@ class Student(Protocol):
         """(model, tokenizer) of the base checkpoint with a head over `labels`."""
 
     def load_checkpoint(self, folder) -> Any:
-        """(model, tokenizer) of a saved checkpoint."""
+        """The model of a saved checkpoint (the Trainer loads its tokenizer itself)."""
 
     def features(self, tokenizer, data, max_length: int) -> list:
         """The training rows' features."""

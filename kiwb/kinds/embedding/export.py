@@ -11,7 +11,7 @@ from pathlib import Path
 from kiwb import __version__
 from kiwb.kinds.embedding import EMBEDDING, POOLING_KEY
 from kiwb.project.atomic import atomic_directory
-from kiwb.workers.export import MANIFEST_NAME, evaluation_of
+from kiwb.project.run_folder import MANIFEST_NAME, evaluation_of
 from kiwb.workers.hub_card import card_metadata
 
 MODULES = [

@@ -63,7 +63,7 @@ class TargetLayout:
 
 
 class EmbeddingStudent:
-    """What the Trainer asks of an embedding student (see kiwb.workers.student.SequenceStudent).
+    """What the Trainer asks of an embedding student (kiwb.workers.student_contract.Student).
     Holds the layout, the settings and the eval set's probe inputs: no tensors, no model."""
 
     kind = "embedding"

@@ -31,7 +31,8 @@ def check_labels(file, decisions, config) -> None:
 def sentence_lengths(config) -> dict[str, int]:
     """Every sentence of the project's data sets, its words joined by spaces (as a marked
     span's sentence reads), and its number of words."""
+    from kiwb.kinds.token import KIND
     from kiwb.workers.project_inputs import load_datasets
 
-    return {" ".join(words): len(words) for table in load_datasets(config).values()
+    return {" ".join(words): len(words) for table in load_datasets(config, KIND).values()
             for words in table.words}

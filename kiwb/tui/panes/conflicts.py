@@ -33,7 +33,7 @@ from kiwb.project.queries import (
     teacher_views,
 )
 from kiwb.project.records import IntegrationRecord
-from kiwb.project.teacher_kinds import load_project
+from kiwb.project.teacher_kinds import LoadedProject
 from kiwb.tui import launcher
 from kiwb.tui.background import cancelled, run_in_thread
 from kiwb.tui.conflicts_csv import export_conflicts
@@ -507,7 +507,7 @@ class ConflictsPane(Pane):
         self.leave_labeling("the labels go to an integration")
         config = self._config_with_labels()
         if config is not None:
-            spec, root = integrate_with_labels(load_project(self.root, config=config)), self.root
+            spec, root = integrate_with_labels(LoadedProject.of(config)), self.root
             run_in_thread(self, lambda: ActionDone(
                 f"started job {launcher.launch(root, spec)}: integrating with the labels; the "
                 "header shows what they changed when it is done"),
@@ -519,7 +519,7 @@ class ConflictsPane(Pane):
         config = self._config_with_labels()
         if config is not None:
             root = self.root
-            spec = train_with_labels(load_project(root, config=config),
+            spec = train_with_labels(LoadedProject.of(config),
                                      lambda run: ProjectPaths(root).run_dir(run).exists())
             run_in_thread(self, lambda: ActionDone(
                 f"started job {launcher.launch(root, spec)}: training {spec.run}; see Accuracy (5)"),

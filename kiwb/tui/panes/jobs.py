@@ -32,7 +32,7 @@ from kiwb.project.jobs import JobState, format_duration, rank_lines, read_log_ta
 from kiwb.project.queries import ScoreSetProgress, StoreChanges, recorded_integration
 from kiwb.project.records import IntegrationSummary
 from kiwb.project.shards import REPRESENTATION_SUFFIX
-from kiwb.project.teacher_kinds import LoadedProject, load_project
+from kiwb.project.teacher_kinds import LoadedProject
 from kiwb.tui import config_edit, launcher
 from kiwb.tui.background import run_in_thread
 from kiwb.tui.messages import ActionDone, IntegrationDone, JobLog
@@ -339,10 +339,9 @@ def form_project(config: ProjectConfig) -> LoadedProject:
     forms' choices) and its "auto" settings made the kind's; of the default kind where the
     teachers cannot be read yet (the job then says what is wrong)."""
     try:
-        return load_project(config.root, config=config)
+        return LoadedProject.of(config)
     except ConfigError:
-        kind = kind_named(None)
-        return LoadedProject(config.with_defaults_of(kind), kind)
+        return LoadedProject.of(config, kind_named(None))
 
 
 def integration_note(summary: IntegrationSummary) -> str:
