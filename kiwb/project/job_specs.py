@@ -458,13 +458,13 @@ class TeachSpec(JobSpec):
 JOB_SPECS: dict[str, type[JobSpec]] = {spec.kind: spec for spec in
                                        (ScoreSpec, IntegrateSpec, TrainSpec, ExportSpec,
                                         MergeSpec)}
-KINDS = tuple(JOB_SPECS)  # the kinds that run as recorded jobs (teach runs in the foreground)
+JOB_KINDS = tuple(JOB_SPECS)  # the jobs that run recorded (teach runs in the foreground)
 
 
 def spec_of(kind: str, settings: dict[str, Any], run: str | None = None) -> JobSpec:
     """The typed spec of a stored job's settings."""
     if kind not in JOB_SPECS:
-        raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
+        raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(JOB_KINDS)}")
     return JOB_SPECS[kind].from_settings(settings, run=run)
 
 

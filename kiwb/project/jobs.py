@@ -20,7 +20,7 @@ from typing import Any
 from kiwb.errors import KiwbError
 from kiwb.project.database import Database
 from kiwb.project.events import events_after, insert_event
-from kiwb.project.job_specs import KINDS, JobSpec, job_label, spec_of
+from kiwb.project.job_specs import JOB_KINDS, JobSpec, job_label, spec_of
 from kiwb.project.processes import process_running, process_start
 
 HEARTBEAT_EVERY_S = 2.0
@@ -159,8 +159,8 @@ class Jobs:
     # -- writing -----------------------------------------------------------------------
     def create(self, kind: str, run: str, settings: dict[str, Any]) -> int:
         """Record a queued job holding its run's lock; JobConflict names a live holder."""
-        if kind not in KINDS:
-            raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(KINDS)}")
+        if kind not in JOB_KINDS:
+            raise KiwbError(f"unknown job kind {kind!r}; use one of {', '.join(JOB_KINDS)}")
         with self._store.transaction() as db:
             self._refuse_if_locked(db, kind, run, job_id=None)
             job_id = int(db.execute(
