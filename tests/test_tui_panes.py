@@ -553,7 +553,7 @@ async def test_uncertainty_pane_is_live(tmp_path):
         with Store(ProjectPaths(project).store) as store:     # a scoring job finishes shards
             arrays = write_scores(project, store)
         app.screen.refresh_now()
-        await wait_for(pilot, lambda: "b · MC dropout · 10 texts" in text_of(plot), timeout=5, what="histograms")
+        await wait_for(pilot, lambda: "b · MC dropout · 10 texts" in text_of(plot), what="histograms")
         assert "a · MC dropout · 10 texts" in text_of(plot) and "█" in text_of(plot)
         margins = app.screen.query_one("#margins", Plot)
         split = app.screen.query_one("#routing-split", Plot)
@@ -562,7 +562,7 @@ async def test_uncertainty_pane_is_live(tmp_path):
         with Store(ProjectPaths(project).store) as store:
             write_integration(store, arrays)
         app.screen.refresh_now()
-        await wait_for(pilot, lambda: "are conflicts" in text_of(margins), timeout=5)
+        await wait_for(pilot, lambda: "are conflicts" in text_of(margins))
         assert "0.3: 8 of 10 texts (80.0%)" in text_of(margins)
         routing = text_of(app.screen.query_one("#routing", Plot))
         assert "routing accuracy: mixture 80.0% · MC dropout 90.0% · plain confidence 60.0%" in routing

@@ -361,10 +361,12 @@ def drawn_cells(table) -> list[list[str]]:
             for line in lines[:1 + table.row_count]]
 
 
-async def wait_for(pilot, condition: Callable[[], object], timeout: float = 10.0,
+async def wait_for(pilot, condition: Callable[[], object], timeout: float = 30.0,
                    what: str = "the condition") -> None:
     """Let the app run until `condition()` is true; fail after `timeout` seconds (the async
-    twin of cli_helpers.wait_until: the app runs while it waits)."""
+    twin of cli_helpers.wait_until: the app runs while it waits). The deadline only ends a
+    test that fails, so it is long enough for a machine busy with the other tests the suite
+    runs beside this one (pytest -n)."""
     deadline = Deadline(timeout, what)
     while not condition():
         deadline.check()
