@@ -782,7 +782,7 @@ async def test_export_pane_lists_runs_checkpoints_and_how_to_load(project):
         assert cells(runs)[0] == ["muki-hard", "muki-hard", "2", "20", "75.0%"]
         options = [value for _, value in app.screen.query_one("#export-checkpoint", Select)._options]
         assert {"best", "last", "step-0000020", "step-0000010"} <= set(options)
-        how = text_of(app.screen.query_one("#export-how"))
+        how = text_of(app.screen.query_one("#export-how"), width=400)  # a path on one line
         assert 'pipeline("text-classification"' in how and "exports/muki-hard" in how
         app.screen.query_one("#export-destination", Input).value = str(project / "out")
         app.screen.query_one(DataTable).focus()
