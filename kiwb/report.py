@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from rich.table import Table
@@ -206,22 +205,9 @@ def _quantile_name(quantile: str) -> str:
     return {"0.0": "min", "0.5": "median", "1.0": "max"}.get(quantile, f"p{round(float(quantile) * 100)}")
 
 
-def _from_here(source: str) -> str:
-    """A data file's path as typed from the current folder where it lies under it (a title
-    that fits a narrow terminal), else as recorded; a Hub data set's name as is."""
-    path = Path(source)
-    if not path.is_absolute():
-        return source
-    try:
-        return str(path.relative_to(Path.cwd()))
-    except ValueError:
-        return source
-
-
 def evaluation_table(report: dict) -> Table:
     """Overall and per-class accuracy of one evaluation."""
-    table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on "
-                              f"{_from_here(report['data'])}")
+    table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
     kind = kind_named(report.get("kind"))
     name, figure = kind.per_class_columns
     table.add_column(name)
