@@ -178,6 +178,12 @@ def _teacher_kind(name: str, folder: Path, config,
                        f"{unmatched_checkpoint(model_config, problem_type)}")
 
 
+def pinned_teachers(tasks, store: Store) -> list[dict]:
+    """The teachers of score tasks as a run's manifest pins them: name, content hash, labels."""
+    return [{"name": task.teacher.name, "hash": teacher_content_hash(task.teacher, store),
+             "labels": list(task.teacher.labels)} for task in tasks]
+
+
 def teacher_content_hash(info: TeacherInfo, store: Store | None = None) -> str:
     """The teacher's content hash (config, weights, tokenizer)."""
     return checkpoint_hash(info.folder, store)

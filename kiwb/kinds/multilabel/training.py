@@ -21,7 +21,7 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.workers.score_tasks import ScoreTask
-from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData
 
 
@@ -70,8 +70,7 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
                 eval_routing = summary.routing_accuracy.to_dict()
     manifest = RunManifest(
         kind=MULTI_LABEL.name,
-        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                   "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        teachers=pinned_teachers(by_role["unlabeled"], store),
         labels=union, method=settings.pinned(), student=config.training.student,
         data=pool_table.fingerprint, given_labels=pool.fingerprint if pool is not None else None,
         eval_data=_label_fingerprint(eval_table) if eval_table is not None else None,

@@ -32,7 +32,7 @@ from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.representation_sets import seen_references
-from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData, TrainRequest
 
 
@@ -120,8 +120,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
                            in zip(scores.teachers, fitted.routers, strict=True)}}
     manifest = RunManifest(
         kind=KIND.name,
-        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                   "labels": list(t.teacher.labels)} for t in by_dataset["unlabeled"]],
+        teachers=pinned_teachers(by_dataset["unlabeled"], store),
         labels=labels, method=request.settings.pinned(), student=config.training.student,
         data=unlabeled_table.fingerprint, labeled_data=labeled_fingerprint,
         given_labels=gold.fingerprint if gold is not None else None, eval_data=eval_fingerprint,

@@ -18,7 +18,7 @@ from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
 from kiwb.workers.score_tasks import ScoreTask
-from kiwb.workers.teachers import teacher_content_hash
+from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData
 
 
@@ -51,8 +51,7 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
                            eval_table.tags if eval_table else None, config.training.max_length)
     manifest = RunManifest(
         kind=KIND.name,
-        teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
-                   "labels": list(t.teacher.labels)} for t in by_role["unlabeled"]],
+        teachers=pinned_teachers(by_role["unlabeled"], store),
         labels=union, method=settings.pinned(), student=config.training.student,
         data=pool_table.fingerprint, given_labels=pool.fingerprint if pool is not None else None,
         eval_data=({"texts": eval_table.fingerprint,
