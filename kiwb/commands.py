@@ -387,7 +387,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import sys
 
     from kiwb.console import stdout
-    from kiwb.kinds import kind_named, run_seam
+    from kiwb.kinds import kind_named
+    from kiwb.kinds.runtimes import runtime_of
     from kiwb.workers.predict import folder_kind, resolve_model_folder
 
     texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
@@ -395,7 +396,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
     folder = resolve_model_folder(args.model, args.run)
     try:
-        lines = run_seam(kind_named(folder_kind(folder)), "predict", folder, texts, args.top)
+        lines = runtime_of(kind_named(folder_kind(folder))).predict(folder, texts, args.top)
     except KiwbError:
         raise
     except Exception as error:  # transformers and safetensors raise many kinds for a bad folder
@@ -500,12 +501,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     project = load_project(args.project)
     config = project.config
     if args.data is not None:  # read as the kind reads its eval set, with --data's columns
-        from kiwb.kinds import run_seam
+        from kiwb.kinds.runtimes import runtime_of
         from kiwb.project.config import DatasetConfig
 
         spec = config.data.eval
         pairs = spec.pair_column if spec else None  # an embedding project's retrieval probe
-        table = run_seam(project.kind, "load_table", str(args.data), DatasetConfig(
+        table = runtime_of(project.kind).load_table(str(args.data), DatasetConfig(
             path=str(args.data), text_column=args.text_column, split=args.split,
             subset=args.subset,
             label_column=args.label_column or (spec and spec.label_column) or (

@@ -117,7 +117,8 @@ def export_labels(args: argparse.Namespace) -> int:
 
 def import_labels(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
-    from kiwb.kinds import kind_named, run_seam
+    from kiwb.kinds import kind_named
+    from kiwb.kinds.runtimes import runtime_of
     from kiwb.project.label_files import file_format, read_label_file
     from kiwb.project.labels import give_labels, label_count, replace_all
     from kiwb.workers.project_inputs import project_kind
@@ -133,9 +134,8 @@ def import_labels(args: argparse.Namespace) -> int:
                             "nothing changed" + (f": --replace would have forgotten the {given:,} "
                                                  "labels given" if args.replace and given else ""))
         kind = kind_named(project_kind(config))
-        checked = "check_labels" in kind.seams
-        if checked:  # refused before anything is written; then each one matches a text
-            run_seam(kind, "check_labels", args.file, decisions, config)
+        # refused before anything is written; then each one matches a text
+        checked = runtime_of(kind).check_labels(args.file, decisions, config)
         # the labels before are kept in the history either way (kiwb labels history, restore)
         if args.replace:
             replace_all(store.connection, decisions,

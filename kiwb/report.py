@@ -9,7 +9,7 @@ from rich.table import Table
 
 from kiwb.console import FittedTable
 from kiwb.core.choices import OWN_SCORE_ROUTINGS
-from kiwb.kinds import kind_named, run_seam
+from kiwb.kinds import kind_named
 from kiwb.project.config_schema import SINGLE_LABEL_TASK
 from kiwb.project.dropout_rates import dropout_rows
 from kiwb.project.records import (
@@ -32,11 +32,12 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     if not isinstance(integration, IntegrationRecord):
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
-    if "report_tables" in kind_named(summary.teachers_kind).seams:  # a kind with tables of its own
-        return run_seam(kind_named(summary.teachers_kind), "report_tables", integration)
+    kind = kind_named(summary.teachers_kind)
+    own = kind.report_tables(integration)  # a kind with tables of its own
+    if own is not None:
+        return own
     routing = summary.routing
-    routing_name = (routing.name if routing is not None
-                    else kind_named(summary.teachers_kind).routing_unrecorded)
+    routing_name = routing.name if routing is not None else kind.routing_unrecorded
     probabilistic = routing is not None and routing.name != "confidence"
     choice = summary.routing_choice
     use_mc = choice.use_mc if choice is not None else settings.use_mc

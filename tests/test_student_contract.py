@@ -10,8 +10,8 @@ import pytest
 from kiwb.kinds.embedding.student import EmbeddingStudent
 from kiwb.kinds.multilabel.student import MultiLabelStudent
 from kiwb.kinds.multitask.student import MultiTaskStudent
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.kinds.token.student import TokenStudent
-from kiwb.workers.student import SequenceStudent
 from kiwb.workers.student_contract import Student
 from kiwb.workers.training_data import TrainingData
 
@@ -38,6 +38,9 @@ def test_every_kinds_student_has_the_contracts_methods_with_its_parameters(stude
     assert isinstance(student.kind, str)
 
 
-def test_the_default_training_datas_student_keeps_the_contract():
-    data = TrainingData([], [], None, None, None, None, None, None, None, {})
+def test_training_data_names_its_student():
+    with pytest.raises(TypeError, match="student"):
+        TrainingData([], [], None, None, None, None, None, None, None, {})
+    data = TrainingData([], [], None, None, None, None, None, None, None, {},
+                        student=SequenceStudent())
     assert isinstance(data.student, Student)

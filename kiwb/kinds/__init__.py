@@ -25,7 +25,7 @@ DEFAULT_KIND = SEQUENCE.name  # a project's kind while nothing says another
 
 __all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
            "TeacherKnowledge",
-           "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind", "run_seam",
+           "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind",
            "unmatched_checkpoint"]
 
 
@@ -94,19 +94,3 @@ def common_kind(kinds: Mapping[str, str]) -> str:
         raise ValueError(f"the teachers are of different kinds ({by_kind}); kiwb integrates "
                          "teachers of one kind: give the project teachers of one kind only")
     return found[0] if found else DEFAULT_KIND
-
-
-def run_seam(kind: TeacherKind, seam: str, *args, **kwargs):
-    """Call the function `kind` names for one of the shared jobs' seams (kiwb/kinds/seams.py
-    lists them); imported on first use, so describing a kind never loads torch. The caller
-    passes the kind it holds (a job's LoadedProject.kind, or kind_named of a stored record's)."""
-    import importlib
-
-    from kiwb.kinds.seams import SEAMS
-
-    if seam not in SEAMS:  # a caller's typo, not a kind's gap
-        raise ValueError(f"no seam {seam!r}; the seams are {', '.join(SEAMS)}")
-    if seam not in kind.seams:
-        raise ValueError(f"the {kind.name} kind provides no {seam!r}")
-    module, function = kind.seams[seam].split(":")
-    return getattr(importlib.import_module(module), function)(*args, **kwargs)

@@ -4,25 +4,25 @@ kiwb runs every kind of teacher through the same jobs, store, score shards and c
 resume, `--devices`, labels store, CLI verbs and workbench panes. What differs between kinds
 lives in the kind's own package, `kiwb/kinds/<name>/`:
 
-  __init__.py  KIND, a `TeacherKind` (below): what the kind is, how a teacher checkpoint's
-               config.json is read, the words tables and cards use for it, and its `seams`:
-               the functions the shared jobs call for the kind's part of the work. Torch-free:
-               the CLI and the workbench read it too.
-  (modules)    the seams' functions and the kind's own math, worker side (torch,
-               transformers): what scoring stores per text, uncertainty and routing, targets,
-               the loss and the metrics, what a conflict is, the export head. The token kind
-               has words.py, tags.py, scoring.py, clusters.py, integration.py, targets.py,
-               student.py, metrics.py and the seams in data.py, integrate_job.py, training.py.
+  __init__.py  its description, a `TeacherKind` (below): what the kind is, how a teacher
+               checkpoint's config.json is read, the words tables and cards use for it, and
+               what the shared jobs may do with it. Torch-free: the CLI and the workbench read it.
+  worker.py    its runtime, a class implementing kiwb.kinds.runtime.KindRuntime: the methods
+               the shared jobs call for the kind's part of the work (scoring a shard, reading a
+               data set, integrating, preparing training with its Student, evaluating,
+               predicting), from the kind's own modules beside it (torch, transformers): what
+               scoring stores per text, uncertainty and routing, targets, the loss and the
+               metrics, what a conflict is, the export head.
 
 The shared modules (kiwb/*.py, core, project, workers, tui) never branch on a kind's name or
-import one kind's code: what differs is an attribute or a method of TeacherKind, or a seam
-(tests/test_kind_seams.py greps them). The sequence kind integrates and prepares training in
-its own package (integration.py, training.py); its scoring, data, evaluation and prediction
-seams are the shared workers' plain paths, which the other kinds build on. A kind is read from
-the teachers (`architectures` in config.json: the model class names the head; a sequence
-classifier's `problem_type` says single-label or multi-label) and must be the same for every
-teacher of a project. To add one: write its package, with `seams` naming its functions, and
-add KIND to `KINDS` in kiwb/kinds/__init__.py.
+import one kind's code: what differs is an attribute or a method of TeacherKind, or a method of
+its runtime (tests/test_kind_seams.py greps them; tests/test_kind_runtime.py holds every runtime
+to the Protocol). The sequence kind's runtime is the classifier code paths the other kinds
+build on (its student.py: SequenceStudent). A kind is read from the teachers (`architectures`
+in config.json: the model class names the head; a sequence classifier's `problem_type` says
+single-label or multi-label) and must be the same for every teacher of a project. To add one:
+write its package, add KIND to `KINDS` in kiwb/kinds/__init__.py and its runtime to `RUNTIMES`
+in kiwb/kinds/runtimes.py.
 """
 
 from __future__ import annotations
@@ -79,6 +79,14 @@ class CheckpointReading(ABC):
     @abstractmethod
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """The student's output names for teachers that know these classes."""
+
+    def checkpoint_facts(self, model_config: Mapping, folder, teacher, head_kind
+                         ) -> tuple[tuple[str, ...], str | None] | None:
+        """For a kind that reads checkpoints its own way (embedding: bare encoders), what the
+        Teachers pane shows in place of labels and what stops the teacher (None: nothing);
+        None: the checkpoint is read as a classifier's or a tagger's. `head_kind`: the kind
+        the checkpoint's head names (kiwb.kinds.kind_of_checkpoint), or None. Torch-free."""
+        return None
 
     def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
         """The architecture of this kind among a checkpoint's, or None. A sequence classifier's
@@ -150,16 +158,17 @@ class ResultWording:
         None: the shared wording (texts each teacher won, the routing, the conflicts)."""
         return None
 
+    def report_tables(self, integration) -> list | None:
+        """`kiwb integrate`'s tables (rich Tables) of a recorded integration, where the shared
+        ones (routing, wins) do not apply; None: the shared ones. Torch-free."""
+        return None
+
 
 class JobBehaviour:
-    """What the shared jobs do for a kind: the seams that hand it its part of the work, what
-    scoring keeps, the integration methods and routings it takes, and what labels, transfer
-    and merging may do with it."""
+    """What the shared jobs do for a kind (its runtime, kiwb.kinds.runtimes, does the work):
+    what scoring keeps, the integration methods and routings it takes, and what labels,
+    transfer and merging may do with it."""
 
-    # Where the shared jobs hand the kind its work: seam name -> "module:function". Named, not
-    # imported, so this description stays torch-free (kiwb.kinds.run_seam calls them). What
-    # each seam takes and gives: kiwb/kinds/seams.py, which a test holds every kind to.
-    seams: dict[str, str] = {}
     # What its score shards hold beyond the shared arrays (kiwb.workers.shard_scoring's), and
     # the arrays the live histograms count (MC, then dropout-off), values in [0, 1].
     stored_fields: tuple[str, ...] = ()
@@ -235,5 +244,5 @@ def _toml(value: Any) -> str:
 class TeacherKind(CheckpointReading, ResultWording, JobBehaviour):
     """The torch-free description of a kind of teacher (and of the student it makes), by
     concern: how its checkpoints are read (CheckpointReading), how its results are worded
-    (ResultWording), and what the shared jobs do for it (JobBehaviour: its seams). A new kind
+    (ResultWording), and what the shared jobs do for it (JobBehaviour). A new kind
     gives each part's attributes without a default, and overrides what differs."""

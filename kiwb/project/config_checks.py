@@ -18,7 +18,13 @@ from typing import Any
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
 from kiwb.errors import ConfigError
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
-from kiwb.project.config_schema import REMOVED_KEYS, ProjectConfig, declared_setting, rules_of
+from kiwb.project.config_schema import (
+    DATASET_ROLES,
+    REMOVED_KEYS,
+    ProjectConfig,
+    declared_setting,
+    rules_of,
+)
 
 
 @dataclass(frozen=True)
@@ -330,7 +336,7 @@ def _check_tasks(config: ProjectConfig) -> None:
             raise loc.item("tasks", number).error(
                 "name", f"{toml_value(task.name)} is answered by no teacher; add it to a "
                 "teacher's tasks, or remove the task")
-    for role in ("unlabeled", "eval", "labeled"):
+    for role in DATASET_ROLES:
         spec = getattr(config.data, role)
         unknown = [name for name in (spec.tasks or ()) if name not in names] if spec else []
         if unknown:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Literal
 
@@ -277,6 +277,10 @@ class DataConfig:
         None,
         example={"path": "data/labeled.csv", "label_column": "label"},
     )
+
+
+# The data sets a project may name, in the order they are read (its [data.ROLE] tables)
+DATASET_ROLES = tuple(setting.name for setting in fields(DataConfig))
 
 
 @dataclass(frozen=True)

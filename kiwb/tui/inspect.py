@@ -22,7 +22,6 @@ from kiwb.kinds import (
     KINDS,
     declared_kind,
     kind_of_checkpoint,
-    run_seam,
     unmatched_checkpoint,
 )
 from kiwb.project.config import DatasetConfig, ProjectConfig, TeacherConfig, checkpoint_folder
@@ -89,9 +88,11 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       kind=kind.name,
                       dropout=dropout_line(model_config, config.scoring.dropout))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
-    if declared is not None and "checkpoint_facts" in declared.seams:
-        labels, problem = run_seam(declared, "checkpoint_facts", model_config, folder,
-                                   teacher)
+    facts = (declared.checkpoint_facts(model_config, folder, teacher,
+                                       found[0] if found is not None else None)
+             if declared is not None else None)
+    if facts is not None:
+        labels, problem = facts
         return replace(summary, kind=declared.name, labels=labels,
                        architecture=architectures[0] if architectures else summary.architecture,
                        problem=f"{folder} {problem}" if problem else None)

@@ -36,12 +36,6 @@ class TextTable:
         return len(self.texts)
 
 
-def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """The sequence kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
-    return load_table(path, text_column=spec.text_column, label_column=spec.label_column,
-                      split=spec.split, limit=spec.limit, role=role, subset=spec.subset)
-
-
 def load_table(
     path: str, *, text_column: str = "text", label_column: str | None = None,
     split: str | None = None, limit: int | None = None, role: str = "data",

@@ -9,7 +9,8 @@ from kiwb import __version__
 from kiwb.core.learning_check import check_of
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
-from kiwb.kinds import kind_named, run_seam
+from kiwb.kinds import kind_named
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.export_destination import check_writable
 from kiwb.project.paths import ProjectPaths
@@ -70,9 +71,10 @@ def export_student(project_root: Path, run: str, destination: Path, *, checkpoin
     manifest = ckpt.read_manifest(run_dir) or {}
     progress = ckpt.read_progress(source)
     kind = kind_named(manifest.get("kind"))
-    if "export" in kind.seams:  # a kind whose export is more than a classifier folder
-        return run_seam(kind, "export", project_root, run, destination, source, manifest,
-                        progress)
+    # a kind whose export is more than a classifier folder writes its own
+    written = runtime_of(kind).export(project_root, run, destination, source, manifest, progress)
+    if written is not None:
+        return written
     model = load_classifier(source, kind=kind.name)
     tokenizer = AutoTokenizer.from_pretrained(source)
     export_manifest = {

@@ -1,11 +1,11 @@
 """`kiwb integrate`: the teachers' stored scores turned into training targets, as their kind
-integrates them (each kind's `integrate` seam; kiwb/kinds/seams.py)."""
+integrates them (each kind's runtime, kiwb.kinds.runtime.KindRuntime.integrate)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from kiwb.kinds import run_seam
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import LoadedProject, check_method
@@ -20,4 +20,4 @@ def run_integration(project: LoadedProject, store: Store,
     tasks = plan_scoring(config, store, kind=project.kind)  # the data and teachers, read once
     check_method(config, project.kind, settings.method, settings.routing,
                  dataclasses.asdict(settings))
-    return run_seam(project.kind, "integrate", config, store, settings, tasks)
+    return runtime_of(project.kind).integrate(config, store, settings, tasks)

@@ -19,7 +19,8 @@ from kiwb.core.choices import (
     TIES_TOP_K_GRID,
 )
 from kiwb.errors import KiwbError
-from kiwb.kinds import TeacherKind, kind_named, run_seam
+from kiwb.kinds import TeacherKind, kind_named
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import MergeSpec
@@ -129,8 +130,9 @@ def run_merge(session: JobSession) -> Outcome:
                 folder = Path(scratch) / "candidate"
                 model.save_pretrained(folder, safe_serialization=True)
                 inputs.tokenizer.save_pretrained(folder)
-                metrics = run_seam(kind, "evaluate", folder, evaluation, device,
-                                   config.training.batch_size, config.training.max_length)
+                metrics = runtime_of(kind).evaluate(folder, evaluation, device,
+                                                    config.training.batch_size,
+                                                    config.training.max_length)
                 console.print(f"  {candidate.text()}: eval {headline} "
                               f"{100 * metrics['accuracy']:.1f}%, macro-F1 "
                               f"{100 * metrics['macro_f1']:.1f}%", highlight=False, markup=False)

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from kiwb.errors import DataError, TeacherError
-from kiwb.kinds import TeacherKind, declared_kind, kind_named, run_seam
+from kiwb.kinds import TeacherKind, declared_kind, kind_named
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.config import ProjectConfig
+from kiwb.project.config_schema import DATASET_ROLES
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable, row_name
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher
-
-DATASET_ROLES = ("unlabeled", "eval", "labeled")
 
 
 def load_dataset_role(config: ProjectConfig, role: str,
@@ -20,8 +20,7 @@ def load_dataset_role(config: ProjectConfig, role: str,
     if spec is None:
         return None
     path = config.resolve(spec.path, allow_hub_id=False)
-    return run_seam(kind or kind_named(project_kind(config)), "load_table", path, spec, role,
-                    config)
+    return runtime_of(kind or kind_named(project_kind(config))).load_table(path, spec, role, config)
 
 
 def load_datasets(config: ProjectConfig, kind: TeacherKind | None = None) -> dict[str, TextTable]:
@@ -56,8 +55,9 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
     project declares by a table of its own reads its teachers itself (multi-task: with the heads
     that answer its tasks; embedding: sentence encoders with their pooling)."""
     declared = declared_kind(config)
-    if declared is not None:
-        return run_seam(declared, "inspect_teachers", config)
+    own = runtime_of(declared).inspect_teachers(config) if declared is not None else None
+    if own is not None:
+        return own
     found = [
         inspect_teacher(
             teacher.name, config.resolve(teacher.path),

@@ -11,7 +11,8 @@ import numpy as np
 from kiwb.console import console
 from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError, KiwbError
-from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind, run_seam
+from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -65,8 +66,8 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None, *,
     tables = load_datasets(config, kind)
     teachers = inspect_teachers(config)
     kind = kind or (KINDS[teachers[0].kind] if teachers else None)
-    if kind is not None and "check_data" in kind.seams:  # before any score is drawn
-        run_seam(kind, "check_data", config, tables, teachers)
+    if kind is not None:  # before any score is drawn
+        runtime_of(kind).check_data(config, tables, teachers)
     scoring = config.scoring
     fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].adaptive_passes]
     if scoring.mc_passes == "auto" and fixed:
@@ -288,8 +289,8 @@ def score_shard(task: ScoreTask, model, tokenizer, rows: range, settings: Scorin
                 device, **options) -> dict[str, np.ndarray]:
     """The score arrays of one shard's texts by the task's teacher, as its kind scores them
     (per text; a token teacher's per word, with each text's word count)."""
-    return run_seam(KINDS[task.teacher.kind], "score_shard", task, model, tokenizer, rows, settings,
-                    device, **options)
+    return runtime_of(KINDS[task.teacher.kind]).score_shard(task, model, tokenizer, rows, settings,
+                                                           device, **options)
 
 
 def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,

@@ -62,13 +62,6 @@ def length_sorted_batches(lengths: list[int], batch_size: int) -> list[np.ndarra
     return [order[start:start + batch_size] for start in range(0, len(order), batch_size)]
 
 
-def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
-                    device: torch.device, **options) -> dict[str, np.ndarray]:
-    """The sequence kind's scoring seam: the score arrays of the task's texts at `rows`."""
-    return score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
-                       device, **options)
-
-
 def score_texts(
     model, tokenizer, texts: list[str], settings: ScoringSettings, device: torch.device,
     *, shard_seed: int, on_batch: Callable[[int], None] | None = None,

@@ -16,7 +16,8 @@ from kiwb.core.learning_check import LearningCheck, for_method, judged, with_fit
 from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
-from kiwb.kinds import TeacherKind, kind_named, run_seam
+from kiwb.kinds import TeacherKind, kind_named
+from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.config import ProjectConfig
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
@@ -58,7 +59,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest,
     tasks = plan_scoring(config, store, kind=kind)
     check_method(config, kind, request.settings.method, request.settings.routing,
                  dataclasses.asdict(request.settings))
-    data = run_seam(kind, "prepare_training", config, store, request, tasks)
+    data = runtime_of(kind).prepare_training(config, store, request, tasks)
     # the score sets the targets come from, by teacher: a rescore stops a resume (checkpoints)
     data.manifest["scores"] = {task.teacher.name: task.key for task in tasks
                                if task.dataset == "unlabeled"}

@@ -4,13 +4,12 @@ read and fill these, so they import nothing of the training loop itself."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass
 from pathlib import Path
 
 import torch
 
 from kiwb.project.records import IntegrationSettings
-from kiwb.workers.student import SequenceStudent
 from kiwb.workers.student_contract import Student
 
 
@@ -30,10 +29,11 @@ class TrainingData:
     eval_ids: torch.Tensor | None
     eval_routing: dict | None
     manifest: dict
-    eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
+    _: KW_ONLY
     # What depends on the kind of student (kiwb.workers.student_contract says what): its head,
-    # its rows, its loss's inputs and its metrics; the sequence kind's unless a kind gives one
-    student: Student = field(default_factory=SequenceStudent)
+    # its rows, its loss's inputs and its metrics
+    student: Student
+    eval_reference: dict | None = None  # the Ensemble's accuracy and per-class accuracy
     # The checkpoint the student starts from in place of its base (a merge run's), or None.
     init_from: Path | None = None
 

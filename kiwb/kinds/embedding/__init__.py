@@ -87,20 +87,17 @@ class EmbeddingKind(TeacherKind):
         "use": 'from sentence_transformers import SentenceTransformer\n'
                'model = SentenceTransformer("PATH/TO/THIS/FOLDER")\n'
                'print(model.encode(["your text here"]).shape)'}
-    seams = {
-        "checkpoint_facts": "kiwb.kinds.embedding.encoders:checkpoint_facts",
-        "score_shard": "kiwb.kinds.embedding.scoring:score_task_rows",
-        "load_table": "kiwb.kinds.embedding.data:load_role_table",
-        "integrate": "kiwb.kinds.embedding.integrate_job:run_embedding_integration",
-        "prepare_training": "kiwb.kinds.embedding.training:prepare_embedding",
-        "evaluate": "kiwb.kinds.embedding.student:evaluate_encoder",
-        "predict": "kiwb.kinds.embedding.predict:nearest_neighbours",
-        "inspect_teachers": "kiwb.kinds.embedding.teachers:inspect_encoders",
-        "export": "kiwb.kinds.embedding.export:export_encoder",
-        "report_tables": "kiwb.kinds.embedding.report:integration_tables",
-    }
-
     figure_names = PROBE_NAMES
+
+    def checkpoint_facts(self, model_config, folder, teacher, head_kind):
+        from kiwb.kinds.embedding.encoders import checkpoint_facts
+
+        return checkpoint_facts(model_config, folder, teacher, head_kind)
+
+    def report_tables(self, integration) -> list:
+        from kiwb.kinds.embedding.report import integration_tables
+
+        return integration_tables(integration, self.figure_names)
 
     def knowledge_line(self, classes, scheme) -> str:
         return f"sentence encoder · {', '.join(classes)}"

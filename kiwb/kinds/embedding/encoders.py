@@ -95,33 +95,30 @@ def classifier_keys(teacher) -> list[str]:
     return [key for key in CLASSIFIER_KEYS if getattr(teacher, key) is not None]
 
 
-def encoder_refusal(architectures: list[str], problem_type: str | None,
-                    set_keys: list[str]) -> str | None:
+def encoder_refusal(architectures: list[str], set_keys: list[str], head_kind) -> str | None:
     """Why a checkpoint is no teacher of an embedding project, after "<folder> " (one line with
     the fix), or None: a bare encoder with no classifier's keys in its [[teachers]] entry.
-    `set_keys`: the classifier keys (labels, types, ...) its entry sets."""
-    from kiwb.kinds import kind_of_checkpoint
-
+    `set_keys`: the classifier keys (labels, types, ...) its entry sets; `head_kind`: the kind
+    its head names (kiwb.kinds.kind_of_checkpoint), or None."""
     if set_keys:
         return (f"has {set_keys[0]} set in its [[teachers]] entry, which names what a classifier "
                 "knows and does not apply to a sentence encoder; remove it")
     heads = [name for name in architectures if not name.endswith("Model")]
     if not heads:
         return None
-    found = kind_of_checkpoint({"architectures": architectures, "problem_type": problem_type})
-    what = f"a {found[0].title} model" if found is not None else "a model with a head"
+    what = f"a {head_kind.title} model" if head_kind is not None else "a model with a head"
     return (f"is {what} ({heads[0]}); an embedding project ([embedding] in kiwb.toml) merges "
             "sentence encoders: point path at one (a sentence-transformers folder, or a bare "
             "encoder with pooling set), or remove [embedding] to integrate classifiers")
 
 
-def checkpoint_facts(model_config: dict, folder: Path,
-                     teacher) -> tuple[tuple[str, ...], str | None]:
-    """The embedding kind's `checkpoint_facts` seam: a sentence encoder's width and pooling,
-    which the Teachers pane shows in place of labels, and what stops it (a classifier's head or
-    keys, no pooling rule; None: nothing), as kiwb score would say it."""
+def checkpoint_facts(model_config: dict, folder: Path, teacher,
+                     head_kind) -> tuple[tuple[str, ...], str | None]:
+    """A sentence encoder's width and pooling, which the Teachers pane shows in place of labels,
+    and what stops it (a classifier's head or keys, no pooling rule; None: nothing), as kiwb
+    score would say it."""
     problem = encoder_refusal(list(model_config.get("architectures") or []),
-                              model_config.get("problem_type"), classifier_keys(teacher))
+                              classifier_keys(teacher), head_kind)
     pooling = None
     if problem is None:
         try:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from kiwb.kinds.embedding import PROBE_NAMES
 from kiwb.project.dropout_rates import dropout_rows
 
 
@@ -14,8 +13,8 @@ def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
-def integration_tables(integration) -> list[Table]:
-    """The embedding kind's report seam: tables of a recorded integration."""
+def integration_tables(integration, probe_names: dict[str, str]) -> list[Table]:
+    """The tables of a recorded integration; `probe_names`: each probe's name in words."""
     summary, details = integration.summary, integration.summary.details or {}
     head = Table(title=f"Integration · {details.get('weighting')} pair weighting",
                  title_justify="left")
@@ -35,7 +34,7 @@ def integration_tables(integration) -> list[Table]:
                              "before any student", title_justify="left")
         probes.add_column("")
         for name in names:
-            probes.add_column(PROBE_NAMES.get(name, name), justify="right")
+            probes.add_column(probe_names.get(name, name), justify="right")
         for row, figures in rows.items():
             probes.add_row(row, *(_percent(figures.get(name)) for name in names))
         tables.append(probes)

@@ -30,10 +30,11 @@ from kiwb.kinds.embedding.relational import (
     teacher_cosines,
 )
 from kiwb.kinds.embedding.stability import pooled
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
 from kiwb.workers.runtime import FittedBatch, autocast_context
 from kiwb.workers.shard_scoring import length_sorted_batches
-from kiwb.workers.student import SequenceStudent, collate, tokenize
+from kiwb.workers.student import collate, tokenize
 from kiwb.workers.teachers import resolve_checkpoint
 
 

@@ -5,6 +5,7 @@ naming the teacher, the folder and the fix."""
 from __future__ import annotations
 
 from kiwb.errors import TeacherError
+from kiwb.kinds import kind_of_checkpoint
 from kiwb.kinds.embedding import EMBEDDING
 from kiwb.kinds.embedding.encoders import classifier_keys, encoder_refusal, read_pooling_rule
 from kiwb.project.config import ProjectConfig, TeacherConfig
@@ -21,8 +22,10 @@ def inspect_encoder(config: ProjectConfig, teacher: TeacherConfig) -> TeacherInf
     folder, model_config = read_model_config(name, config.resolve(teacher.path),
                                              teacher.trust_remote_code)
     architectures = list(getattr(model_config, "architectures", None) or [])
-    refusal = encoder_refusal(architectures, getattr(model_config, "problem_type", None),
-                              classifier_keys(teacher))
+    head = kind_of_checkpoint({"architectures": architectures,
+                               "problem_type": getattr(model_config, "problem_type", None)})
+    refusal = encoder_refusal(architectures, classifier_keys(teacher),
+                              head[0] if head is not None else None)
     try:
         if refusal is not None:
             raise ValueError(refusal)

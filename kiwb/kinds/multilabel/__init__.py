@@ -46,16 +46,6 @@ class MultiLabelKind(TeacherKind):
     problem_type = "multi_label_classification"
     adaptive_passes = False  # its routing settles per label, not per text
     methods = MULTILABEL_METHODS
-    seams = {
-        "score_shard": "kiwb.kinds.multilabel.scoring:score_task_rows",
-        "load_table": "kiwb.kinds.multilabel.data:load_role_table",
-        "integrate": "kiwb.kinds.multilabel.integrate_job:run_label_integration",
-        "prepare_training": "kiwb.kinds.multilabel.training:prepare_multilabel",
-        "evaluate": "kiwb.kinds.multilabel.student:evaluate_classifier",
-        "predict": "kiwb.kinds.multilabel.student:predicted_labels",
-        "check_data": "kiwb.kinds.multilabel.data:check_tables",
-    }
-
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:
         """Its labels (one is enough: each label is its own yes or no), renamed by `override`."""

@@ -18,8 +18,9 @@ from kiwb.kinds.multilabel.check import OWNERS_MEAN, TARGET_RATE_FLOOR, check_la
 from kiwb.kinds.multilabel.losses import gold_bce_loss, weighted_bce_loss
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.workers.runtime import FittedBatch, load_classifier
-from kiwb.workers.student import SequenceStudent, load_student_base, predict_logits, tokenize
+from kiwb.workers.student import load_student_base, predict_logits, tokenize
 
 PROBLEM_TYPE = "multi_label_classification"
 

@@ -58,16 +58,6 @@ class MultiTaskKind(TeacherKind):
                    "config.json), learnt from teachers that each answer some of the tasks,",
         "unit": "text and task", "labels": "Tasks and labels",
         "use": 'path, texts = "PATH/TO/THIS/FOLDER", ["your text here"]\n' + SNIPPET}
-    seams = {
-        "score_shard": "kiwb.kinds.multitask.scoring:score_task_rows",
-        "load_table": "kiwb.kinds.multitask.data:load_role_table",
-        "integrate": "kiwb.kinds.multitask.integrate_job:run_task_integration",
-        "prepare_training": "kiwb.kinds.multitask.training:prepare_multitask",
-        "evaluate": "kiwb.kinds.multitask.student:evaluate_classifier",
-        "predict": "kiwb.kinds.multitask.predict:predicted_answers",
-        "inspect_teachers": "kiwb.kinds.multitask.teachers:inspect_task_teachers",
-    }
-
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:
         """Its outputs as they are named (task/label); its heads are read from task_heads."""

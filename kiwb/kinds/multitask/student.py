@@ -38,11 +38,11 @@ from kiwb.kinds.multitask.losses import (
     split_features,
     task_losses,
 )
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.workers.feature_adapters import ADAPTERS, attach_adapters, load_adapter_weights
 from kiwb.workers.representation import mean_pooled
 from kiwb.workers.runtime import FittedBatch, load_classifier
 from kiwb.workers.student import (
-    SequenceStudent,
     collate,
     load_student_base,
     predict_logits,

@@ -56,15 +56,6 @@ class SequenceKind(TeacherKind):
     # A sigmoid head (problem_type multi_label_classification) answers each label alone:
     # its outputs are no distribution over labels, so it is not this kind's teacher.
     not_problem_types = ("multi_label_classification", "regression")
-    seams = {
-        "score_shard": "kiwb.workers.shard_scoring:score_task_rows",
-        "load_table": "kiwb.workers.data:load_role_table",
-        "integrate": "kiwb.kinds.sequence.integration:integrate_texts",
-        "prepare_training": "kiwb.kinds.sequence.training:prepare_texts",
-        "evaluate": "kiwb.workers.evaluate:evaluate_classifier",
-        "predict": "kiwb.workers.predict:predicted_labels",
-    }
-
     def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
         if problem_type in self.not_problem_types:
             return None

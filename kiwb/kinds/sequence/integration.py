@@ -28,6 +28,7 @@ from kiwb.errors import ConfigError, DataError
 from kiwb.kinds.sequence import KIND
 from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_representation
 from kiwb.project.config import ProjectConfig
+from kiwb.project.config_schema import DATASET_ROLES
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import (
@@ -554,7 +555,7 @@ def without_given_labels(scores: TeacherScores, texts: list[str],
 def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                     tasks: list[ScoreTask]) -> IntegrationRecord:
     """The sequence kind's integration seam: texts routed, targets, conflicts, figures."""
-    by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval", "labeled")}
+    by_role = {role: [t for t in tasks if t.dataset == role] for role in DATASET_ROLES}
     asked = settings  # as the job was given it: "auto" stays "auto" in the record and the key
     reads = reads_representation(asked, store, tasks)
     scores = scores_from_tasks(config, store, by_role["unlabeled"], reads)

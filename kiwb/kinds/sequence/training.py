@@ -25,7 +25,9 @@ from kiwb.kinds.sequence.integration import (
     without_given_labels,
 )
 from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_representation
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.project.config import ProjectConfig
+from kiwb.project.config_schema import DATASET_ROLES
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.records import RoutingAccuracy
 from kiwb.project.run_manifest import RunManifest
@@ -39,7 +41,7 @@ from kiwb.workers.training_data import TrainingData, TrainRequest
 def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
                   tasks: list) -> TrainingData:
     """The sequence kind's training seam: per-text targets, the eval set, the manifest."""
-    by_dataset = {d: [t for t in tasks if t.dataset == d] for d in ("unlabeled", "eval", "labeled")}
+    by_dataset = {d: [t for t in tasks if t.dataset == d] for d in DATASET_ROLES}
     settings = request.settings
     method = settings.method
     distilled = method != SUPERVISED
@@ -127,7 +129,7 @@ def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
         training=config.training.manifest(), own=own).to_dict()
     return TrainingData(labels, texts, targets, weights, label_ids,
                         coverage_mask(label_sets, labels), eval_texts, eval_ids, eval_routing,
-                        manifest, eval_reference)
+                        manifest, student=SequenceStudent(), eval_reference=eval_reference)
 
 
 def labeled_data_fingerprint(table) -> dict:

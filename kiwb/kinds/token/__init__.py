@@ -43,15 +43,6 @@ class TokenKind(TeacherKind):
     histogram_title = ("Teacher confidence over its entity tags, on the words it tags as an "
                        "entity: MC dropout | plain confidence")
     adaptive_passes = False  # its routing settles per span, not per text
-    seams = {
-        "score_shard": "kiwb.kinds.token.scoring:score_task_rows",
-        "load_table": "kiwb.kinds.token.data:load_role_table",
-        "integrate": "kiwb.kinds.token.integrate_job:run_token_integration",
-        "prepare_training": "kiwb.kinds.token.training:prepare_token",
-        "evaluate": "kiwb.kinds.token.student:evaluate_tagger",
-        "predict": "kiwb.kinds.token.student:predicted_entities",
-        "check_labels": "kiwb.kinds.token.labels:check_labels",
-    }
 
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:

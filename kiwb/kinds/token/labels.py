@@ -1,6 +1,6 @@
 """The labels a user gives a token project's conflicts: each names one span of a sentence
 (marked with ⟦ ⟧, as the conflicts list and `kiwb labels export` write it). The token kind's
-`check_labels` seam."""
+runtime checks them (kiwb.kinds.token.worker)."""
 
 from __future__ import annotations
 
@@ -31,8 +31,10 @@ def check_labels(file, decisions, config) -> None:
 def sentence_lengths(config) -> dict[str, int]:
     """Every sentence of the project's data sets, its words joined by spaces (as a marked
     span's sentence reads), and its number of words."""
-    from kiwb.kinds.token import KIND
-    from kiwb.workers.project_inputs import load_datasets
+    from kiwb.kinds.token.data import load_role_table
+    from kiwb.project.config_schema import DATASET_ROLES
 
-    return {" ".join(words): len(words) for table in load_datasets(config, KIND).values()
-            for words in table.words}
+    specs = [(role, spec) for role in DATASET_ROLES if (spec := getattr(config.data, role))]
+    return {" ".join(words): len(words) for role, spec in specs
+            for words in load_role_table(config.resolve(spec.path, allow_hub_id=False), spec,
+                                         role, config).words}

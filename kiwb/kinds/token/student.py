@@ -15,6 +15,7 @@ import torch
 from kiwb.console import console, one_line
 from kiwb.core.losses import softmax_distillation_loss
 from kiwb.errors import KiwbError
+from kiwb.kinds.sequence.student import SequenceStudent
 from kiwb.kinds.token.metrics import entity_report
 from kiwb.kinds.token.scoring import pad_windows, window_texts
 from kiwb.kinds.token.words import align_words, merge_windows
@@ -25,7 +26,7 @@ from kiwb.workers.runtime import (
     to_device,
 )
 from kiwb.workers.shard_scoring import capped_max_length, length_sorted_batches
-from kiwb.workers.student import SequenceStudent, load_student_base
+from kiwb.workers.student import load_student_base
 
 
 @dataclass(frozen=True)
@@ -236,7 +237,7 @@ class TokenStudent:
     SequenceStudent is the sequence kind's): rows are texts, targets are per word."""
 
     kind = "token"
-    # Per word, the same losses as a text classifier's (kiwb.workers.student.SequenceStudent).
+    # Per word, the same losses as a text classifier's (kiwb.kinds.sequence.student.SequenceStudent).
     supervised_loss = staticmethod(torch.nn.functional.cross_entropy)
     distillation_loss = staticmethod(softmax_distillation_loss)
 

@@ -63,7 +63,7 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids,
         union_coverage(data.tag_sets, union), eval_table.texts if eval_table else None, None,
-        eval_routing, manifest, eval_reference, student=student)
+        eval_routing, manifest, student=student, eval_reference=eval_reference)
 
 
 def _gold_ids(table, union: list[str], config: ProjectConfig) -> torch.Tensor:
