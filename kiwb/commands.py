@@ -215,7 +215,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     project = LoadedProject.of(config)
     spec.check_routing(project.config)  # refused here, before a job is started for it
     return run_or_launch(args, spec.named(project.config.integration,
-                                          project.kind.default_routing))
+                                          project.kind.jobs.default_routing))
 
 
 def cmd_labels(args: argparse.Namespace) -> int:

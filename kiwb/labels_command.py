@@ -230,4 +230,4 @@ def known_labels(config) -> list[str]:
     quiet_libraries()
     union = union_labels([list(info.known) for info in inspect_teachers(config)])
     # what a conflict of the teachers' kind may be given (embedding: a judgement of a pair)
-    return kind_named(project_kind(config)).conflict_labels(None, union)
+    return kind_named(project_kind(config)).jobs.conflict_labels(None, union)

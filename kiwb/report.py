@@ -33,11 +33,11 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
     kind = kind_named(summary.teachers_kind)
-    own = kind.report_tables(integration)  # a kind with tables of its own
+    own = kind.words.report_tables(integration)  # a kind with tables of its own
     if own is not None:
         return own
     routing = summary.routing
-    routing_name = routing.name if routing is not None else kind.routing_unrecorded
+    routing_name = routing.name if routing is not None else kind.words.routing_unrecorded
     probabilistic = routing is not None and routing.name != "confidence"
     choice = summary.routing_choice
     use_mc = choice.use_mc if choice is not None else settings.use_mc
@@ -49,7 +49,7 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
     kind = kind_named(summary.teachers_kind)
     scored = (routing.score if routing is not None else None) or "confidence"
-    for figure in (f"{kind.units} won", "share", "est. in its labels", f"routed above {scored}"):
+    for figure in (f"{kind.words.units} won", "share", "est. in its labels", f"routed above {scored}"):
         head.add_column(figure, justify="right", no_wrap=False)
     labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
@@ -79,7 +79,7 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     # Both wrap, the wider first: long names of facts, a long list of labels.
     facts = FittedTable("fact", show_header=False, title="Summary", wrap=("fact", "value"))
     facts.add_column("value", justify="right")
-    facts.add_row(kind.units, f"{summary.num_texts:,}")
+    facts.add_row(kind.words.units, f"{summary.num_texts:,}")
     if summary.token is not None:  # a token integration's clusters stand in sentences
         facts.add_row("sentences · words", f"{summary.token['texts']:,} · {summary.token['words']:,}")
         kinds = summary.token.get("cluster_kinds") or {}
@@ -97,7 +97,7 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         if given.eval_left_out:
             facts.add_row("eval texts with a label: left out of eval", f"{given.eval_left_out:,}")
     evaluation = summary.eval
-    per = "" if kind.routing_unit == "texts" else f" ({kind.routing_unit})"
+    per = "" if kind.words.routing_unit == "texts" else f" ({kind.words.routing_unit})"
     for scope, accuracy in (("unlabeled", summary.routing_accuracy),
                             ("eval", evaluation.routing_accuracy if evaluation else None)):
         if accuracy is not None:
@@ -116,9 +116,9 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     for row in dropout_rows(summary.teacher_dropout):  # MC figures not a teacher's own
         facts.add_row(*row)
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
-        facts.add_row(f"Ensemble {kind.headline} on eval", _percent(evaluation.ensemble_accuracy))
+        facts.add_row(f"Ensemble {kind.words.headline} on eval", _percent(evaluation.ensemble_accuracy))
     if summary.token is not None and "eval" in summary.token:
-        facts.add_row(f"targets' {kind.headline} on eval",
+        facts.add_row(f"targets' {kind.words.headline} on eval",
                       _percent(summary.token["eval"]["targets"]["f1"]))
     tables = [head, margins, facts]
     if choice is not None:
@@ -210,7 +210,7 @@ def evaluation_table(report: dict) -> Table:
     """Overall and per-class accuracy of one evaluation."""
     table = FittedTable(title=f"{report['run']} · {report['checkpoint']} on {report['data']}")
     kind = kind_named(report.get("kind"))
-    name, figure = kind.per_class_columns
+    name, figure = kind.words.per_class_columns
     table.add_column(name)
     table.add_column(figure, justify="right")
     for label, value in report["per_class_accuracy"].items():
@@ -221,7 +221,7 @@ def evaluation_table(report: dict) -> Table:
         table.add_row(f"[bold]{task}[/bold] {headline}", f"[bold]{_percent(figures['headline'])}[/bold]")
         if figures.get("at_half"):
             table.add_row(f"{task} micro F1 at 0.5", _percent(figures["at_half"]["micro_f1"]))
-    table.add_row(f"[bold]{kind.overall_row}[/bold]",
+    table.add_row(f"[bold]{kind.words.overall_row}[/bold]",
                   f"[bold]{_percent(report['accuracy'])}[/bold]")
     table.add_row("macro-F1", _percent(report["macro_f1"]))
     if report.get("at_half"):  # a multi-label student's figures without its tuned thresholds

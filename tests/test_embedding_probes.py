@@ -87,12 +87,12 @@ def test_a_runs_best_line_names_each_probe_as_the_step_lines_do():
 
     kind = kind_named("embedding")
     labels_only = probe_report({"knn_accuracy": 0.522}, 500)
-    assert kind.best_text(labels_only) == "kNN accuracy 52.2%"
-    assert kind.evaluation_text(labels_only) == "eval kNN accuracy 52.2%"
+    assert kind.words.best_text(labels_only) == "kNN accuracy 52.2%"
+    assert kind.words.evaluation_text(labels_only) == "eval kNN accuracy 52.2%"
     both = probe_report({"knn_accuracy": 0.5, "recall@1": 0.25, "mrr": 0.375}, 500)
-    assert kind.best_text(both) == "kNN accuracy 50.0%, recall@1 25.0%, MRR 37.5%"
+    assert kind.words.best_text(both) == "kNN accuracy 50.0%, recall@1 25.0%, MRR 37.5%"
     # a best recorded without its probes (an older run) keeps the headline's name
     older = {"accuracy": 0.5, "macro_f1": 0.375}
-    assert kind.best_text(older) == "probe score 50.00%, retrieval MRR 37.50%"
-    assert kind_named(None).best_text({"accuracy": 0.5, "macro_f1": 0.25}) == \
+    assert kind.words.best_text(older) == "probe score 50.00%, retrieval MRR 37.50%"
+    assert kind_named(None).words.best_text({"accuracy": 0.5, "macro_f1": 0.25}) == \
         "accuracy 50.00%, macro-F1 25.00%"

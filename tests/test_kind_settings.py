@@ -29,7 +29,7 @@ def test_a_setting_a_kind_never_applies_is_refused_and_the_defaults_pass(kind):
     described = kind_named(kind)
     described.check_settings(DEFAULTS, DEFAULTS)
     described.check_settings({**DEFAULTS, "transfer": None}, DEFAULTS)  # None: off
-    for name, why in described.unused_settings.items():
+    for name, why in described.jobs.unused_settings.items():
         with pytest.raises(ValueError) as refused:
             described.check_settings({**DEFAULTS, name: AWAY[name]}, DEFAULTS)
         message = str(refused.value)
@@ -39,7 +39,7 @@ def test_a_setting_a_kind_never_applies_is_refused_and_the_defaults_pass(kind):
 
 
 def test_what_each_kind_takes():
-    unused = {name: set(kind.unused_settings) for name, kind in KINDS.items()}
+    unused = {name: set(kind.jobs.unused_settings) for name, kind in KINDS.items()}
     assert unused["sequence"] == set()                             # all (transfer: below)
     assert unused["multi-label"] == {"class_weighting"}
     assert unused["token"] == unused["multi-task"] == {"class_weighting"}
@@ -51,7 +51,7 @@ def test_what_each_kind_takes():
 @pytest.mark.parametrize("kind", list(KINDS))
 def test_ants_transfer_is_declared_for_multi_label_teachers_and_refused_by_the_others(kind, tmp_path):
     config = ProjectConfig(root=tmp_path, file=tmp_path / "kiwb.toml", name="p")
-    method = kind_named(kind).methods[0]
+    method = kind_named(kind).jobs.methods[0]
     if kind == "multi-label":
         check_method(config, kind_named(kind), method, settings={**DEFAULTS, "transfer": True})
         return

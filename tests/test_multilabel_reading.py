@@ -21,14 +21,14 @@ LABELS = ("sports", "politics", "music")
 
 def test_the_kind_is_read_from_problem_type_and_takes_one_label_or_more():
     architectures = ["BertForSequenceClassification"]
-    assert MULTI_LABEL.matches(architectures, "multi_label_classification") == architectures[0]
-    assert MULTI_LABEL.matches(architectures, None) is None
-    assert MULTI_LABEL.matches(["BertForTokenClassification"], "multi_label_classification") is None
-    assert MULTI_LABEL.read_teacher(["toxic"]).classes == ("toxic",)
-    assert MULTI_LABEL.read_teacher(["LABEL_0", "LABEL_1"], ["a", "b"]).outputs == ("a", "b")
+    assert MULTI_LABEL.checkpoints.matches(architectures, "multi_label_classification") == architectures[0]
+    assert MULTI_LABEL.checkpoints.matches(architectures, None) is None
+    assert MULTI_LABEL.checkpoints.matches(["BertForTokenClassification"], "multi_label_classification") is None
+    assert MULTI_LABEL.checkpoints.read_teacher(["toxic"]).classes == ("toxic",)
+    assert MULTI_LABEL.checkpoints.read_teacher(["LABEL_0", "LABEL_1"], ["a", "b"]).outputs == ("a", "b")
     with pytest.raises(ValueError, match=r"generically \(LABEL_0\)"):
-        MULTI_LABEL.read_teacher(["LABEL_0", "toxic"])
-    assert MULTI_LABEL.union([["a", "b", "c"], ["c", "d"]]) == ["a", "b", "c", "d"]
+        MULTI_LABEL.checkpoints.read_teacher(["LABEL_0", "toxic"])
+    assert MULTI_LABEL.checkpoints.union([["a", "b", "c"], ["c", "d"]]) == ["a", "b", "c", "d"]
 
 
 @pytest.fixture(scope="module")

@@ -165,4 +165,4 @@ def test_kinds_without_representations_refuse_their_routings_in_one_line(kind):
         with pytest.raises(ValueError, match=rf"routing '{routing}' reads each teacher's "
                                              "representation or logits per text") as refused:
             KINDS[kind].check_routing(routing)
-        assert "\n" not in str(refused.value) and KINDS[kind].default_routing in str(refused.value)
+        assert "\n" not in str(refused.value) and KINDS[kind].jobs.default_routing in str(refused.value)

@@ -121,7 +121,7 @@ def test_a_token_project_routes_by_confidence_unless_kiwb_toml_names_a_routing(t
     # The run a plain `kiwb train` names leaves the kind's default routing out of the name,
     # and the Conflicts pane's r and t fit the kind's labels routing, not stacked (refused here).
     loaded = load_project(project)
-    assert TrainSpec().named(loaded.config.integration, loaded.kind.default_routing).run == "muki-hard"
+    assert TrainSpec().named(loaded.config.integration, loaded.kind.jobs.default_routing).run == "muki-hard"
     assert integrate_with_labels(loaded).routing == "confidence"
     assert train_with_labels(loaded, lambda run: False).routing == "confidence"
 

@@ -44,7 +44,7 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
         summary = IntegrationRecord.from_dict(store.integration(integration)).summary
         references = summary.eval
         runs = {name: train(store, TrainSpec(**overrides).named(
-            config.integration, project.kind.default_routing))
+            config.integration, project.kind.jobs.default_routing))
                 for name, overrides in students.items()}
         exported = paths.exports / runs[exported_run]
         run_step(store, ExportSpec(run=runs[exported_run], destination=str(exported), force=True))

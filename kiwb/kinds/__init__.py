@@ -42,7 +42,7 @@ def declared_kind(config) -> TeacherKind | None:
     """The kind a project's kiwb.toml declares by a table of its own ([[tasks]], [embedding]),
     or None: then its teachers' heads say."""
     return next((kind for kind in KINDS.values()
-                 if kind.declared_by and getattr(config, kind.declared_by, None)), None)
+                 if kind.checkpoints.declared_by and getattr(config, kind.checkpoints.declared_by, None)), None)
 
 
 def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
@@ -52,14 +52,14 @@ def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
     architectures = list(model_config.get("architectures") or [])
     problem_type = problem_type or model_config.get("problem_type")
     for kind in KINDS.values():
-        if kind.config_key and model_config.get(kind.config_key):
-            found = kind.matches(architectures)
+        if kind.checkpoints.config_key and model_config.get(kind.checkpoints.config_key):
+            found = kind.checkpoints.matches(architectures)
             if found is not None:
                 return kind, found
     for kind in KINDS.values():
-        if kind.config_key:
+        if kind.checkpoints.config_key:
             continue
-        found = kind.matches(architectures, problem_type)
+        found = kind.checkpoints.matches(architectures, problem_type)
         if found is not None:
             return kind, found
     return None
@@ -69,14 +69,14 @@ def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None)
     """Why no kind matches a checkpoint, and the fix: one line after "<folder> is "."""
     architectures = list(model_config.get("architectures") or [])
     problem = problem_type or model_config.get("problem_type")
-    if problem is not None and any(name.endswith(SEQUENCE.architecture_suffix)
+    if problem is not None and any(name.endswith(SEQUENCE.checkpoints.architecture_suffix)
                                    for name in architectures):
         return (f"a sequence classifier of problem_type {problem!r}, which kiwb does not "
                 "integrate; set problem_type in its [[teachers]] entry to "
                 '"single_label_classification" (softmax head) or "multi_label_classification" '
                 "(sigmoid head)")
-    suffixes = " or ".join(dict.fromkeys(f"*{kind.architecture_suffix}" for kind in KINDS.values()
-                                         if kind.declared_by is None))
+    suffixes = " or ".join(dict.fromkeys(f"*{kind.checkpoints.architecture_suffix}" for kind in KINDS.values()
+                                         if kind.checkpoints.declared_by is None))
     encoder = any(name.endswith("Model") for name in architectures)
     return (f"not a sequence classifier nor a token classifier (architectures: "
             f"{', '.join(architectures) or 'none recorded'}); point path at a fine-tuned "

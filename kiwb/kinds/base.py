@@ -4,9 +4,10 @@ kiwb runs every kind of teacher through the same jobs, store, score shards and c
 resume, `--devices`, labels store, CLI verbs and workbench panes. What differs between kinds
 lives in the kind's own package, `kiwb/kinds/<name>/`:
 
-  __init__.py  its description, a `TeacherKind` (below): what the kind is, how a teacher
-               checkpoint's config.json is read, the words tables and cards use for it, and
-               what the shared jobs may do with it. Torch-free: the CLI and the workbench read it.
+  __init__.py  its description, a `TeacherKind` (below): its name and three parts, each a
+               subclass of one class below: how a teacher checkpoint's config.json is read
+               (`checkpoints`), the words tables and cards use for it (`words`), and what the
+               shared jobs may do with it (`jobs`). Torch-free: the CLI and the workbench read it.
   worker.py    its runtime, a class implementing kiwb.kinds.runtime.KindRuntime: the methods
                the shared jobs call for the kind's part of the work (scoring a shard, reading a
                data set, integrating, preparing training with its Student, evaluating,
@@ -15,9 +16,9 @@ lives in the kind's own package, `kiwb/kinds/<name>/`:
                metrics, what a conflict is, the export head.
 
 The shared modules (kiwb/*.py, core, project, workers, tui) never branch on a kind's name or
-import one kind's code: what differs is an attribute or a method of TeacherKind, or a method of
-its runtime (tests/test_kind_seams.py greps them; tests/test_kind_runtime.py holds every runtime
-to the Protocol). The sequence kind's runtime is the classifier code paths the other kinds
+import one kind's code: what differs is an attribute or a method of a description's part, or a
+method of its runtime (tests/test_kind_boundaries.py greps them; tests/test_kind_runtime.py
+holds every runtime to the Protocol). The sequence kind's runtime is the classifier code paths the other kinds
 build on (its student.py: SequenceStudent). A kind is read from the teachers (`architectures`
 in config.json: the model class names the head; a sequence classifier's `problem_type` says
 single-label or multi-label) and must be the same for every teacher of a project. To add one:
@@ -49,7 +50,6 @@ class CheckpointReading(ABC):
     """How a kind's teacher checkpoints are recognised and read (config.json and kiwb.toml's
     override), and what loads them and the student they make."""
 
-    name: str                 # as recorded: "sequence", "token"
     architecture_suffix: str  # the model class a checkpoint's architectures must end with
     auto_model: str           # the transformers Auto class that loads it
     pipeline_tag: str         # the Hub's pipeline tag of the exported student
@@ -206,7 +206,8 @@ class JobBehaviour:
         [integration] method (a kind whose methods are set in its own table says so here)."""
         return config.integration.method
 
-    def check_settings(self, values: Mapping[str, Any], defaults: Mapping[str, Any],
+    # The checks below are worded with the kind's title (TeacherKind's, which calls them).
+    def check_settings(self, title: str, values: Mapping[str, Any], defaults: Mapping[str, Any],
                        unused: Mapping[str, str] | None = None) -> None:
         """ValueError in one line when a setting this kind never applies (`unused`: name ->
         why, else `unused_settings`) is set away from its default; `values` and `defaults` by
@@ -215,22 +216,22 @@ class JobBehaviour:
             value = values.get(name)
             if value is not None and value != defaults[name]:
                 raise ValueError(f"[integration] {name} = {_toml(value)} does not apply to "
-                                 f"{self.title} teachers: {why}; leave it at its default "
+                                 f"{title} teachers: {why}; leave it at its default "
                                  f"({_toml(defaults[name])})")
 
-    def check_routing(self, routing: str | None) -> None:
+    def check_routing(self, title: str, routing: str | None) -> None:
         """ValueError in one line when `routing` reads what this kind's scoring does not keep
         (a representation routing for a kind without representations)."""
         if routing in OWN_SCORE_ROUTINGS and not self.keeps_representation:
             raise ValueError(f"routing {routing!r} reads each teacher's representation or "
                              f"logits per text, which kiwb keeps for single-label teachers; "
-                             f"{self.title} teachers route with {self.default_routing} (or "
+                             f"{title} teachers route with {self.default_routing} (or "
                              "another routing listed in kiwb.toml's help)")
 
-    def check_method(self, method: str) -> None:
+    def check_method(self, title: str, method: str) -> None:
         """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""
         if method != SUPERVISED and method not in self.methods:
-            raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
+            raise ValueError(f"method {method!r} does not apply to {title} teachers; "
                              f"choose one of {', '.join(self.methods)} (or supervised)")
 
 
@@ -241,8 +242,38 @@ def _toml(value: Any) -> str:
     return f"{value:g}" if isinstance(value, float) else json.dumps(value)
 
 
-class TeacherKind(CheckpointReading, ResultWording, JobBehaviour):
-    """The torch-free description of a kind of teacher (and of the student it makes), by
-    concern: how its checkpoints are read (CheckpointReading), how its results are worded
-    (ResultWording), and what the shared jobs do for it (JobBehaviour). A new kind
-    gives each part's attributes without a default, and overrides what differs."""
+class TeacherKind:
+    """The torch-free description of a kind of teacher (and of the student it makes): its name,
+    as recorded ("sequence", "token"), and three parts by concern: how its checkpoints are read
+    (`checkpoints`, a CheckpointReading), how its results are worded (`words`, a
+    ResultWording), and what the shared jobs may do with it (`jobs`, a JobBehaviour). A kind
+    subclasses each part, giving its attributes without a default and overriding what differs.
+    What the jobs call for the kind's work is its runtime (kiwb.kinds.runtimes)."""
+
+    def __init__(self, name: str, checkpoints: CheckpointReading, words: ResultWording,
+                 jobs: JobBehaviour):
+        self.name = name
+        self.checkpoints = checkpoints
+        self.words = words
+        self.jobs = jobs
+
+    def __repr__(self) -> str:
+        return f"TeacherKind({self.name!r})"
+
+    @property
+    def title(self) -> str:
+        """The kind in words, for tables, refusals and the model card."""
+        return self.words.title
+
+    def check_settings(self, values: Mapping[str, Any], defaults: Mapping[str, Any],
+                       unused: Mapping[str, str] | None = None) -> None:
+        """JobBehaviour.check_settings, worded with this kind's title."""
+        self.jobs.check_settings(self.title, values, defaults, unused)
+
+    def check_routing(self, routing: str | None) -> None:
+        """JobBehaviour.check_routing, worded with this kind's title."""
+        self.jobs.check_routing(self.title, routing)
+
+    def check_method(self, method: str) -> None:
+        """JobBehaviour.check_method, worded with this kind's title."""
+        self.jobs.check_method(self.title, method)

@@ -627,8 +627,8 @@ class ProjectConfig:
         one (embedding: [embedding] weighting)."""
         integration = self.integration
         if integration.routing == AUTO_ROUTING:
-            integration = dataclasses.replace(integration, routing=kind.default_routing)
-        method = kind.configured_method(self)
+            integration = dataclasses.replace(integration, routing=kind.jobs.default_routing)
+        method = kind.jobs.configured_method(self)
         if method != integration.method:
             integration = dataclasses.replace(integration, method=method)
         return self if integration is self.integration else dataclasses.replace(

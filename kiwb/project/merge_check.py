@@ -24,7 +24,7 @@ SHAPE_KEYS = ("model_type", "vocab_size", "hidden_size", "dim", "d_model", "num_
 def check_mergeable(config, spec, kind: TeacherKind) -> None:
     """One line naming the first reason these teachers (of `kind`) cannot be merged as `spec`
     asks."""
-    refusal = kind.merge_refusal
+    refusal = kind.jobs.merge_refusal
     if refusal:
         raise ConfigError(f"{config.file}: {refusal}")
     if len(config.teachers) < 2:

@@ -158,7 +158,7 @@ class IntegrationSettings(Record, IntegrationConfig):
         values = {each.name: getattr(section, each.name) for each in fields(cls)}
         values.update({k: v for k, v in overrides.items() if v is not None})
         if values["routing"] == AUTO_ROUTING:  # --routing auto: the kind's, as kiwb.toml's is
-            values["routing"] = project.kind.default_routing
+            values["routing"] = project.kind.jobs.default_routing
         settings = cls(**values)
         settings.check(project.config)
         return settings

@@ -75,7 +75,7 @@ def check_method(config: ProjectConfig, kind: TeacherKind, method: str,
         kind.check_routing(routing)
         if settings is not None and method != SUPERVISED:
             kind.check_settings(settings, dataclasses.asdict(declared()),
-                                {**kind.unused_settings,
+                                {**kind.jobs.unused_settings,
                                  **_declared_for_other_kinds(declared, kind)})
     except ValueError as error:
         raise ConfigError(f"{config.file}: {error}") from None

@@ -88,7 +88,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       kind=kind.name,
                       dropout=dropout_line(model_config, config.scoring.dropout))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
-    facts = (declared.checkpoint_facts(model_config, folder, teacher,
+    facts = (declared.checkpoints.checkpoint_facts(model_config, folder, teacher,
                                        found[0] if found is not None else None)
              if declared is not None else None)
     if facts is not None:
@@ -96,7 +96,7 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
         return replace(summary, kind=declared.name, labels=labels,
                        architecture=architectures[0] if architectures else summary.architecture,
                        problem=f"{folder} {problem}" if problem else None)
-    if kind.override_key == "labels":
+    if kind.checkpoints.override_key == "labels":
         labels, problem, scheme = *_labels(model_config, teacher), None
     else:
         labels, problem, scheme = _knowledge(kind, model_config, teacher)
@@ -116,7 +116,7 @@ def _knowledge(kind, model_config: dict, teacher: TeacherConfig):
         return tuple(outputs), ("labels = [...] names a sequence classifier's labels; rename this "
                                 "NER teacher's entity types with types = [...]"), None
     try:
-        knowledge = kind.read_teacher(outputs, teacher.types, teacher.tag_scheme)
+        knowledge = kind.checkpoints.read_teacher(outputs, teacher.types, teacher.tag_scheme)
     except ValueError as error:
         return tuple(outputs), str(error), None
     return knowledge.classes, None, knowledge.scheme

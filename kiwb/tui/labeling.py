@@ -103,7 +103,7 @@ def _labels_routing(project: LoadedProject) -> str | None:
     the teachers' kind fits on labels (None: the project's)."""
     if project.config.integration.routing in FEW_LABEL_ROUTINGS:
         return None
-    return project.kind.labels_routing
+    return project.kind.jobs.labels_routing
 
 
 def integrate_with_labels(project: LoadedProject) -> IntegrateSpec:
@@ -116,7 +116,7 @@ def train_with_labels(project: LoadedProject, taken: Callable[[str], bool]) -> T
     name `taken` by an earlier run gets -2, -3, ... so label, train, label more, train again
     keeps every run beside the others."""
     spec = TrainSpec(labels=True, routing=_labels_routing(project)).named(
-        project.config.integration, project.kind.default_routing)
+        project.config.integration, project.kind.jobs.default_routing)
     return replace(spec, run=free_run_name(spec.run, taken))
 
 

@@ -146,7 +146,7 @@ def model_card(manifest: dict, root: Path | None = None) -> str:
     (`root`: the project folder, where a relative student base is read)."""
     method = manifest.get("method") or {}
     kind = kind_named(manifest.get("kind"))
-    what = kind.card
+    what = kind.words.card
     lines = [
         "---", card_metadata(manifest, root=root).rstrip("\n"), "---", "",
         f"# {'Merged' if manifest.get('merge') else 'Student'} model from kiwb run "
@@ -288,7 +288,7 @@ def _evaluation_lines(manifest: dict) -> list[str]:
         return ["No labeled evaluation set was configured for this run."]
     lines = [f"On the labeled evaluation set at step {manifest['step']} "
              f"({metrics.get('num_texts')} texts):", "",
-             f"- {kind_named(manifest.get('kind')).headline}: {100 * metrics['accuracy']:.2f}%",
+             f"- {kind_named(manifest.get('kind')).words.headline}: {100 * metrics['accuracy']:.2f}%",
              f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
     routing = dict(metrics.get("routing_accuracy") or {})
     chosen_name = routing.pop("routing", None)  # the routing the run trained with, by name
@@ -302,7 +302,7 @@ def _evaluation_lines(manifest: dict) -> list[str]:
     if check is not None:  # a user about to ship this model should see a collapse here too
         lines.append(f"- kiwb's learning check: {check.status}"
                      + (f" ({check.problem}{check.cause_text()})" if check.flagged else ""))
-    name, figure = kind_named(manifest.get("kind")).per_class_columns
+    name, figure = kind_named(manifest.get("kind")).words.per_class_columns
     lines += ["", f"| {name} | {figure} |", "|---|---|"]
     for label, value in metrics["per_class_accuracy"].items():
         lines.append(f"| {label} | {'–' if value is None else f'{100 * value:.1f}%'} |")

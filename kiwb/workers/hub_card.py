@@ -25,10 +25,10 @@ def card_metadata(manifest: dict, *, library_name: str = "transformers",
     base = manifest.get("student_base")
     source = manifest.get("eval_source") or {}
     dataset = hub_dataset(source["path"]) if source.get("path") else None
-    results = eval_results(manifest, kind.pipeline_tag, kind.headline)
+    results = eval_results(manifest, kind.checkpoints.pipeline_tag, kind.words.headline)
     data = ModelCardData(
         model_name=f"kiwb-{manifest['run']}", library_name=library_name,
-        pipeline_tag=kind.pipeline_tag, tags=[*TAGS, *tags],
+        pipeline_tag=kind.checkpoints.pipeline_tag, tags=[*TAGS, *tags],
         # a local folder is no Hub model: the Hub refuses a base_model it cannot find
         base_model=base if isinstance(base, str) and is_hub_id(base, root or Path.cwd()) else None,
         datasets=[dataset] if dataset else None, eval_results=results or None)

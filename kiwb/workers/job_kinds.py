@@ -72,10 +72,10 @@ def integrate(session: JobSession) -> Outcome:
     given = summary.gold_labels
     labels = (f", {given.labeled:,} labeled texts as targets, {given.left_out:,} left out"
               if given is not None else "")
-    line = project.kind.integrated_line(summary)
+    line = project.kind.words.integrated_line(summary)
     routing = summary.routing.name if summary.routing is not None else settings.routing
     console.print(line or (
-        f"Integrated {summary.num_texts:,} {project.kind.units} "
+        f"Integrated {summary.num_texts:,} {project.kind.words.units} "
         f"({settings.method}, {routing} routing{labels}): {wins}; "
         f"{summary.conflicts:,} conflicts under margin {summary.conflict_threshold}"),
         highlight=False, soft_wrap=True)
@@ -132,7 +132,7 @@ def export(session: JobSession) -> Outcome:
     export_student(session.root, run, destination, checkpoint=spec.checkpoint, force=spec.force)
     console.print(f"Exported run {run} to {destination}")
     kind = read_export_manifest(destination).get("kind", DEFAULT_KIND)
-    card = kind_named(kind).card
+    card = kind_named(kind).words.card
     if "pipeline" in card:
         load = card["pipeline"].replace("PATH/TO/THIS/FOLDER", str(destination))
         console.print(f"Load it with:\n  from transformers import pipeline\n  {load}",

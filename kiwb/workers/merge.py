@@ -54,7 +54,7 @@ def load_merge_inputs(teachers: list[TeacherInfo], kind: TeacherKind, base: str 
     """Load and check the teachers (one architecture, one vocabulary, the same shapes outside
     the head, outputs named as the union's) and, where the rule needs it, the base; every
     refusal is one line naming the first difference."""
-    union = kind.union([info.known for info in teachers])
+    union = kind.checkpoints.union([info.known for info in teachers])
     for info in teachers:
         _check_outputs(info, union)
     first = teachers[0]
@@ -255,7 +255,7 @@ def merged_model(inputs: MergeInputs, backbone: dict[str, torch.Tensor]):
     config.id2label = dict(enumerate(union))
     config.label2id = {label: index for index, label in enumerate(union)}
     # the kind's head, whatever teacher 0's config.json said (kiwb.toml may have named it)
-    config.problem_type = kind_named(inputs.teachers[0].kind).problem_type or config.problem_type
+    config.problem_type = kind_named(inputs.teachers[0].kind).checkpoints.problem_type or config.problem_type
     if getattr(config, "label_thresholds", None) is not None:
         del config.label_thresholds  # tuned for teacher 0's labels (a kiwb export's), not these
     return model.eval()

@@ -79,7 +79,7 @@ def run_merge(session: JobSession) -> Outcome:
     spec: MergeSpec = session.job.spec
     project = session.project()
     config, kind = project.config, project.kind
-    refusal = kind.merge_refusal
+    refusal = kind.jobs.merge_refusal
     if refusal:
         raise KiwbError(f"{config.file}: {refusal}")
     run = session.job.run
@@ -114,7 +114,7 @@ def run_merge(session: JobSession) -> Outcome:
                       "(set [data.eval] with gold labels, or pass --lambda/--top-k)",
                       highlight=False, markup=False, soft_wrap=True)
     results: list[tuple[Candidate, dict | None]] = []
-    headline = kind.headline
+    headline = kind.words.headline
     # named as a staging folder of the run, so a killed merge's is cleared by the next one
     with tempfile.TemporaryDirectory(prefix=f".{run}.", suffix=".tmp",
                                      dir=_scratch_parent(paths)) as scratch, \
@@ -190,7 +190,7 @@ def write_merge_run(run_dir: Path, model, tokenizer, manifest: dict, metrics: di
     """The run folder in one rename: its step-0 checkpoint (with its evaluation, the best)
     and manifest.json; a failure leaves no part of it."""
     if metrics is not None:  # what its headline figure holds, named as a trained run's
-        metrics = {**metrics, "metric": kind_named(manifest.get("kind")).headline}
+        metrics = {**metrics, "metric": kind_named(manifest.get("kind")).words.headline}
     best = {"step": 0, "accuracy": metrics and metrics["accuracy"],
             "metric": metrics and metrics["metric"],
             "macro_f1": metrics and metrics["macro_f1"], "check": None}
@@ -205,7 +205,7 @@ def _record_events(session: JobSession, run: str, method: str, metrics: dict | N
     """The run's train.* events, as a trained run's (no steps): its start, its evaluation,
     its end; a run replaced with --force starts over from the start event."""
     events = [TrainStart(step=0, total_steps=0, method=f"merge-{method}")]
-    metric = kind.headline if metrics is not None else None
+    metric = kind.words.headline if metrics is not None else None
     if metrics is not None:
         events.append(TrainEval.from_dict({**eval_event_data(metrics), "metric": metric}))
     events.append(TrainDone(step=0, best=BestCheckpoint(

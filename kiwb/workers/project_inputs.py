@@ -69,7 +69,7 @@ def inspect_teachers(config: ProjectConfig) -> list[TeacherInfo]:
         for teacher in config.teachers
     ]
     for info in found:  # a kind read from its table (multi-task's [[tasks]]) that is missing
-        if (refusal := kind_named(info.kind).undeclared_refusal) is not None:
+        if (refusal := kind_named(info.kind).jobs.undeclared_refusal) is not None:
             raise TeacherError(f"teacher {info.name!r} {refusal}")
     return found
 

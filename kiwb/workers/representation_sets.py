@@ -84,7 +84,7 @@ def linked_to_scores(config: ProjectConfig, store: Store, tasks: list) -> list:
         return tasks
     linked = []
     for task in tasks:
-        if KINDS[task.teacher.kind].keeps_representation:
+        if KINDS[task.teacher.kind].jobs.keeps_representation:
             task = dataclasses.replace(task, representation=_representation_task(
                 store, task.teacher, task.dataset, task.table, config, mode))
         linked.append(task)
@@ -98,7 +98,7 @@ def seen_tasks(config: ProjectConfig, store: Store, teachers: list) -> dict[str,
     for number, (entry, teacher) in enumerate(zip(config.teachers, teachers, strict=True), start=1):
         if entry.seen is None:
             continue
-        if not KINDS[teacher.kind].keeps_representation:
+        if not KINDS[teacher.kind].jobs.keeps_representation:
             raise DataError(f"{config.file}: teachers[{number}].seen applies to single-label "
                             f"classifiers, and teacher {entry.name!r} is a "
                             f"{KINDS[teacher.kind].title} model: remove seen")

@@ -31,7 +31,7 @@ def load_classifier(folder, *, kind: str = DEFAULT_KIND, **options):
     """
     import transformers
 
-    auto_class = getattr(transformers, kind_named(kind).auto_model)
+    auto_class = getattr(transformers, kind_named(kind).checkpoints.auto_model)
     return auto_class.from_pretrained(folder, dtype=torch.float32, **options)
 
 

@@ -69,12 +69,12 @@ def plan_scoring(config: ProjectConfig, store: Store, device=None, *,
     if kind is not None:  # before any score is drawn
         runtime_of(kind).check_data(config, tables, teachers)
     scoring = config.scoring
-    fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].adaptive_passes]
+    fixed = [KINDS[t.kind] for t in teachers if not KINDS[t.kind].jobs.adaptive_passes]
     if scoring.mc_passes == "auto" and fixed:
         raise ConfigError(f'{config.file}: [scoring] mc_passes = "auto" decides which texts need '
                           "more passes by how their routing settles, which "
-                          f"{fixed[0].short_title or fixed[0].name} teachers route per "
-                          f"{fixed[0].unit}: set mc_passes to a number (16 is the default)")
+                          f"{fixed[0].words.short_title or fixed[0].name} teachers route per "
+                          f"{fixed[0].words.unit}: set mc_passes to a number (16 is the default)")
     drawings = ([drawing_key(device, scoring.dtype)] if device is not None
                 else readable_drawings(scoring.device, scoring.dtype, store.score_drawings()))
     hashes = [teacher_content_hash(teacher, store) for teacher in teachers]
@@ -309,7 +309,7 @@ def record_shard(store: Store, paths: ProjectPaths, task: ScoreTask, shard: int,
         rows=len(rows), seconds=round(seconds, 3),
         **{name: unit_histogram(_counted(arrays, field)) for name, field in zip(
             ("mc_confidence_hist", "det_confidence_hist"),
-            KINDS[task.teacher.kind].histogram_fields, strict=True)})
+            KINDS[task.teacher.kind].jobs.histogram_fields, strict=True)})
     store.append_event(event.kind, event.to_dict(), job_id=job_id)
 
 

@@ -34,7 +34,7 @@ def load_scores(config: ProjectConfig, store: Store, task: ScoreTask) -> dict[st
             f"scores of teacher {task.teacher.name!r} on the {task.dataset} data are incomplete "
             f"({len(done)}/{task.num_shards} shards); run: {command('score', config.root)}"
         )
-    kept = (*SCORE_FIELDS, *WORD_FIELDS, *KINDS[task.teacher.kind].stored_fields, "rows")
+    kept = (*SCORE_FIELDS, *WORD_FIELDS, *KINDS[task.teacher.kind].jobs.stored_fields, "rows")
     parts = [{name: values for name, values in arrays.items() if name in kept or _per_task(name)}
              for arrays in checked_shards(config, store, task)]
     return {name: np.concatenate([part[name] for part in parts]) for name in parts[0]}

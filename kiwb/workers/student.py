@@ -29,7 +29,7 @@ def load_student_base(base: str, labels: list[str], *, kind: str = DEFAULT_KIND)
     import transformers
     from transformers import AutoConfig, AutoTokenizer
 
-    auto_name = kind_named(kind).auto_model
+    auto_name = kind_named(kind).checkpoints.auto_model
     folder = resolve_checkpoint("student", base, role="student base")
     try:
         config = AutoConfig.from_pretrained(folder)

@@ -67,15 +67,15 @@ def inspect_teacher(name: str, path: str, labels_override=None, trust_remote_cod
     kind, architecture = _teacher_kind(name, folder, config, problem_type)
     _check_overrides(name, kind, labels_override, types_override, scheme)
     outputs = [str(config.id2label[i]) for i in range(int(config.num_labels))]
-    override = {"labels": labels_override, "types": types_override}[kind.override_key]
+    override = {"labels": labels_override, "types": types_override}[kind.checkpoints.override_key]
     try:
-        knowledge = kind.read_teacher(outputs, override, scheme)
+        knowledge = kind.checkpoints.read_teacher(outputs, override, scheme)
     except ValueError as error:
         raise TeacherError(f"teacher {name!r}: {folder} {error}") from None
     problem = untrained_teacher_problem(name, folder)
     if problem:
         raise TeacherError(problem)
-    if kind.reads_words:
+    if kind.checkpoints.reads_words:
         _require_fast_tokenizer(name, folder, trust_remote_code)
     problem = unpaddable_problem(name, folder)
     if problem:
@@ -111,7 +111,7 @@ def read_model_config(name: str, path: str, trust_remote_code: bool = False):
 def _check_overrides(name: str, kind: TeacherKind, labels, types, scheme) -> None:
     """A sequence teacher's labels are renamed with labels, a token teacher's entity types with
     types (and its tags read with tag_scheme): the other key is refused, naming the right one."""
-    token = kind.override_key == "types"
+    token = kind.checkpoints.override_key == "types"
     if token and labels is not None:
         raise TeacherError(f"teacher {name!r} is a {kind.title} model, so labels = [...] does not "
                            "apply: rename its entity types with types = [...] in its [[teachers]] "
@@ -207,11 +207,11 @@ def load_teacher(info: TeacherInfo, device: str, dropout: float | str = "model")
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     kind = KINDS[info.kind]
     missing = sorted(key for key in loading.get("missing_keys") or ()
-                     if not key.startswith(kind.unused_weights))  # a pooler it never reads
+                     if not key.startswith(kind.checkpoints.unused_weights))  # a pooler it never reads
     if missing:
         raise TeacherError(
             f"teacher {info.name!r}: {info.folder} lacks trained weights "
-            f"({', '.join(missing[:4])}); a teacher must be {kind.trained_teacher}"
+            f"({', '.join(missing[:4])}); a teacher must be {kind.checkpoints.trained_teacher}"
         )
     try:
         ready_to_pad(tokenizer, model, f"teacher {info.name!r}")

@@ -325,7 +325,7 @@ class Trainer:
                                                  self.data, self.eval_batch, self.device,
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
-            metrics["metric"] = kind_named(self.data.student.kind).headline
+            metrics["metric"] = kind_named(self.data.student.kind).words.headline
             check = self.data.student.eval_check(self.data, metrics, self.target_shares)
         else:
             check = self.check_on_pool()
@@ -372,7 +372,7 @@ class Trainer:
         if metrics is not None:
             reference = self.data.eval_reference or {}
             named = reference.get("name", "the Ensemble").removeprefix("the ")
-            figures = (kind_named(self.data.student.kind).evaluation_text(metrics)
+            figures = (kind_named(self.data.student.kind).words.evaluation_text(metrics)
                        + (f" ({named} {100 * reference['accuracy']:.1f}%)"
                           if reference.get("accuracy") is not None else ""))
         else:

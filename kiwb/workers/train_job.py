@@ -47,7 +47,7 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
     best = result["best"] or {}
     if best.get("accuracy") is not None:
         kind = kind_named(trainer.data.student.kind)
-        console.print(f"Best eval {kind.best_text(best)} at step {best['step']}")
+        console.print(f"Best eval {kind.words.best_text(best)} at step {best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         # one print: the warning and the line that points at it cannot come apart in a log

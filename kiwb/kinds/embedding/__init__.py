@@ -17,7 +17,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kiwb.core.choices import PAIR_WEIGHTINGS
-from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.base import (
+    CheckpointReading,
+    JobBehaviour,
+    ResultWording,
+    TeacherKind,
+    TeacherKnowledge,
+)
 
 POOLING_KEY = "kiwb_pooling"  # a kiwb embedding student's pooling, in its config.json
 SIMILAR, NOT_SIMILAR = "similar", "not similar"  # what a user may say of a conflicting pair
@@ -36,14 +42,39 @@ KEPT_SHARE = "kept_share"    # (n,) share of the text's tokens inside max_length
 KNOWN_SHARE = "known_share"  # (n,) share of the text's tokens that are not the unknown token
 
 
-class EmbeddingKind(TeacherKind):
-    """Sentence encoders: one embedding per text, compared by cosine."""
+class EmbeddingCheckpoints(CheckpointReading):
+    """How embedding checkpoints are recognised and read."""
 
-    name = "embedding"
-    title = "sentence embedding"
     architecture_suffix = "Model"
     auto_model = "AutoModel"
     pipeline_tag = "sentence-similarity"
+    override_key = "pooling"
+    declared_by = "embedding"
+    # A kiwb student's config.json names its pooling: its checkpoints and exports are read as
+    # encoders (kiwb predict, evaluate). A bare encoder is a teacher only in a project with an
+    # [embedding] table, which reads its teachers itself.
+    config_key = POOLING_KEY
+    unused_weights = ("pooler.",)
+    trained_teacher = "a trained sentence encoder"
+
+    def checkpoint_facts(self, model_config, folder, teacher, head_kind):
+        from kiwb.kinds.embedding.encoders import checkpoint_facts
+
+        return checkpoint_facts(model_config, folder, teacher, head_kind)
+
+    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
+                     scheme: str | None = None) -> TeacherKnowledge:
+        """An encoder has no outputs to name: what it knows is its embedding space."""
+        return TeacherKnowledge(outputs=(), classes=())
+
+    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
+        return []
+
+
+class EmbeddingWords(ResultWording):
+    """How tables, logs, the workbench and the card speak of embedding teachers."""
+
+    title = "sentence embedding"
     unit = "pair"
     units = "texts"
     # kNN accuracy where the eval set has labels, else retrieval MRR (the checkpoint kept)
@@ -51,35 +82,12 @@ class EmbeddingKind(TeacherKind):
     second_figure = "retrieval MRR (or the probe score)"
     accuracy_columns = ("probe score", "MRR or score")
     routing_unit = "texts"
-    labels_routing = "rank"  # unused: labels given to pairs become pair targets
     short_title = "embedding"
     classes_title = "dimensions"
-    override_key = "pooling"
-    adaptive_passes = False  # no routing settles per text
-    declared_by = "embedding"
-    # A kiwb student's config.json names its pooling: its checkpoints and exports are read as
-    # encoders (kiwb predict, evaluate). A bare encoder is a teacher only in a project with an
-    # [embedding] table, which reads its teachers itself.
-    config_key = POOLING_KEY
-    stored_fields = (EMBEDDINGS, DISPERSION, STABILITY, KEPT_SHARE, KNOWN_SHARE)
-    histogram_fields = (STEADINESS, KEPT_SHARE)
     histogram_title = ("Each teacher on the unlabeled texts: steadiness under MC dropout "
                        "(-log10 of the dispersion / 4; 1: the passes agree to 1e-4) | share of "
                        "each text it reads")
     histogram_names = ("steadiness", "share read")
-    routes = False
-    unused_weights = ("pooler.",)
-    trained_teacher = "a trained sentence encoder"
-    methods = PAIR_WEIGHTINGS
-    # its pairs are weighed by [integration] method (a pair weighting), never routed
-    unused_settings = dict.fromkeys(
-        ("tau", "reweight", "use_mc", "conflict_threshold", "class_weighting"),
-        "sentence encoders' pairs are weighed by [integration] method (a pair weighting), "
-        "not routed between teachers")
-    supervised = False  # gold labels of pairs are judgements, fed back with --given-labels
-    merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
-                     "tokenizers and pooling differ in general and no head is shared to merge; "
-                     "distill them instead (kiwb train)")
     card = {
         "summary": "A sentence encoder merged from several teachers' embedding spaces (SimME's "
                    "relational distillation),",
@@ -89,11 +97,6 @@ class EmbeddingKind(TeacherKind):
                'print(model.encode(["your text here"]).shape)'}
     figure_names = PROBE_NAMES
 
-    def checkpoint_facts(self, model_config, folder, teacher, head_kind):
-        from kiwb.kinds.embedding.encoders import checkpoint_facts
-
-        return checkpoint_facts(model_config, folder, teacher, head_kind)
-
     def report_tables(self, integration) -> list:
         from kiwb.kinds.embedding.report import integration_tables
 
@@ -101,14 +104,6 @@ class EmbeddingKind(TeacherKind):
 
     def knowledge_line(self, classes, scheme) -> str:
         return f"sentence encoder · {', '.join(classes)}"
-
-    def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
-                     scheme: str | None = None) -> TeacherKnowledge:
-        """An encoder has no outputs to name: what it knows is its embedding space."""
-        return TeacherKnowledge(outputs=(), classes=())
-
-    def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
-        return []
 
     def best_text(self, best) -> str:
         if (best.get("details") or {}).get("probes"):  # each probe by name, as the step lines
@@ -132,17 +127,6 @@ class EmbeddingKind(TeacherKind):
                 f"weighting): steadiest teacher per text {steadiest}; covered {covered}; "
                 f"{summary.conflicts:,} conflicting pairs listed")
 
-    def configured_method(self, config) -> str:
-        return config.embedding.weighting if config.embedding is not None else PAIR_WEIGHTINGS[0]
-
-    def check_method(self, method: str) -> None:
-        if method not in self.methods:
-            raise ValueError(f"method {method!r} does not apply to {self.title} teachers; "
-                             f"choose a pair weighting: {', '.join(self.methods)}")
-
-    def conflict_labels(self, details, labels) -> list[str]:
-        return [SIMILAR, NOT_SIMILAR]
-
     def conflict_row(self, text, details, teachers) -> str:
         """A pair: both texts, and each teacher's cosine of them."""
         said = " · ".join(f"{name} {cosine:.2f}" for name, cosine in
@@ -158,7 +142,39 @@ class EmbeddingKind(TeacherKind):
         return lines
 
 
-EMBEDDING = EmbeddingKind()
+class EmbeddingJobs(JobBehaviour):
+    """What the shared jobs may do with embedding teachers."""
+
+    labels_routing = "rank"  # unused: labels given to pairs become pair targets
+    adaptive_passes = False  # no routing settles per text
+    stored_fields = (EMBEDDINGS, DISPERSION, STABILITY, KEPT_SHARE, KNOWN_SHARE)
+    histogram_fields = (STEADINESS, KEPT_SHARE)
+    routes = False
+    methods = PAIR_WEIGHTINGS
+    # its pairs are weighed by [integration] method (a pair weighting), never routed
+    unused_settings = dict.fromkeys(
+        ("tau", "reweight", "use_mc", "conflict_threshold", "class_weighting"),
+        "sentence encoders' pairs are weighed by [integration] method (a pair weighting), "
+        "not routed between teachers")
+    supervised = False  # gold labels of pairs are judgements, fed back with --given-labels
+    merge_refusal = ("kiwb merge does not merge an embedding project's encoders: their widths, "
+                     "tokenizers and pooling differ in general and no head is shared to merge; "
+                     "distill them instead (kiwb train)")
+
+    def configured_method(self, config) -> str:
+        return config.embedding.weighting if config.embedding is not None else PAIR_WEIGHTINGS[0]
+
+    def check_method(self, title: str, method: str) -> None:
+        if method not in self.methods:
+            raise ValueError(f"method {method!r} does not apply to {title} teachers; "
+                             f"choose a pair weighting: {', '.join(self.methods)}")
+
+    def conflict_labels(self, details, labels) -> list[str]:
+        return [SIMILAR, NOT_SIMILAR]
+
+
+# Sentence encoders: one embedding per text, compared by cosine.
+EMBEDDING = TeacherKind("embedding", EmbeddingCheckpoints(), EmbeddingWords(), EmbeddingJobs())
 
 
 def _probes_text(metrics) -> str:

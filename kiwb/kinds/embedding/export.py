@@ -78,7 +78,7 @@ def encoder_card(manifest: dict, root: Path | None = None) -> str:
                              tags=("sentence-transformers",), root=root)
     lines = ["---", metadata.rstrip("\n"), "---", "",
              f"# Sentence encoder from kiwb run `{manifest['run']}`", "",
-             f"{EMBEDDING.card['summary']} trained without labels by "
+             f"{EMBEDDING.words.card['summary']} trained without labels by "
              "[kiwb](https://pypi.org/project/kiwb/): every pair of texts is placed as the "
              "teachers place it, each teacher counting on the texts it covers"
              + (", by how steady it stays on them under Monte-Carlo dropout."
@@ -102,7 +102,7 @@ def encoder_card(manifest: dict, root: Path | None = None) -> str:
     else:
         lines.append("No evaluation set was configured, or this checkpoint was saved between "
                      "evaluations.")
-    lines += ["", "## Use", "", "```python", *EMBEDDING.card["use"].split("\n"), "```", "",
+    lines += ["", "## Use", "", "```python", *EMBEDDING.words.card["use"].split("\n"), "```", "",
               "Without sentence-transformers:", "", "```python",
               "import torch", "from transformers import AutoModel, AutoTokenizer", "",
               'path = "PATH/TO/THIS/FOLDER"',

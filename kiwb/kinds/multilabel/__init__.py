@@ -15,37 +15,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from kiwb.core.choices import MULTILABEL_METHODS
-from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.base import (
+    CheckpointReading,
+    JobBehaviour,
+    ResultWording,
+    TeacherKind,
+    TeacherKnowledge,
+)
 from kiwb.kinds.sequence import read_label_names
 
 
-class MultiLabelKind(TeacherKind):
-    """Any number of labels per text, from a sigmoid *ForSequenceClassification head."""
+class MultiLabelCheckpoints(CheckpointReading):
+    """How multi-label checkpoints are recognised and read."""
 
-    name = "multi-label"
-    title = "multi-label text classification"
     architecture_suffix = "ForSequenceClassification"
     auto_model = "AutoModelForSequenceClassification"
     pipeline_tag = "text-classification"
-    unit = "text and label"  # a conflict: owners of a shared label disagree on a text
-    units = "text-label pairs"
-    headline = "micro F1"
-    routing_unit = "shared labels"
-    labels_routing = "confidence"
-    default_routing = "confidence"  # per label; the other routings read one class per text
-    unused_settings = {"class_weighting": "it re-weights one class per text, and a multi-label "
-                       "text has a yes or no per label"}
-    short_title = "multi-label"
-    card = {
-        "summary": "A multi-label text classifier (a yes or no per label) over the union of its "
-                   "teachers' label sets,",
-        "unit": "text and label", "labels": "Labels",
-        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER", '
-                    'top_k=None, function_to_apply="sigmoid")',
-        "call": 'print(classify("your text here"))  # a label is said over its threshold'}
     problem_type = "multi_label_classification"
-    adaptive_passes = False  # its routing settles per label, not per text
-    methods = MULTILABEL_METHODS
+
     def read_teacher(self, outputs: Sequence[str], override: Sequence[str] | None = None,
                      scheme: str | None = None) -> TeacherKnowledge:
         """Its labels (one is enough: each label is its own yes or no), renamed by `override`."""
@@ -57,6 +44,24 @@ class MultiLabelKind(TeacherKind):
     def union(self, classes: Sequence[Sequence[str]]) -> list[str]:
         """Every label once, in teacher then label order; a shared label is one output."""
         return list(dict.fromkeys(label for labels in classes for label in labels))
+
+
+class MultiLabelWords(ResultWording):
+    """How tables, logs, the workbench and the card speak of multi-label teachers."""
+
+    title = "multi-label text classification"
+    unit = "text and label"  # a conflict: owners of a shared label disagree on a text
+    units = "text-label pairs"
+    headline = "micro F1"
+    routing_unit = "shared labels"
+    short_title = "multi-label"
+    card = {
+        "summary": "A multi-label text classifier (a yes or no per label) over the union of its "
+                   "teachers' label sets,",
+        "unit": "text and label", "labels": "Labels",
+        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER", '
+                    'top_k=None, function_to_apply="sigmoid")',
+        "call": 'print(classify("your text here"))  # a label is said over its threshold'}
 
     def conflict_row(self, text, details, teachers) -> str:
         """A (text, label) pair: "[label] text", what it was decided, each owner's answer."""
@@ -74,6 +79,17 @@ class MultiLabelKind(TeacherKind):
         return lines
 
 
+class MultiLabelJobs(JobBehaviour):
+    """What the shared jobs may do with multi-label teachers."""
+
+    labels_routing = "confidence"
+    default_routing = "confidence"  # per label; the other routings read one class per text
+    unused_settings = {"class_weighting": "it re-weights one class per text, and a multi-label "
+                       "text has a yes or no per label"}
+    adaptive_passes = False  # its routing settles per label, not per text
+    methods = MULTILABEL_METHODS
+
+
 def _answer(probability: float) -> str:
     return "yes" if probability > 0.5 else "no"
 
@@ -84,4 +100,5 @@ def _owners_said(details) -> str:
                       zip(details["owners"], details["probs"], details["mc"], strict=True))
 
 
-MULTI_LABEL = MultiLabelKind()
+# Any number of labels per text, from a sigmoid *ForSequenceClassification head.
+MULTI_LABEL = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(), MultiLabelJobs())

@@ -6,7 +6,13 @@ import re
 from collections.abc import Sequence
 
 from kiwb.core.choices import AUTO_ROUTING
-from kiwb.kinds.base import TeacherKind, TeacherKnowledge
+from kiwb.kinds.base import (
+    CheckpointReading,
+    JobBehaviour,
+    ResultWording,
+    TeacherKind,
+    TeacherKnowledge,
+)
 
 _GENERIC_LABEL = re.compile(r"^LABEL_\d+$")
 
@@ -31,31 +37,16 @@ def read_label_names(outputs: Sequence[str], override: Sequence[str] | None) -> 
     return labels
 
 
-class SequenceKind(TeacherKind):
-    """One label per text, from a *ForSequenceClassification head."""
+class SequenceCheckpoints(CheckpointReading):
+    """How single-label checkpoints are recognised and read."""
 
-    name = "sequence"
-    title = "single-label text classification"
     architecture_suffix = "ForSequenceClassification"
     auto_model = "AutoModelForSequenceClassification"
     pipeline_tag = "text-classification"
-    unit = "text"
-    units = "texts"
-    headline = "accuracy"
-    routing_unit = "texts"
-    card = {
-        "summary": "A text classifier over the union of its teachers' label sets,",
-        "unit": "text", "labels": "Labels",
-        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
-        "call": 'print(classify("your text here"))'}
-    keeps_representation = True
-    # Chosen per project from the scores (kiwb.kinds.sequence.routing_choice): no routing won on
-    # every set measured (BENCHMARKS.md, "Choosing the routing").
-    default_routing = AUTO_ROUTING
-    labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
     # A sigmoid head (problem_type multi_label_classification) answers each label alone:
     # its outputs are no distribution over labels, so it is not this kind's teacher.
     not_problem_types = ("multi_label_classification", "regression")
+
     def matches(self, architectures: Sequence[str], problem_type: str | None = None) -> str | None:
         if problem_type in self.not_problem_types:
             return None
@@ -75,4 +66,30 @@ class SequenceKind(TeacherKind):
         return list(dict.fromkeys(label for labels in classes for label in labels))
 
 
-KIND = SequenceKind()
+class SequenceWords(ResultWording):
+    """How tables, logs, the workbench and the card speak of single-label teachers."""
+
+    title = "single-label text classification"
+    unit = "text"
+    units = "texts"
+    headline = "accuracy"
+    routing_unit = "texts"
+    card = {
+        "summary": "A text classifier over the union of its teachers' label sets,",
+        "unit": "text", "labels": "Labels",
+        "pipeline": 'classify = pipeline("text-classification", model="PATH/TO/THIS/FOLDER")',
+        "call": 'print(classify("your text here"))'}
+
+
+class SequenceJobs(JobBehaviour):
+    """What the shared jobs may do with single-label teachers."""
+
+    keeps_representation = True
+    # Chosen per project from the scores (kiwb.kinds.sequence.routing_choice): no routing won on
+    # every set measured (BENCHMARKS.md, "Choosing the routing").
+    default_routing = AUTO_ROUTING
+    labels_routing = "stacked"  # it held on labels taken from the conflicts list (BENCHMARKS.md)
+
+
+# One label per text, from a *ForSequenceClassification head.
+KIND = TeacherKind("sequence", SequenceCheckpoints(), SequenceWords(), SequenceJobs())

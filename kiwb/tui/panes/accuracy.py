@@ -89,8 +89,8 @@ class AccuracyPane(Pane):
     def _head_columns(self) -> None:
         """The teachers' kind's own figures head the columns."""
         kind = self.teachers_kind(self.summary)
-        if kind.accuracy_columns != self.figures:
-            self.figures = kind.accuracy_columns
+        if kind.words.accuracy_columns != self.figures:
+            self.figures = kind.words.accuracy_columns
             table = self.main_widget()
             table.clear(columns=True)
             table.add_columns(*self._column_names())
@@ -139,7 +139,7 @@ class AccuracyPane(Pane):
             return
         probes = probes_of(latest)  # an embedding student's: the probes, no classes
         if probes is not None:
-            names = self.teachers_kind(self.summary).figure_names
+            names = self.teachers_kind(self.summary).words.figure_names
             shown = [(names.get(name, name), value) for name, value in probes.items()]
             per_class.show(f"Probes at step {latest.step}",
                            lambda width, styles: plots.labelled_bars(shown, width,

@@ -158,7 +158,7 @@ class ConflictsPane(Pane):
 
     def labels_for(self, item: Instance | None) -> list[str]:
         """The labels `item` may be given: all, or (multi-task) those of its task."""
-        return self.kind.conflict_labels(item.details if item is not None else None, self.labels)
+        return self.kind.jobs.conflict_labels(item.details if item is not None else None, self.labels)
 
     @property
     def kind(self) -> TeacherKind:
@@ -257,7 +257,7 @@ class ConflictsPane(Pane):
         scope = f"under margin {margin:g}" if margin is not None else "in all"
         labels = SCOPE_NAMES[self.filters.labels]
         routing = routing_shown(self.integration)
-        noun = "pairs" if self.kind.unit == "pair" else "texts"
+        noun = "pairs" if self.kind.words.unit == "pair" else "texts"
         status.update(Text(f"{total} {noun} {scope} · {ORDER_NAMES[self.filters.order]} · {labels} · "
                            f"{len(self.loaded):,} shown · {routing}"))
 
@@ -557,7 +557,7 @@ def row_cells(item: Instance, teachers: list[str], labels: list[str],
     text = item.text.replace("\n", " ")
     # what the kind adds: a cluster's tags, a label's owners
     if item.details is not None and kind is not None:
-        text = kind.conflict_row(text, item.details, teachers)
+        text = kind.words.conflict_row(text, item.details, teachers)
     gold = "" if item.gold is None else (labels[item.gold] if item.gold < len(labels) else "?")
     return (f"{item.margin:.3f}", won_by(item, teachers), _name(labels, item.target), gold,
             label_cell(item), text if len(text) <= TEXT_CHARS else text[:TEXT_CHARS - 1] + "…")

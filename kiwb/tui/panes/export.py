@@ -35,7 +35,7 @@ def load_snippet(kind: TeacherKind, destination: str) -> str:
     as its model card says (a sentence encoder through sentence-transformers)."""
     if kind.name == DEFAULT_KIND:
         return LOAD_SNIPPET.format(destination=destination)
-    card = kind.card
+    card = kind.words.card
     use = card["use"] if "use" in card else "\n".join(
         ("from transformers import pipeline", card["pipeline"], card["call"]))
     return use.replace("PATH/TO/THIS/FOLDER", destination)

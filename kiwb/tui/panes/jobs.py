@@ -208,7 +208,7 @@ class JobsPane(Pane):
         project = form_project(config)  # the routing shown is the one the job would use
         config, kind = project.config, project.kind
         integration, training = config.integration, config.training
-        methods = (*kind.methods, *((SUPERVISED,) if kind.supervised else ()))
+        methods = (*kind.jobs.methods, *((SUPERVISED,) if kind.jobs.supervised else ()))
         fields = [
             *setting_fields(setting_form.TRAIN_FORM, integration, methods, self.given_labels),
             *setting_fields(setting_form.TRAINING_FORM, training, methods),
@@ -239,7 +239,7 @@ class JobsPane(Pane):
             spec.check_routing(config)
             # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
             # transfer and the rest the form does not show included
-            return launcher.launch(root, spec.named(integration, kind.default_routing))
+            return launcher.launch(root, spec.named(integration, kind.jobs.default_routing))
 
         self.app.push_screen(FormScreen("Train the student", fields, start), self._launched)
 
@@ -278,7 +278,7 @@ class JobsPane(Pane):
             return
         project = form_project(config)
         config, integration = project.config, project.config.integration
-        fields = setting_fields(setting_form.INTEGRATE_FORM, integration, project.kind.methods,
+        fields = setting_fields(setting_form.INTEGRATE_FORM, integration, project.kind.jobs.methods,
                                 self.given_labels)
 
         root = self.root
@@ -346,7 +346,7 @@ def form_project(config: ProjectConfig) -> LoadedProject:
 
 def integration_note(summary: IntegrationSummary) -> str:
     """What an integration did: its routing, the texts each teacher won, and the conflicts."""
-    own = kind_named(summary.teachers_kind).integrated_line(summary)
+    own = kind_named(summary.teachers_kind).words.integrated_line(summary)
     if own is not None:
         return f"{own}; see Uncertainty (4) and Conflicts (6)"
     routing = summary.routing.name if summary.routing is not None else None

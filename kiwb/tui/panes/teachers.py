@@ -90,7 +90,7 @@ class TeachersPane(Pane):
             self._show_detail()
             return
         union = union_with_overlaps([s.labels for s in usable])
-        token = any(KINDS[s.kind].reads_words for s in usable)
+        token = any(KINDS[s.kind].checkpoints.reads_words for s in usable)
         text = Text("union entity types (BIO tags for each): " if token else "union labels: ",
                     "bold")
         for number, (label, teachers) in enumerate(union):
@@ -191,9 +191,9 @@ def short_architecture(summary: TeacherSummary) -> str:
     """The model class without its head's suffix; an NER head is said as such."""
     name = summary.architecture
     for kind in KINDS.values():
-        if name.endswith(kind.architecture_suffix):
-            short = name[: -len(kind.architecture_suffix)]
-            return short + (f" ({kind.short_title})" if kind.short_title else "")
+        if name.endswith(kind.checkpoints.architecture_suffix):
+            short = name[: -len(kind.checkpoints.architecture_suffix)]
+            return short + (f" ({kind.words.short_title})" if kind.words.short_title else "")
     return name or "–"
 
 
@@ -205,7 +205,7 @@ def detail(summary: TeacherSummary) -> Text:
         text.append(f"\n{summary.architecture} ({summary.model_type}) · tokenizer {summary.tokenizer}"
                     f" · weights {human_size(summary.size_bytes)}", "dim")
     if summary.labels:
-        text.append(f"\n{KINDS[summary.kind].knowledge_line(summary.labels, summary.scheme)}",
+        text.append(f"\n{KINDS[summary.kind].words.knowledge_line(summary.labels, summary.scheme)}",
                     "dim")
     if summary.tasks:
         text.append(f"\nanswers tasks: {', '.join(summary.tasks)}", "dim")

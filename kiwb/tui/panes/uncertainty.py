@@ -85,7 +85,7 @@ class UncertaintyPane(Pane):
             self._draw_labels()
             tasks = self._draw_tasks()
             # a multi-task integration routes per task: its tasks' plot says how each did
-            routes = self.teachers_kind(self.summary).routes and not tasks
+            routes = self.teachers_kind(self.summary).jobs.routes and not tasks
             for name in ("#routing-split", "#routing"):
                 self.query_one(name, Plot).display = routes
             if routes:
@@ -106,7 +106,7 @@ class UncertaintyPane(Pane):
         order = [t.name for t in self.config.teachers] if self.config else None
         teachers = self.histograms.teachers(order)
         kind = self.teachers_kind(self.summary)
-        title, (left, right) = kind.histogram_title, kind.histogram_names
+        title, (left, right) = kind.words.histogram_title, kind.words.histogram_names
         if not teachers:
             plot.show(title, lambda width, styles: Text(
                 "No scores yet: in Jobs (3) press s to score; histograms fill in as shards finish.",
@@ -288,7 +288,7 @@ class UncertaintyPane(Pane):
         threshold = summary.conflict_threshold
         share = summary.conflicts / max(summary.num_texts, 1)
         median = summary.margin_quantiles.get("0.5")
-        if self.teachers_kind(self.summary).unit == "pair":
+        if self.teachers_kind(self.summary).words.unit == "pair":
             plot.show("Conflicting pairs: 1 - the spread of the teachers' cosines (the pairs they "
                       "disagree on most at the left)", lambda width, styles: pair_margins(
                           summary, width, styles), MARGIN_ROWS + 1)

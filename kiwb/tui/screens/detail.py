@@ -118,7 +118,7 @@ class ConflictDetailScreen(ModalScreen[Decision | None]):
 def kind_detail(kind: TeacherKind, details: dict, teachers: list[str]) -> Text:
     """The kind's lines on a conflict (a cluster's tags per teacher, a label's owners)."""
     text = Text()
-    for line, style in kind.conflict_detail(details, teachers):
+    for line, style in kind.words.conflict_detail(details, teachers):
         text.append(line + "\n", style)
     return text
 
