@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from kiwb.kinds.multilabel.metrics import multilabel_report
-from kiwb.kinds.multilabel.runtime import integrate_label_pool, label_data
+from kiwb.kinds.multilabel.stored_pool import integrate_label_pool, label_data
 from kiwb.kinds.multilabel.student import _load, multi_hot, predict_probs
 from kiwb.kinds.multilabel.thresholds import DEFAULT_THRESHOLD, decide, tune_thresholds
 from kiwb.project.config import load_config

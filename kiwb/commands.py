@@ -414,7 +414,7 @@ def unloadable(folder, error: Exception) -> str:
 
 
 def print_predictions(console, lines: list[str]) -> None:
-    """A predict seam's lines (tab-separated fields, Rich markup). To a pipe, one line per text
+    """A kind runtime's predict lines (tab-separated fields, Rich markup). To a pipe, one line per text
     as it is, for scripts. In a terminal the last field (the text, or an encoder's neighbours)
     goes on a line of its own, indented and cut to the width, so a narrow terminal never wraps
     a text in among the scores."""

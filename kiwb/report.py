@@ -33,7 +33,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
         integration = IntegrationRecord.from_dict(integration)
     summary, settings = integration.summary, integration.settings
     kind = kind_named(summary.teachers_kind)
-    own = kind.words.report_tables(integration)  # a kind with tables of its own
+    # a kind with tables of its own
+    own = kind.words.report_tables(integration, dropout_rows(summary.teacher_dropout))
     if own is not None:
         return own
     routing = summary.routing

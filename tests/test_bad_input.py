@@ -389,7 +389,7 @@ def test_predict_in_a_terminal_of_80_columns_keeps_the_text_off_the_scores_line(
 
 
 def test_a_text_with_tabs_or_line_breaks_is_shown_on_one_line():
-    """The predict seams show a text beside its answers, separated by a tab, ended by a line."""
+    """Each kind runtime's predict shows a text beside its answers, separated by a tab, ended by a line."""
     from kiwb.console import one_line
 
     assert one_line("Parliament\tpassed the\nbudget  bill ") == "Parliament passed the budget bill"

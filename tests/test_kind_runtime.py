@@ -74,3 +74,13 @@ def test_describing_the_kinds_loads_no_model_library():
          "print(sorted({'torch', 'transformers', 'datasets', 'kiwb.kinds.runtimes'} "
          "& set(sys.modules)))"], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
+
+
+def test_the_runtimes_load_torch_only_for_a_jobs_work():
+    """Reading a kind's data sets and checking its labels (the CLI's label commands) loads no
+    model library: each runtime imports its torch work inside the methods that need it."""
+    found = subprocess.run(
+        [sys.executable, "-c", "import sys, kiwb.kinds.runtimes, kiwb.workers.project_inputs; "
+         "print(sorted({'torch', 'transformers'} & set(sys.modules)))"],
+        capture_output=True, text=True, check=True)
+    assert found.stdout.strip() == "[]"

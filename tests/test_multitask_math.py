@@ -16,7 +16,7 @@ from kiwb.kinds.multitask.consensus import mean_logit_targets
 from kiwb.kinds.multitask.data import laid_out_gold
 from kiwb.kinds.multitask.heads import heads_of_config, laid_out, output_name
 from kiwb.kinds.multitask.losses import feature_loss, task_losses
-from kiwb.kinds.multitask.runtime import TaskPart, _integrate_labels, _integrate_single
+from kiwb.kinds.multitask.stored_pool import TaskPart, _integrate_labels, _integrate_single
 from kiwb.kinds.multitask.student import ADAPTERS, MultiTaskStudent, attach_adapters, task_report
 from kiwb.kinds.multitask.training import standardised
 from kiwb.project.config_schema import TaskConfig

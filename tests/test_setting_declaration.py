@@ -7,6 +7,7 @@ resume check) and the kinds' refusals."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -170,3 +171,36 @@ def test_a_training_setting_declared_once_is_on_the_train_form_and_refused_by_ot
     assert str(refused.value) == (
         f"{tmp_path / 'kiwb.toml'}: --max-grad-norm does not apply to token classification (named entities) teachers: it "
         "applies to single-label text classification teachers only; leave it out")
+
+
+@dataclass(frozen=True)
+class WithPairMargin(TrainingConfig):
+    """[training] with a setting for a kind that kiwb.toml itself declares ([embedding])."""
+
+    pair_margin: float = _setting(
+        "Margin of the pair loss.", 0.0, min=0,
+        shown=Shown(Flag("--pair-margin", "override [training] pair_margin", type=float),
+                    jobs=("train",), kinds=("embedding",)))
+
+
+def test_a_setting_for_a_kind_kiwb_toml_declares_is_refused_as_kiwb_toml_is_read(tmp_path):
+    """Where the kinds a setting is for are declared by a kiwb.toml table ([[tasks]],
+    [embedding]), a project without it refuses the setting as kiwb.toml is read, in kiwb.toml's
+    words, from its declaration alone: feature_weight's check is this one."""
+    from kiwb.project.config_checks import _check_declared_kind_settings
+    from kiwb.project.config_schema import EmbeddingConfig
+
+    file = tmp_path / "kiwb.toml"
+    config = ProjectConfig(root=tmp_path, file=file, name="p",
+                           training=WithPairMargin(pair_margin=0.5))
+    with pytest.raises(ConfigError) as refused:
+        _check_declared_kind_settings(config)
+    assert str(refused.value) == (f"{file}: [training] pair_margin applies to embedding projects, "
+                                  "and kiwb.toml has no [embedding]: remove it")
+    _check_declared_kind_settings(dataclasses.replace(config, embedding=EmbeddingConfig()))
+    _check_declared_kind_settings(dataclasses.replace(config, training=WithPairMargin()))
+    with pytest.raises(ConfigError) as refused:
+        _check_declared_kind_settings(ProjectConfig(root=tmp_path, file=file, name="p",
+                                                    training=TrainingConfig(feature_weight=1.0)))
+    assert str(refused.value) == (f"{file}: [training] feature_weight applies to multi-task "
+                                  "projects, and kiwb.toml has no [[tasks]]: remove it")

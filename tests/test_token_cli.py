@@ -295,7 +295,7 @@ def test_two_cpu_ranks_score_a_token_project_as_one_process_does(ner_root, tmp_p
 
 
 def test_two_cpu_ranks_train_a_token_student_to_the_weights_one_process_does(ner_root, tmp_path):
-    """Data-parallel training through the token kind's seams: the same global batch on two
+    """Data-parallel training through the token kind's runtime: the same global batch on two
     gloo ranks gives one process's weights (a dropout-free student, so only summation order
     differs)."""
     import torch

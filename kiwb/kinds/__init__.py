@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
 from kiwb.kinds.embedding import EMBEDDING
@@ -25,7 +25,7 @@ DEFAULT_KIND = SEQUENCE.name  # a project's kind while nothing says another
 
 __all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
            "TeacherKnowledge",
-           "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind",
+           "head_kind", "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind",
            "unmatched_checkpoint"]
 
 
@@ -63,6 +63,14 @@ def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
         if found is not None:
             return kind, found
     return None
+
+
+def head_kind(architectures: Sequence[str], problem_type: str | None) -> TeacherKind | None:
+    """The kind a checkpoint's head names by its model classes and problem_type alone (what an
+    encoder's refusal calls it: "a single-label text classification model"), or None."""
+    found = kind_of_checkpoint({"architectures": list(architectures),
+                                "problem_type": problem_type})
+    return found[0] if found is not None else None
 
 
 def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None) -> str:

@@ -18,12 +18,12 @@ lives in the kind's own package, `kiwb/kinds/<name>/`:
 The shared modules (kiwb/*.py, core, project, workers, tui) never branch on a kind's name or
 import one kind's code: what differs is an attribute or a method of a description's part, or a
 method of its runtime (tests/test_kind_boundaries.py greps them; tests/test_kind_runtime.py
-holds every runtime to the Protocol). The sequence kind's runtime is the classifier code paths the other kinds
-build on (its student.py: SequenceStudent). A kind is read from the teachers (`architectures`
-in config.json: the model class names the head; a sequence classifier's `problem_type` says
-single-label or multi-label) and must be the same for every teacher of a project. To add one:
-write its package, add KIND to `KINDS` in kiwb/kinds/__init__.py and its runtime to `RUNTIMES`
-in kiwb/kinds/runtimes.py.
+holds every runtime to the Protocol). The sequence kind's runtime is the classifier code
+paths the other kinds build on (its student.py: SequenceStudent). A kind is read from the
+teachers (`architectures` in config.json: the model class names the head; a sequence
+classifier's `problem_type` says single-label or multi-label) and must be the same for every
+teacher of a project. To add one: write its package, add KIND to `KINDS` in
+kiwb/kinds/__init__.py and its runtime to `RUNTIMES` in kiwb/kinds/runtimes.py.
 """
 
 from __future__ import annotations
@@ -158,9 +158,10 @@ class ResultWording:
         None: the shared wording (texts each teacher won, the routing, the conflicts)."""
         return None
 
-    def report_tables(self, integration) -> list | None:
+    def report_tables(self, integration, shared_facts: list[tuple[str, str]]) -> list | None:
         """`kiwb integrate`'s tables (rich Tables) of a recorded integration, where the shared
-        ones (routing, wins) do not apply; None: the shared ones. Torch-free."""
+        ones (routing, wins) do not apply; None: the shared ones. `shared_facts`: the rows
+        every kind's facts table carries (the teachers' dropout). Torch-free."""
         return None
 
 

@@ -6,8 +6,11 @@ scoring a shard, reading a data set, integrating, preparing training (with its S
 kiwb.workers.student_contract), evaluating and predicting, and the optional hooks of
 `RuntimeDefaults`. kiwb.kinds.runtimes holds one runtime per kind, made once; the shared jobs
 call its methods as plain Python, so a reader (or a tool) follows a call from the CLI into the
-kind's code without a string in between. tests/test_kind_runtime.py holds every kind's runtime
-to this Protocol: its methods, their parameters by name and in order, and their defaults.
+kind's code without a string in between. A runtime reads its data sets and checks at import,
+and imports its torch work inside the methods that need it: the CLI's data and label commands
+go through it without loading a model library. tests/test_kind_runtime.py holds every kind's
+runtime to this Protocol: its methods, their parameters by name and in order, and their
+defaults.
 
 This module stays torch-free (the names in its annotations are only read by type checkers).
 """
@@ -22,6 +25,7 @@ if TYPE_CHECKING:  # what the methods take and give, for a type checker and a re
     import numpy as np
     import torch
 
+    from kiwb.kinds.base import TeacherKind
     from kiwb.project.config import DatasetConfig, ProjectConfig
     from kiwb.project.records import IntegrationRecord
     from kiwb.project.store import Store
@@ -33,6 +37,8 @@ if TYPE_CHECKING:  # what the methods take and give, for a type checker and a re
 @runtime_checkable
 class KindRuntime(Protocol):
     """The worker side of a kind: every method runs in a job's process (torch loaded)."""
+
+    kind: TeacherKind  # the description of the kind it runs (kiwb.kinds.KINDS holds it)
 
     def score_shard(self, task, model, tokenizer, rows: range, settings: ScoringSettings,
                     device: torch.device, **options) -> dict[str, np.ndarray]:

@@ -17,6 +17,7 @@ from typing import Any
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
 from kiwb.errors import ConfigError
+from kiwb.kinds import declared_kind, kind_named
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
 from kiwb.project.config_schema import (
     DATASET_ROLES,
@@ -25,6 +26,7 @@ from kiwb.project.config_schema import (
     declared_setting,
     rules_of,
 )
+from kiwb.project.setting_knobs import shown_settings
 
 
 @dataclass(frozen=True)
@@ -302,10 +304,6 @@ def _check_tasks(config: ProjectConfig) -> None:
             raise loc.item("tasks", number).error(
                 "name", f"{toml_value(name)} is already used by tasks[{first}]; give each task "
                 "its own name")
-    if not config.tasks and config.training.feature_weight is not None:
-        raise _Loc(config.file, "training").error(
-            "feature_weight", "applies to multi-task projects, and kiwb.toml has no [[tasks]]: "
-            "remove it")
     if config.tasks and config.data.labeled is not None:
         raise _Loc(config.file, "data.labeled").error(
             "path", "is not read by multi-task projects: remove [data.labeled] (label conflicts "
@@ -345,16 +343,44 @@ def _check_tasks(config: ProjectConfig) -> None:
                 f"(tasks: {', '.join(names) or 'none'}); fix the name")
 
 
+def _check_declared_kind_settings(config: ProjectConfig) -> None:
+    """A setting declared for kinds that kiwb.toml itself declares (Shown.kinds, each kind
+    `declared_by` a table: [training] feature_weight, for [[tasks]]), set away from its default
+    in a project that declares none of them: refused as kiwb.toml is read. A setting for kinds
+    read from the teachers' heads is checked where a job knows the kind (teacher_kinds)."""
+    declared = declared_kind(config)
+    for table in ("integration", "training"):
+        values = getattr(config, table)
+        for setting, shown in shown_settings(type(values)):
+            kinds = [kind_named(name) for name in shown.kinds or ()]
+            if not kinds or not all(kind.checkpoints.declared_by for kind in kinds):
+                continue
+            if declared in kinds or getattr(values, setting.name) == setting.default:
+                continue
+            keys = " or ".join(_declaring_table(config, kind.checkpoints.declared_by)
+                               for kind in kinds)
+            projects = " or ".join(kind.words.short_title or kind.name for kind in kinds)
+            raise _Loc(config.file, table).error(
+                setting.name, f"applies to {projects} projects, and kiwb.toml has no {keys}: "
+                "remove it")
+
+
+def _declaring_table(config: ProjectConfig, key: str) -> str:
+    """How kiwb.toml writes the table `key` that declares a kind: [[tasks]], [embedding]."""
+    return f"[[{key}]]" if isinstance(getattr(config, key), list | tuple) else f"[{key}]"
+
+
 def _check_eval_labels(config: ProjectConfig) -> None:
     if config.tasks and config.embedding is not None:
         raise ConfigError(f"{config.file}: declares both [[tasks]] (a multi-task project) and "
                           "[embedding] (sentence encoders); a project is of one kind: remove one")
+    _check_declared_kind_settings(config)
     _check_tasks(config)
     for role, words in (("eval", "the eval set"), ("labeled", "the labeled set")):
         spec = getattr(config.data, role)
         if config.tasks:  # each task's gold labels are in a column of its own
             continue
-        if config.embedding is not None:  # its probes read labels or partners (its data seam)
+        if config.embedding is not None:  # its probes read labels or partners (its load_table)
             continue
         if spec is not None and spec.label_column is None and spec.tags_column is None:
             raise _Loc(config.file, f"data.{role}").error(

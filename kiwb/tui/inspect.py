@@ -21,6 +21,7 @@ from kiwb.kinds import (
     DEFAULT_KIND,
     KINDS,
     declared_kind,
+    head_kind,
     kind_of_checkpoint,
     unmatched_checkpoint,
 )
@@ -88,9 +89,8 @@ def inspect_teacher(config: ProjectConfig, teacher: TeacherConfig) -> TeacherSum
                       kind=kind.name,
                       dropout=dropout_line(model_config, config.scoring.dropout))
     declared = declared_kind(config)  # a kind that reads checkpoints its own way (encoders)
-    facts = (declared.checkpoints.checkpoint_facts(model_config, folder, teacher,
-                                       found[0] if found is not None else None)
-             if declared is not None else None)
+    facts = None if declared is None else declared.checkpoints.checkpoint_facts(
+        model_config, folder, teacher, head_kind(architectures, model_config.get("problem_type")))
     if facts is not None:
         labels, problem = facts
         return replace(summary, kind=declared.name, labels=labels,

@@ -215,7 +215,7 @@ def _record_events(session: JobSession, run: str, method: str, metrics: dict | N
 
 
 def eval_event_data(metrics: dict) -> dict:
-    """A train.eval event's fields from an evaluation seam's figures; a kind's other figures
+    """A train.eval event's fields from a kind runtime's evaluate figures; a kind's other figures
     (a multi-label model's Hamming loss, thresholds...) go into details, as its training
     run's do."""
     fields = {field.name for field in dataclasses.fields(TrainEval)}

@@ -1,6 +1,6 @@
 """What the Trainer asks of a student: the one place a kind reads to write its Student.
 
-Each kind's prepare_training seam returns TrainingData whose `student` is such an object
+Each kind runtime's prepare_training returns TrainingData whose `student` is such an object
 (kiwb.kinds.sequence.student.SequenceStudent is the sequence kind's; the token, multi-label,
 multi-task and embedding kinds have their own). It travels with the run's TrainingData to the
 other ranks, so it holds no tensors and no model. tests/test_student_contract.py checks every

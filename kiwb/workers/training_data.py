@@ -1,5 +1,5 @@
 """What a training run is asked to do (TrainRequest) and what it learns from, prepared once
-(TrainingData: the shape every kind of student fills). The kinds' prepare_training seams
+(TrainingData: the shape every kind of student fills). The kinds' runtimes (prepare_training)
 read and fill these, so they import nothing of the training loop itself."""
 
 from __future__ import annotations

@@ -97,10 +97,10 @@ class EmbeddingWords(ResultWording):
                'print(model.encode(["your text here"]).shape)'}
     figure_names = PROBE_NAMES
 
-    def report_tables(self, integration) -> list:
+    def report_tables(self, integration, shared_facts) -> list:
         from kiwb.kinds.embedding.report import integration_tables
 
-        return integration_tables(integration, self.figure_names)
+        return integration_tables(integration, self.figure_names, shared_facts)
 
     def knowledge_line(self, classes, scheme) -> str:
         return f"sentence encoder · {', '.join(classes)}"

@@ -10,7 +10,7 @@ from kiwb.workers.data import TextTable, _checked_labels, _checked_texts, open_t
 
 
 def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """The embedding kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
+    """The embedding kind's load_table: a data set of the project, by its [data.ROLE] `spec`."""
     if role == "labeled":
         raise DataError(f"{path}: [data.labeled] routes classifiers with a few labels, and an "
                         "embedding project has no routing; remove [data.labeled] (label pairs "

@@ -23,7 +23,7 @@ MODULES = [
 
 def export_encoder(project_root: Path, run: str, destination: Path, source: Path,
                    manifest: dict, progress: dict) -> Path:
-    """The embedding kind's export seam: the chosen checkpoint `source` as a sentence encoder."""
+    """The embedding kind's export: the chosen checkpoint `source` as a sentence encoder."""
     from transformers import AutoModel, AutoTokenizer
 
     model = AutoModel.from_pretrained(source)

@@ -13,7 +13,7 @@ from kiwb.core.histograms import BINS, unit_histogram
 from kiwb.kinds.embedding import EMBEDDING, NOT_SIMILAR, PAIR_JOINER, SIMILAR
 from kiwb.kinds.embedding.conflicts import PairConflict, conflicting_pairs
 from kiwb.kinds.embedding.probes import averaged, concatenated, probe_figures
-from kiwb.kinds.embedding.runtime import EncoderScores, encoder_scores, judged_coverage
+from kiwb.kinds.embedding.stored_pool import EncoderScores, encoder_scores, judged_coverage
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.instances import replace_instances

@@ -11,7 +11,7 @@ from kiwb.console import one_line
 
 
 def nearest_neighbours(folder: Path, texts: list[str], top: int = 3) -> list[str]:
-    """The embedding kind's prediction seam: one line per text (Rich markup)."""
+    """The embedding kind's predict: one line per text (Rich markup)."""
     import torch
     from transformers import AutoTokenizer
 

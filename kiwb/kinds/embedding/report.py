@@ -6,15 +6,15 @@ from __future__ import annotations
 
 from rich.table import Table
 
-from kiwb.project.dropout_rates import dropout_rows
-
 
 def _percent(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f}%"
 
 
-def integration_tables(integration, probe_names: dict[str, str]) -> list[Table]:
-    """The tables of a recorded integration; `probe_names`: each probe's name in words."""
+def integration_tables(integration, probe_names: dict[str, str],
+                       shared_facts: list[tuple[str, str]]) -> list[Table]:
+    """The tables of a recorded integration; `probe_names`: each probe's name in words;
+    `shared_facts`: the facts table's rows every kind's report carries (kiwb.report)."""
     summary, details = integration.summary, integration.summary.details or {}
     head = Table(title=f"Integration · {details.get('weighting')} pair weighting",
                  title_justify="left")
@@ -45,7 +45,7 @@ def integration_tables(integration, probe_names: dict[str, str]) -> list[Table]:
     median = summary.margin_quantiles.get("0.5")
     if median is not None:
         facts.add_row("their median cosine spread", f"{1 - median:.3f}")
-    for row in dropout_rows(summary.teacher_dropout):  # steadiness not from its own dropout
+    for row in shared_facts:  # the teachers' dropout: steadiness not from its own dropout
         facts.add_row(*row)
     judged = details.get("judgements")
     if judged is not None:

@@ -83,7 +83,7 @@ def score_embeddings(encoder: nn.Module, tokenizer, texts: list[str], pooling: s
 
 def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
                     device: torch.device, **options) -> dict[str, np.ndarray]:
-    """The embedding kind's scoring seam: the arrays of the task's texts at `rows`, read at
+    """The embedding kind's score_shard: the arrays of the task's texts at `rows`, read at
     most as far as the encoder was trained to read (sentence-transformers' max_seq_length)."""
     teacher = task.teacher
     length = min(settings.max_length, teacher.reads_up_to or settings.max_length)

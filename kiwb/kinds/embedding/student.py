@@ -255,7 +255,7 @@ def probe_report(figures: dict[str, float], texts: int) -> dict:
 
 def evaluate_encoder(checkpoint, table, device: torch.device, batch_size: int,
                      max_length: int) -> dict:
-    """The embedding kind's evaluation seam: the probes of a student checkpoint (or any
+    """The embedding kind's evaluate: the probes of a student checkpoint (or any
     encoder folder kiwb exported) on `table`, pooled as its export says."""
     from transformers import AutoTokenizer
 

@@ -5,7 +5,7 @@ naming the teacher, the folder and the fix."""
 from __future__ import annotations
 
 from kiwb.errors import TeacherError
-from kiwb.kinds import kind_of_checkpoint
+from kiwb.kinds import head_kind
 from kiwb.kinds.embedding import EMBEDDING
 from kiwb.kinds.embedding.encoders import classifier_keys, encoder_refusal, read_pooling_rule
 from kiwb.project.config import ProjectConfig, TeacherConfig
@@ -22,10 +22,8 @@ def inspect_encoder(config: ProjectConfig, teacher: TeacherConfig) -> TeacherInf
     folder, model_config = read_model_config(name, config.resolve(teacher.path),
                                              teacher.trust_remote_code)
     architectures = list(getattr(model_config, "architectures", None) or [])
-    head = kind_of_checkpoint({"architectures": architectures,
-                               "problem_type": getattr(model_config, "problem_type", None)})
     refusal = encoder_refusal(architectures, classifier_keys(teacher),
-                              head[0] if head is not None else None)
+                              head_kind(architectures, getattr(model_config, "problem_type", None)))
     try:
         if refusal is not None:
             raise ValueError(refusal)

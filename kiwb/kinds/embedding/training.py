@@ -8,7 +8,7 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.kinds.embedding import EMBEDDING
-from kiwb.kinds.embedding.runtime import encoder_scores, judged_coverage
+from kiwb.kinds.embedding.stored_pool import encoder_scores, judged_coverage
 from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint

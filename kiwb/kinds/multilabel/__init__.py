@@ -5,7 +5,7 @@ multi_label_classification) and read, the methods it takes. Its worker side: per
 uncertainty (uncertainty.py), scoring (scoring.py), data with a list of labels per text
 (data.py), the per-label integrators (integration.py), the label-dependency transfer
 (transfer.py), a data set's scores on the union and its conflicts (pool.py), the pool's
-integration and the given labels (runtime.py), its record (summary.py, integrate_job.py), the
+integration and the given labels (stored_pool.py), its record (summary.py, integrate_job.py), the
 student's losses, thresholds, learning check and head (losses.py, thresholds.py, check.py,
 student.py), training (training.py) and the metrics (metrics.py).
 """

@@ -56,7 +56,7 @@ def _label_set(value, path: str, row: int, column: str, separator: str | None,
 
 
 def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """The multi-label kind's data seam: a data set of the project, by its [data.ROLE] `spec`."""
+    """The multi-label kind's load_table: a data set of the project, by its [data.ROLE] `spec`."""
     if role in ("eval", "labeled") and spec.label_column is None:
         raise DataError(f"{path}: [data.{role}] of a project of multi-label teachers needs each "
                         'text\'s gold labels: set label_column = "labels" (a list per row, or '

@@ -3,7 +3,7 @@ shared store, with the (text, label) pairs whose owners disagree as the conflict
 
 from __future__ import annotations
 
-from kiwb.kinds.multilabel.runtime import (
+from kiwb.kinds.multilabel.stored_pool import (
     check_settings,
     integrate_label_pool,
     integration_key,

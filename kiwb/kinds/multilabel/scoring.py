@@ -44,6 +44,6 @@ def label_batch_scores(det_logits: torch.Tensor, pass_logits: torch.Tensor,
 
 def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
                     device: torch.device, **options) -> dict[str, np.ndarray]:
-    """The multi-label kind's scoring seam: the (n, L) score arrays of the texts at `rows`."""
+    """The multi-label kind's score_shard: the (n, L) score arrays of the texts at `rows`."""
     return score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
                        device, batch_scores=label_batch_scores, **options)

@@ -178,7 +178,7 @@ def saved_thresholds(model, labels: list[str]) -> torch.Tensor:
 
 def evaluate_classifier(checkpoint, table, device: torch.device, batch_size: int,
                         max_length: int) -> dict:
-    """The multi-label kind's evaluation seam: micro F1 (the headline, in `accuracy`), macro
+    """The multi-label kind's evaluate: micro F1 (the headline, in `accuracy`), macro
     F1, F1 per label, Hamming loss and subset accuracy on a table of texts and label sets,
     decided at the student's saved thresholds."""
     if table.label_sets is None:
@@ -206,7 +206,7 @@ def evaluate_classifier(checkpoint, table, device: torch.device, batch_size: int
 
 
 def predicted_labels(folder, texts: list[str], top: int = 3) -> list[str]:
-    """The multi-label kind's prediction seam: per text, the labels over their thresholds (or
+    """The multi-label kind's predict: per text, the labels over their thresholds (or
     none), the `top` most probable labels with their probabilities, and the text's start."""
     from rich.markup import escape
 

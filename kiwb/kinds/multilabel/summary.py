@@ -13,7 +13,7 @@ from kiwb.core.histograms import unit_histogram
 from kiwb.kinds.multilabel.integration import THRESHOLD
 from kiwb.kinds.multilabel.metrics import multilabel_report
 from kiwb.kinds.multilabel.pool import LabelScores, integrate_label_scores
-from kiwb.kinds.multilabel.runtime import LabelData, LabelPool, pair_text
+from kiwb.kinds.multilabel.stored_pool import LabelData, LabelPool, pair_text
 from kiwb.kinds.multilabel.thresholds import decide
 from kiwb.project.instances import replace_instances
 from kiwb.project.records import (

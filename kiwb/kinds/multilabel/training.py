@@ -13,7 +13,7 @@ from kiwb.kinds.multilabel import MULTI_LABEL
 from kiwb.kinds.multilabel.check import OWNERS_MEAN
 from kiwb.kinds.multilabel.data import check_known_labels
 from kiwb.kinds.multilabel.losses import prior_log_odds
-from kiwb.kinds.multilabel.runtime import check_settings, integrate_label_pool, label_data
+from kiwb.kinds.multilabel.stored_pool import check_settings, integrate_label_pool, label_data
 from kiwb.kinds.multilabel.student import MultiLabelStudent, multi_hot
 from kiwb.kinds.multilabel.summary import ENSEMBLE, eval_figures
 from kiwb.project.config import ProjectConfig
@@ -80,6 +80,6 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids, coverage,
         eval_table.texts if eval_table is not None else None, eval_ids, eval_routing, manifest,
-        eval_reference,
+        eval_reference=eval_reference,
         student=MultiLabelStudent(head_bias=prior_log_odds(label_ids) if targets is None
                                   else prior_log_odds(targets, weights)))

@@ -8,7 +8,7 @@ kiwb.kinds.multilabel), so a task answered by several teachers is a small single
 of its own. What is the
 kind's own: which outputs answer which task (heads.py), reading the teachers' heads
 (teachers.py), each task's gold labels (data.py), scoring each head and the teachers' pooled
-features (scoring.py), the per-task integration and its record (runtime.py, summary.py,
+features (scoring.py), the per-task integration and its record (stored_pool.py, summary.py,
 integrate_job.py), the student with one output slice per task and the feature adapters
 (student.py, losses.py), training (training.py) and the exported model's use (predict.py).
 Token-level tasks are out of scope: their units are words, not texts (docs/kinds/multi-task.md).

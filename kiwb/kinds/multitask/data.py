@@ -6,20 +6,22 @@ label_separator."""
 from __future__ import annotations
 
 import dataclasses
-
-import torch
+from typing import TYPE_CHECKING
 
 from kiwb.errors import DataError
 from kiwb.kinds.multilabel.data import _label_set
 from kiwb.project.config import ProjectConfig
 from kiwb.workers.data import TextTable, _checked_labels, load_table, open_text_columns, row_name
 
+if TYPE_CHECKING:
+    import torch
+
 MISSING = -1.0  # a task's gold slice on a text the data set gives no label for that task
 LABELED_ROLES = ("eval", "labeled", "evaluate")  # evaluate: kiwb evaluate --data
 
 
 def load_role_table(path: str, spec, role: str, config: ProjectConfig | None = None) -> TextTable:
-    """The multi-task kind's data seam: a data set's texts and, with the project's `config`,
+    """The multi-task kind's load_table: a data set's texts and, with the project's `config`,
     each task's gold labels (`task_gold`)."""
     table = load_table(path, text_column=spec.text_column, split=spec.split, limit=spec.limit,
                        role=role, subset=spec.subset)
@@ -73,6 +75,8 @@ def check_known(gold: list, labels: list[str], task: str, source: str, multi: bo
 def laid_out_gold(heads, gold: dict[str, list], count: int) -> torch.Tensor:
     """(count, outputs) gold: one-hot (single-label) or 0/1 (multi-label) in each task's slice,
     MISSING in the slices of tasks the data set has no labels for."""
+    import torch  # here: reading a data set (the CLI's label commands) loads no torch
+
     found = torch.full((count, heads[-1].stop), MISSING)
     for head in heads:
         if head.task not in gold:

@@ -1,5 +1,5 @@
 """`kiwb integrate` for a multi-task project: every task integrated by its own kind's pieces
-(kiwb.kinds.multitask.runtime), recorded as one integration whose details hold each task's
+(kiwb.kinds.multitask.stored_pool), recorded as one integration whose details hold each task's
 record, with every task's conflicts in one list ("[task] text" rows)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from kiwb.core.histograms import unit_histogram
-from kiwb.kinds.multitask.runtime import (
+from kiwb.kinds.multitask.stored_pool import (
     MEAN,
     TaskData,
     TaskTargets,
@@ -140,7 +140,7 @@ def save_task_conflicts(store: Store, integration: TaskIntegration) -> None:
 
 def run_task_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                          tasks: list[ScoreTask]) -> IntegrationRecord:
-    """The multi-task kind's integration seam: integrate, record, list the conflicts."""
+    """The multi-task kind's integrate: integrate, record, list the conflicts."""
     integration = integrate_tasks(config, store, settings, tasks)
     summary = summary_of(integration, settings)
     store.record_integration(integration.key, dataset="unlabeled", settings=settings.to_dict(),

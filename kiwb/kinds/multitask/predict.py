@@ -12,7 +12,7 @@ from kiwb.workers.student import predict_logits, tokenize
 
 
 def predicted_answers(folder, texts: list[str], top: int = 3) -> list[str]:
-    """The multi-task kind's prediction seam: per text, each task's answer (a single-label
+    """The multi-task kind's predict: per text, each task's answer (a single-label
     task's label and probability; a multi-label task's labels over their thresholds, or none),
     then the text's start."""
     model, tokenizer, heads = load_multitask(folder)

@@ -21,7 +21,7 @@ BATCH_SCORES = {"single-label": _batch_scores, "multi-label": label_batch_scores
 
 def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
                     device: torch.device, **options) -> dict[str, np.ndarray]:
-    """The multi-task kind's scoring seam: every head's score arrays and the pooled features."""
+    """The multi-task kind's score_shard: every head's score arrays and the pooled features."""
     heads = task.teacher.heads
 
     with RepresentationCapture(model, "mean") as capture:

@@ -329,7 +329,7 @@ def load_multitask(folder):
 
 def evaluate_classifier(checkpoint, table, device: torch.device, batch_size: int,
                         max_length: int) -> dict:
-    """The multi-task kind's evaluation seam: each task's figures on a table with its tasks'
+    """The multi-task kind's evaluate: each task's figures on a table with its tasks'
     gold labels (read by the project's [[tasks]])."""
     if not table.task_gold:
         raise KiwbError(f"{table.source}: evaluating a multi-task student needs each task's gold "

@@ -122,5 +122,5 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
     return TrainingData(
         labels, pool_table.texts, targets, weights, label_ids, coverage,
         eval_table.texts if eval_table is not None else None, eval_ids, None, manifest,
-        eval_reference,
+        eval_reference=eval_reference,
         student=MultiTaskStudent(heads, widths, feature_weight, head_bias))

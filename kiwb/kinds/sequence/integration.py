@@ -1,5 +1,5 @@
 """The sequence kind's integration: each text routed to a teacher by its scores, the targets,
-their weights and conflicts, and the figures `kiwb integrate` reports (its `integrate` seam,
+their weights and conflicts, and the figures `kiwb integrate` reports (its runtime's `integrate`,
 integrate_texts). Its parts also serve the multi-task kind's single-label tasks and the
 training of a sequence student (kiwb.kinds.sequence.training)."""
 
@@ -554,7 +554,7 @@ def without_given_labels(scores: TeacherScores, texts: list[str],
 
 def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                     tasks: list[ScoreTask]) -> IntegrationRecord:
-    """The sequence kind's integration seam: texts routed, targets, conflicts, figures."""
+    """The sequence kind's integrate: texts routed, targets, conflicts, figures."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in DATASET_ROLES}
     asked = settings  # as the job was given it: "auto" stays "auto" in the record and the key
     reads = reads_representation(asked, store, tasks)

@@ -126,7 +126,7 @@ class SequenceStudent:
 
 def evaluate_classifier(checkpoint: Path, table: TextTable, device: torch.device,
                         batch_size: int, max_length: int) -> dict:
-    """The sequence kind's evaluation seam: accuracy, macro-F1, per-class accuracy and
+    """The sequence kind's evaluate: accuracy, macro-F1, per-class accuracy and
     confusion of a classifier on `table`."""
     from transformers import AutoTokenizer
 
@@ -174,7 +174,7 @@ def load_trained_head(folder: Path):
 
 
 def predicted_labels(folder: Path, texts: list[str], top: int = 3) -> list[str]:
-    """The sequence kind's prediction seam: per text, its top label, the `top` labels with
+    """The sequence kind's predict: per text, its top label, the `top` labels with
     their probabilities, and the text's start (Rich markup)."""
     lines = []
     for text, ranked in zip(texts, predict_texts(folder, texts, top=top), strict=True):

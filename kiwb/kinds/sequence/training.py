@@ -1,4 +1,4 @@
-"""A sequence student's training data (the sequence kind's `prepare_training` seam): per-text
+"""A sequence student's training data (the sequence kind's runtime `prepare_training`): per-text
 targets from the integration, or the gold labels (supervised), the eval set with its untrained
 references, and the manifest that pins the run's inputs."""
 
@@ -40,7 +40,7 @@ from kiwb.workers.training_data import TrainingData, TrainRequest
 
 def prepare_texts(config: ProjectConfig, store: Store, request: TrainRequest,
                   tasks: list) -> TrainingData:
-    """The sequence kind's training seam: per-text targets, the eval set, the manifest."""
+    """The sequence kind's prepare_training: per-text targets, the eval set, the manifest."""
     by_dataset = {d: [t for t in tasks if t.dataset == d] for d in DATASET_ROLES}
     settings = request.settings
     method = settings.method

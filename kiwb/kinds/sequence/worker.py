@@ -4,36 +4,39 @@ shared classifier code paths that the other kinds build on."""
 
 from __future__ import annotations
 
-import numpy as np
-import torch
-
 from kiwb.kinds.runtime import RuntimeDefaults
 from kiwb.kinds.sequence import KIND
-from kiwb.kinds.sequence.integration import integrate_texts
-from kiwb.kinds.sequence.student import evaluate_classifier, predicted_labels
-from kiwb.kinds.sequence.training import prepare_texts
-from kiwb.workers.data import TextTable, load_table
-from kiwb.workers.shard_scoring import ScoringSettings, score_texts
-
-
-def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings,
-                    device: torch.device, **options) -> dict[str, np.ndarray]:
-    """The score arrays of the task's texts at `rows`."""
-    return score_texts(model, tokenizer, task.table.texts[rows.start:rows.stop], settings,
-                       device, **options)
-
-
-def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """A data set of the project, by its [data.ROLE] `spec`."""
-    return load_table(path, text_column=spec.text_column, label_column=spec.label_column,
-                      split=spec.split, limit=spec.limit, role=role, subset=spec.subset)
+from kiwb.kinds.sequence.data import load_role_table
 
 
 class SequenceRuntime(RuntimeDefaults):
+    """Its data sets and checks are read at import (no torch: the CLI's data and label
+    commands use them); each of its jobs' methods imports its torch work on first call."""
+
     kind = KIND
-    score_shard = staticmethod(score_task_rows)
     load_table = staticmethod(load_role_table)
-    integrate = staticmethod(integrate_texts)
-    prepare_training = staticmethod(prepare_texts)
-    evaluate = staticmethod(evaluate_classifier)
-    predict = staticmethod(predicted_labels)
+
+    def score_shard(self, task, model, tokenizer, rows, settings, device, **options):
+        from kiwb.kinds.sequence.scoring import score_task_rows
+
+        return score_task_rows(task, model, tokenizer, rows, settings, device, **options)
+
+    def integrate(self, config, store, settings, tasks):
+        from kiwb.kinds.sequence.integration import integrate_texts
+
+        return integrate_texts(config, store, settings, tasks)
+
+    def prepare_training(self, config, store, request, tasks):
+        from kiwb.kinds.sequence.training import prepare_texts
+
+        return prepare_texts(config, store, request, tasks)
+
+    def evaluate(self, checkpoint, table, device, batch_size, max_length):
+        from kiwb.kinds.sequence.student import evaluate_classifier
+
+        return evaluate_classifier(checkpoint, table, device, batch_size, max_length)
+
+    def predict(self, folder, texts, top=3):
+        from kiwb.kinds.sequence.student import predicted_labels
+
+        return predicted_labels(folder, texts, top)

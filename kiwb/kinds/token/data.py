@@ -88,7 +88,7 @@ def _gold_tags(values: list, words: list[list[str]], path, column: str) -> list[
 
 
 def load_role_table(path: str, spec, role: str, config=None) -> TextTable:
-    """The token kind's data seam: a data set of the project, by its [data.ROLE] `spec`; a
+    """The token kind's load_table: a data set of the project, by its [data.ROLE] `spec`; a
     file given to `kiwb evaluate --data` (role "evaluate") reads the words and gold tags from
     columns "tokens" and "tags" unless named."""
     if role in ("eval", "labeled") and spec.tags_column is None:

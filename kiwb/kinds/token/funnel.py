@@ -17,7 +17,7 @@ import torch
 from kiwb.core.class_priors import ownership
 from kiwb.kinds.token.integration import cluster_features, decode_all, integrate_words
 from kiwb.kinds.token.metrics import entity_spans
-from kiwb.kinds.token.runtime import TokenData, TokenPool, cluster_scores, target_tags
+from kiwb.kinds.token.stored_pool import TokenData, TokenPool, cluster_scores, target_tags
 from kiwb.project.records import ClassFunnel, IntegrationSettings, LabeledFunnel
 
 

@@ -3,7 +3,7 @@ with its conflict clusters as the conflicts list's instances."""
 
 from __future__ import annotations
 
-from kiwb.kinds.token.runtime import integrate_token_pool, integration_key, token_data
+from kiwb.kinds.token.stored_pool import integrate_token_pool, integration_key, token_data
 from kiwb.kinds.token.summary import save_clusters, token_summary
 from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings

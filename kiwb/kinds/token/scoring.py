@@ -148,7 +148,7 @@ def _padding_offsets(tokenizer, windows: list[WordPieces], padded: int) -> list[
 
 def score_task_rows(task, model, tokenizer, rows: range, settings: ScoringSettings, device,
                     **options) -> dict[str, np.ndarray]:
-    """The token kind's scoring seam: per-word arrays of the task's texts at `rows`, with each
+    """The token kind's score_shard: per-word arrays of the task's texts at `rows`, with each
     text's word count and how many texts had to be windowed (logged: never silent)."""
     from kiwb.console import console
     from kiwb.kinds.token.tags import read_tag_set

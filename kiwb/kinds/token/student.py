@@ -352,7 +352,7 @@ def target_tags(data) -> torch.Tensor:
 
 def evaluate_tagger(checkpoint, table, device: torch.device, batch_size: int,
                     max_length: int) -> dict:
-    """The token kind's evaluation seam: entity F1 (the headline, in `accuracy`), F1 per type
+    """The token kind's evaluate: entity F1 (the headline, in `accuracy`), F1 per type
     and the rest of a tagger's figures on a table of words and gold tags."""
     if table.tags is None:
         raise KiwbError(f"{table.source}: evaluating a tagger needs each word's gold tag: set "
@@ -395,7 +395,7 @@ def predict_entities(folder, texts: list[str],
 
 
 def predicted_entities(folder, texts: list[str], top: int = 3) -> list[str]:
-    """The token kind's prediction seam: per text, the entities found and the text's start."""
+    """The token kind's predict: per text, the entities found and the text's start."""
     from rich.markup import escape
 
     lines = []

@@ -15,7 +15,7 @@ from kiwb.core.routing_check import check_routing_outcome
 from kiwb.kinds.token.funnel import token_funnel
 from kiwb.kinds.token.integration import cluster_features, decode_all, integrate_words
 from kiwb.kinds.token.metrics import entity_report, entity_spans
-from kiwb.kinds.token.runtime import (
+from kiwb.kinds.token.stored_pool import (
     OUTSIDE_CLASS,
     TokenData,
     TokenPool,

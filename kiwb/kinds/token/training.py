@@ -8,7 +8,7 @@ from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.token import KIND
 from kiwb.kinds.token.funnel import token_funnel
-from kiwb.kinds.token.runtime import integrate_token_pool, token_data
+from kiwb.kinds.token.stored_pool import integrate_token_pool, token_data
 from kiwb.kinds.token.student import TokenStudent
 from kiwb.kinds.token.summary import eval_figures
 from kiwb.kinds.token.targets import union_coverage

@@ -22,7 +22,7 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.pool import label_conflicts, stack_label_scores
-from kiwb.kinds.multilabel.runtime import LabelData, integrate_label_pool, pair_text
+from kiwb.kinds.multilabel.stored_pool import LabelData, integrate_label_pool, pair_text
 from kiwb.kinds.multilabel.student import multi_hot
 from kiwb.kinds.multitask.consensus import mean_logit_targets
 from kiwb.kinds.multitask.data import check_known
