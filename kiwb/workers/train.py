@@ -77,6 +77,7 @@ class Trainer:
                  data: TrainingData, device: torch.device, job_id: int | None = None,
                  ranks=None):
         self.config, self.store, self.request, self.data = config, store, request, data
+        self.kind = kind_named(data.student.kind)  # how its figures are worded, read once
         self.device, self.job_id = device, job_id
         # Data-parallel ranks (kiwb.workers.train_ranks.TrainRanks), or None for one process.
         # Only rank 0 records, evaluates and checkpoints; every rank steps the same batches.
@@ -325,7 +326,7 @@ class Trainer:
                                                  self.data, self.eval_batch, self.device,
                                                  self.autocast_dtype)
             metrics["routing_accuracy"] = self.data.eval_routing
-            metrics["metric"] = kind_named(self.data.student.kind).words.headline
+            metrics["metric"] = self.kind.words.headline
             check = self.data.student.eval_check(self.data, metrics, self.target_shares)
         else:
             check = self.check_on_pool()
@@ -372,7 +373,7 @@ class Trainer:
         if metrics is not None:
             reference = self.data.eval_reference or {}
             named = reference.get("name", "the Ensemble").removeprefix("the ")
-            figures = (kind_named(self.data.student.kind).words.evaluation_text(metrics)
+            figures = (self.kind.words.evaluation_text(metrics)
                        + (f" ({named} {100 * reference['accuracy']:.1f}%)"
                           if reference.get("accuracy") is not None else ""))
         else:

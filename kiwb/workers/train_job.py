@@ -5,7 +5,6 @@ it ended; shared by the one-process path (job_kinds.train) and rank 0 of several
 from __future__ import annotations
 
 from kiwb.console import console
-from kiwb.kinds import kind_named
 from kiwb.shell import command
 from kiwb.workers.job import EXIT_CANCELLED, JobSession, Outcome
 
@@ -46,8 +45,7 @@ def run_trainer(session: JobSession, trainer, run: str, where: str) -> Outcome:
         return Outcome("cancelled", {"step": result["step"]}, EXIT_CANCELLED)
     best = result["best"] or {}
     if best.get("accuracy") is not None:
-        kind = kind_named(trainer.data.student.kind)
-        console.print(f"Best eval {kind.words.best_text(best)} at step {best['step']}")
+        console.print(f"Best eval {trainer.kind.words.best_text(best)} at step {best['step']}")
     check = check_of(best)  # the verdict on the checkpoint the run keeps
     if check is not None and check.flagged:
         # one print: the warning and the line that points at it cannot come apart in a log
