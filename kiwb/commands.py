@@ -414,10 +414,10 @@ def unloadable(folder, error: Exception) -> str:
 
 
 def print_predictions(console, lines: list[str]) -> None:
-    """A kind runtime's predict lines (tab-separated fields, Rich markup). To a pipe, one line per text
-    as it is, for scripts. In a terminal the last field (the text, or an encoder's neighbours)
-    goes on a line of its own, indented and cut to the width, so a narrow terminal never wraps
-    a text in among the scores."""
+    """A kind runtime's predict lines (tab-separated fields, Rich markup). To a pipe, one line
+    per text as it is, for scripts. In a terminal the last field (the text, or an encoder's
+    neighbours) goes on a line of its own, indented and cut to the width, so a narrow terminal
+    never wraps a text in among the scores."""
     for line in lines:
         *answers, last = line.split("\t")
         if not console.is_terminal or not answers:

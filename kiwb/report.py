@@ -50,7 +50,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     head.add_column("teacher")  # kept whole; the figures' long headers wrap
     kind = kind_named(summary.teachers_kind)
     scored = (routing.score if routing is not None else None) or "confidence"
-    for figure in (f"{kind.words.units} won", "share", "est. in its labels", f"routed above {scored}"):
+    for figure in (f"{kind.words.units} won", "share", "est. in its labels",
+                   f"routed above {scored}"):
         head.add_column(figure, justify="right", no_wrap=False)
     labeled = routing.labeled_texts if routing is not None else 0
     if labeled:
@@ -117,7 +118,8 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     for row in dropout_rows(summary.teacher_dropout):  # MC figures not a teacher's own
         facts.add_row(*row)
     if evaluation is not None and evaluation.ensemble_accuracy is not None:
-        facts.add_row(f"Ensemble {kind.words.headline} on eval", _percent(evaluation.ensemble_accuracy))
+        facts.add_row(f"Ensemble {kind.words.headline} on eval",
+                      _percent(evaluation.ensemble_accuracy))
     if summary.token is not None and "eval" in summary.token:
         facts.add_row(f"targets' {kind.words.headline} on eval",
                       _percent(summary.token["eval"]["targets"]["f1"]))

@@ -41,8 +41,8 @@ def kind_named(name: str | None) -> TeacherKind:
 def declared_kind(config) -> TeacherKind | None:
     """The kind a project's kiwb.toml declares by a table of its own ([[tasks]], [embedding]),
     or None: then its teachers' heads say."""
-    return next((kind for kind in KINDS.values()
-                 if kind.checkpoints.declared_by and getattr(config, kind.checkpoints.declared_by, None)), None)
+    return next((kind for kind in KINDS.values() if kind.checkpoints.declared_by
+                 and getattr(config, kind.checkpoints.declared_by, None)), None)
 
 
 def kind_of_checkpoint(model_config: Mapping, problem_type: str | None = None
@@ -83,7 +83,8 @@ def unmatched_checkpoint(model_config: Mapping, problem_type: str | None = None)
                 "integrate; set problem_type in its [[teachers]] entry to "
                 '"single_label_classification" (softmax head) or "multi_label_classification" '
                 "(sigmoid head)")
-    suffixes = " or ".join(dict.fromkeys(f"*{kind.checkpoints.architecture_suffix}" for kind in KINDS.values()
+    suffixes = " or ".join(dict.fromkeys(f"*{kind.checkpoints.architecture_suffix}"
+                                         for kind in KINDS.values()
                                          if kind.checkpoints.declared_by is None))
     encoder = any(name.endswith("Model") for name in architectures)
     return (f"not a sequence classifier nor a token classifier (architectures: "

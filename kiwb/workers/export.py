@@ -288,7 +288,8 @@ def _evaluation_lines(manifest: dict) -> list[str]:
         return ["No labeled evaluation set was configured for this run."]
     lines = [f"On the labeled evaluation set at step {manifest['step']} "
              f"({metrics.get('num_texts')} texts):", "",
-             f"- {kind_named(manifest.get('kind')).words.headline}: {100 * metrics['accuracy']:.2f}%",
+             f"- {kind_named(manifest.get('kind')).words.headline}: "
+             f"{100 * metrics['accuracy']:.2f}%",
              f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
     routing = dict(metrics.get("routing_accuracy") or {})
     chosen_name = routing.pop("routing", None)  # the routing the run trained with, by name

@@ -255,7 +255,8 @@ def merged_model(inputs: MergeInputs, backbone: dict[str, torch.Tensor]):
     config.id2label = dict(enumerate(union))
     config.label2id = {label: index for index, label in enumerate(union)}
     # the kind's head, whatever teacher 0's config.json said (kiwb.toml may have named it)
-    config.problem_type = kind_named(inputs.teachers[0].kind).checkpoints.problem_type or config.problem_type
+    config.problem_type = (kind_named(inputs.teachers[0].kind).checkpoints.problem_type
+                           or config.problem_type)
     if getattr(config, "label_thresholds", None) is not None:
         del config.label_thresholds  # tuned for teacher 0's labels (a kiwb export's), not these
     return model.eval()

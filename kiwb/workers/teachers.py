@@ -206,8 +206,9 @@ def load_teacher(info: TeacherInfo, device: str, dropout: float | str = "model")
     except Exception as error:
         raise TeacherError(f"teacher {info.name!r}: cannot load {info.folder}: {_first_line(error)}") from None
     kind = KINDS[info.kind]
+    unused = kind.checkpoints.unused_weights  # a pooler it never reads
     missing = sorted(key for key in loading.get("missing_keys") or ()
-                     if not key.startswith(kind.checkpoints.unused_weights))  # a pooler it never reads
+                     if not key.startswith(unused))
     if missing:
         raise TeacherError(
             f"teacher {info.name!r}: {info.folder} lacks trained weights "

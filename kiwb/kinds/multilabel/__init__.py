@@ -101,4 +101,5 @@ def _owners_said(details) -> str:
 
 
 # Any number of labels per text, from a sigmoid *ForSequenceClassification head.
-MULTI_LABEL = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(), MultiLabelJobs())
+MULTI_LABEL = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(),
+                          MultiLabelJobs())

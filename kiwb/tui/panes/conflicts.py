@@ -158,7 +158,8 @@ class ConflictsPane(Pane):
 
     def labels_for(self, item: Instance | None) -> list[str]:
         """The labels `item` may be given: all, or (multi-task) those of its task."""
-        return self.kind.jobs.conflict_labels(item.details if item is not None else None, self.labels)
+        return self.kind.jobs.conflict_labels(item.details if item is not None else None,
+                                              self.labels)
 
     @property
     def kind(self) -> TeacherKind:
