@@ -53,3 +53,14 @@ def test_a_run_with_a_setting_kiwb_removed_resumes_only_where_it_was_off(tmp_pat
     write_manifest(tmp_path, manifest(method={**now, "logit_adjustment": 1.0}))
     with pytest.raises(KiwbError, match=r"logit_adjustment: 1.0 -> 'unset'"):
         check_resumable(tmp_path, manifest())
+
+
+def test_a_run_read_from_another_integration_does_not_resume(tmp_path):
+    """A run pins the key of the stored integration its targets were read from; one pinned
+    before kiwb read stored integrations is not held to it."""
+    write_manifest(tmp_path, manifest(integration="key-1"))
+    check_resumable(tmp_path, manifest(integration="key-1"))
+    with pytest.raises(KiwbError, match="the integration its targets come from changed"):
+        check_resumable(tmp_path, manifest(integration="key-2"))
+    write_manifest(tmp_path, manifest())  # written before the key existed
+    check_resumable(tmp_path, manifest(integration="key-2"))

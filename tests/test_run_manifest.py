@@ -25,8 +25,8 @@ def test_a_trained_runs_manifest_holds_every_input_a_resume_compares():
         "data": {"n": 2}, "labeled_data": None, "given_labels": None,
         "training": {"epochs": 3.0}, "eval_data": None, "class_funnel": None}
     # what a resume compares and every run has (the others a job adds: scores, the merge it
-    # started from, [embedding])
-    shared = set(RESUME_CHECKS) - {"scores", "init_from_merge", "embedding"}
+    # started from, [embedding], the stored integration its targets were read from)
+    shared = set(RESUME_CHECKS) - {"scores", "init_from_merge", "embedding", "integration"}
     assert shared <= set(manifest)
 
 

@@ -41,6 +41,14 @@ class ProjectPaths:
         """Copies of the store kiwb keeps (kiwb.project.backups)."""
         return self.root / "backups"
 
+    @property
+    def integrations(self) -> Path:
+        """Each recorded integration's training targets (kiwb.workers.integration_targets)."""
+        return self.root / "integrations"
+
+    def integration_file(self, key: str) -> Path:
+        return self.integrations / f"{key}.npz"
+
     def score_dir(self, score_key: str) -> Path:
         return self.scores / score_key
 

@@ -34,9 +34,11 @@ RESUME_CHECKS = {
     # the score sets the targets came from: another [scoring] setting (dropout, K, seed)
     # rescored a teacher, so the targets would change under the run
     "scores": "the teachers' scores changed (another [scoring] setting rescored a teacher)",
+    # the stored integration the targets were read from (its key holds every input of it)
+    "integration": "the integration its targets come from changed (kiwb integrate's key)",
 }
 # Keys kiwb began to pin later: a run recorded before one existed is not held to it.
-PINNED_SINCE = {"scores"}
+PINNED_SINCE = {"scores", "integration"}
 
 
 def check_resumable(run_dir: Path, manifest: dict[str, Any],

@@ -121,15 +121,15 @@ class Store(Database):
 
     def integration(self, key: str) -> dict[str, Any] | None:
         row = self.connection.execute("SELECT * FROM integrations WHERE key=?", (key,)).fetchone()
-        if row is None:
-            return None
-        return {
-            "key": row["key"],
-            "dataset": row["dataset"],
-            "settings": json.loads(row["settings_json"]),
-            "summary": json.loads(row["summary_json"]),
-            "created_at": row["created_at"],
-        }
+        return _integration(row) if row is not None else None
+
+    def integrations_asked(self, settings: dict[str, Any]) -> list[dict[str, Any]]:
+        """The recorded integrations of the unlabeled data asked with exactly these settings,
+        newest first: the candidates a training run reads its targets from (its key decides)."""
+        wanted = json.loads(json.dumps(settings))  # as stored: tuples read back as lists
+        rows = self.connection.execute(
+            "SELECT * FROM integrations WHERE dataset = 'unlabeled' ORDER BY created_at DESC")
+        return [_integration(row) for row in rows if json.loads(row["settings_json"]) == wanted]
 
     # -- events (kiwb.project.events) ----------------------------------------------------
     def append_event(
@@ -144,3 +144,14 @@ class Store(Database):
     ) -> list[dict[str, Any]]:
         """Events with id > after_id, oldest first, optionally of one job, run or kind."""
         return events.events_after(self.connection, after_id, job_id=job_id, run=run, kind=kind)
+
+
+def _integration(row) -> dict[str, Any]:
+    """An integrations row as a dict (IntegrationRecord.from_dict reads it)."""
+    return {
+        "key": row["key"],
+        "dataset": row["dataset"],
+        "settings": json.loads(row["settings_json"]),
+        "summary": json.loads(row["summary_json"]),
+        "created_at": row["created_at"],
+    }

@@ -39,10 +39,12 @@ from kiwb.project.records import (
     IntegrationSettings,
     IntegrationSummary,
     RoutingAccuracy,
+    RoutingChoice,
     RoutingDetails,
     TeacherRouting,
 )
 from kiwb.project.store import Store
+from kiwb.workers.integration_targets import load_targets, save_targets
 from kiwb.workers.rare_classes import (
     estimated_prior,
     labeled_class_funnel,
@@ -552,47 +554,90 @@ def without_given_labels(scores: TeacherScores, texts: list[str],
     return scores.rows(keep), len(texts) - len(keep)
 
 
-def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,
-                    tasks: list[ScoreTask]) -> IntegrationRecord:
-    """The sequence kind's integrate: texts routed, targets, conflicts, figures."""
+@dataclass
+class IntegrationInputs:
+    """What an integration of the pool reads, loaded once. `kiwb integrate` and a training run
+    load the same inputs, so the run finds the integration it would make by its key."""
+
+    asked: IntegrationSettings  # as the job was given it: "auto" stays "auto" in record and key
+    reads: bool                 # the routing reads the teachers' representations
+    scores: TeacherScores
+    texts: list[str]
+    labeled: TeacherScores | None      # [data.labeled], where the routing reads labels
+    seen: list | None                  # each teacher's seen texts (representation routings)
+    seen_keys: dict
+    gold: GoldLabels | None            # the labels given to pool texts (settings.labels)
+    eval_scores: TeacherScores | None  # less the texts with a given label
+    eval_left_out: int
+    for_choice: TeacherScores | None   # [data.labeled] where "auto" measures on it
+    representation_keys: list[str]
+
+    def key(self, choice: RoutingChoice | None) -> str:
+        """The integration's key: every input that decides its targets, with what "auto"
+        chose (a choice is made from the inputs, so only the one made from them matches)."""
+        used = {"scores": self.scores.score_keys, **self.asked.keyed()}
+        if self.labeled is not None:  # the labels decide the routing as much as the settings do
+            used["labeled_scores"] = self.labeled.score_keys
+        if choice is not None:  # and so does what "auto" chose, from the labeled texts it read
+            used["routing_choice"] = choice.to_dict()
+        if self.reads:  # and so do the representations it read
+            used["representations"] = self.representation_keys
+            used["seen"] = self.seen_keys
+        if self.gold is not None:
+            used["gold_labels"] = self.gold.fingerprint
+        return settings_key(used)
+
+
+def integration_inputs(config: ProjectConfig, store: Store, asked: IntegrationSettings,
+                       tasks: list[ScoreTask]) -> IntegrationInputs:
+    """The stored scores, labels and representations an integration with `asked` reads."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in DATASET_ROLES}
-    asked = settings  # as the job was given it: "auto" stays "auto" in the record and the key
     reads = reads_representation(asked, store, tasks)
     scores = scores_from_tasks(config, store, by_role["unlabeled"], reads)
     texts = by_role["unlabeled"][0].table.texts
-    labeled = labeled_file_scores(config, store, asked, by_role["labeled"])
     seen, seen_keys = (seen_references(config, store, [t.teacher for t in by_role["unlabeled"]])
                        if reads else (None, {}))
     gold = gold_labels(store, texts, scores.labels) if asked.labels else None
-    eval_scores = eval_left_out = None
+    eval_scores, eval_left_out = None, 0
     if by_role["eval"]:
         eval_scores, eval_left_out = without_given_labels(
             scores_from_tasks(config, store, by_role["eval"], reads),
             by_role["eval"][0].table.texts, gold)
-    settings, choice = pick_routing(asked, scores, eval_scores,
-                                    labeled_scores_for_choice(config, store, asked, by_role, reads),
-                                    gold, seen, reads)
-    pool = integrate_pool(settings, store, scores, texts, labeled, seen)
+    return IntegrationInputs(
+        asked=asked, reads=reads, scores=scores, texts=texts,
+        labeled=labeled_file_scores(config, store, asked, by_role["labeled"]),
+        seen=seen, seen_keys=seen_keys, gold=gold, eval_scores=eval_scores,
+        eval_left_out=eval_left_out,
+        for_choice=labeled_scores_for_choice(config, store, asked, by_role, reads),
+        representation_keys=[t.representation.key for t in by_role["unlabeled"]] if reads else [])
+
+
+def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                    tasks: list[ScoreTask]) -> IntegrationRecord:
+    """The sequence kind's integrate: texts routed, targets, conflicts, figures."""
+    return integrate_inputs(config, store, integration_inputs(config, store, settings, tasks))
+
+
+def integrate_inputs(config: ProjectConfig, store: Store,
+                     inputs: IntegrationInputs) -> IntegrationRecord:
+    """Integrate loaded inputs and record it: the summary, the conflicts list and the targets
+    a training run reads back (kiwb.workers.integration_targets)."""
+    asked, scores, labeled = inputs.asked, inputs.scores, inputs.labeled
+    eval_scores = inputs.eval_scores
+    settings, choice = pick_routing(asked, scores, eval_scores, inputs.for_choice, inputs.gold,
+                                    inputs.seen, inputs.reads)
+    pool = integrate_pool(settings, store, scores, inputs.texts, labeled, inputs.seen)
     summary = summarize(scores, pool, settings)
     if eval_scores is not None:
         summary = replace(summary, eval=eval_summary(eval_scores, pool.fitted))
     summary = replace(summary, funnel=class_funnel_of(scores, pool, settings, eval_scores),
                       routing_choice=choice)
-    used = {"scores": scores.score_keys, **asked.keyed()}
-    if labeled is not None:  # the labels decide the routing as much as the settings do
-        used["labeled_scores"] = labeled.score_keys
-    if choice is not None:  # and so does what "auto" chose, from the labeled texts it read
-        used["routing_choice"] = choice.to_dict()
-    if reads:  # and so do the representations it read
-        used["representations"] = [t.representation.key for t in by_role["unlabeled"]]
-        used["seen"] = seen_keys
     if pool.gold is not None:
         gold = pool.gold
-        used["gold_labels"] = gold.fingerprint
         summary = replace(summary, gold_labels=GoldLabelUse(
             labeled=len(gold.rows), left_out=len(gold.left_out),
             routing_labels=len(pool.routing_labels.true_labels) if pool.routing_labels else 0,
-            eval_left_out=eval_left_out or 0, fingerprint=gold.fingerprint))
+            eval_left_out=inputs.eval_left_out, fingerprint=gold.fingerprint))
     if summary.eval is not None:
         check = routing_check(scores, pool, settings, summary.eval.routing_accuracy,
                               summary.eval.num_texts)
@@ -601,11 +646,36 @@ def integrate_texts(config: ProjectConfig, store: Store, settings: IntegrationSe
         check = routing_check(scores, pool, settings, summary.routing_accuracy, measured,
                               where="the unlabeled texts' own labels")
     summary = replace(summary, check=check)
-    key = settings_key(used)
+    key = inputs.key(choice)
+    targets = {"targets": pool.result.targets, "weights": pool.result.weights}
+    if labeled is not None:  # the few labels of [data.labeled] also teach, at full weight
+        targets["labeled_targets"], targets["labeled_weights"] = labeled_targets(
+            labeled, settings.method)
+    # the targets first: a record is only ever read with its targets beside it
+    save_targets(config.root, key, targets)
     store.record_integration(key, dataset="unlabeled", settings=asked.to_dict(),
                              summary=summary.to_dict())
-    save_instances(store, key, scores, pool.result, texts)
+    save_instances(store, key, scores, pool.result, inputs.texts)
     return IntegrationRecord.from_dict(store.integration(key))
+
+
+def stored_integration(config: ProjectConfig, store: Store, asked: IntegrationSettings,
+                       tasks: list[ScoreTask]
+                       ) -> tuple[IntegrationRecord, IntegrationInputs, dict[str, torch.Tensor]]:
+    """The integration `kiwb integrate` recorded for these inputs and its targets, found by
+    its key; where none is recorded (or it kept no targets), integrated and recorded now, so
+    a training run learns what the workbench shows."""
+    inputs = integration_inputs(config, store, asked, tasks)
+    for found in store.integrations_asked(asked.to_dict()):
+        record = IntegrationRecord.from_dict(found)
+        if (record.key != inputs.key(record.summary.routing_choice)
+                or (inputs.eval_scores is not None and record.summary.eval is None)):
+            continue
+        targets = load_targets(config.root, record.key)
+        if targets is not None and len(targets["targets"]) == len(inputs.texts):
+            return record, inputs, targets
+    record = integrate_inputs(config, store, inputs)
+    return record, inputs, load_targets(config.root, record.key)
 
 
 def labeled_scores_for_choice(config: ProjectConfig, store: Store, settings: IntegrationSettings,

@@ -1,0 +1,125 @@
+"""A training run learns from the integration `kiwb integrate` recorded: it finds it by its key,
+reads the targets kept beside it (kiwb.workers.integration_targets) and pins the key in its
+manifest; where none is recorded for its inputs, it integrates once and records it."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from kiwb.project.labels import give_label
+from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import IntegrationSettings
+from kiwb.project.store import Store
+from kiwb.project.teacher_kinds import load_project
+from kiwb.workers.integrate import run_integration
+from kiwb.workers.integration_targets import load_targets, save_targets
+from kiwb.workers.train import prepare
+from kiwb.workers.training_data import TrainRequest
+
+
+@pytest.fixture
+def project(scored_project, tmp_path) -> Path:
+    """A private copy of the shared scored project, with no integration recorded."""
+    copy = shutil.copytree(scored_project, tmp_path / "proj",
+                           ignore=shutil.ignore_patterns("runs", "exports", "integrations"))
+    with Store(ProjectPaths(copy).store) as store, store.transaction() as db:
+        db.execute("DELETE FROM integrations")
+    return copy
+
+
+def _settings(project: Path, **values) -> IntegrationSettings:
+    return IntegrationSettings.from_project(load_project(project), **values)
+
+
+def _integrate(project: Path, settings: IntegrationSettings):
+    with Store(ProjectPaths(project).store) as store:
+        return run_integration(load_project(project), store, settings)
+
+
+def _prepare(project: Path, settings: IntegrationSettings):
+    loaded = load_project(project)
+    with Store(ProjectPaths(project).store) as store:
+        return prepare(loaded.config, store, TrainRequest(run="r", settings=settings), loaded.kind)
+
+
+def _integrations(project: Path) -> list[tuple[str, float]]:
+    with Store(ProjectPaths(project).store) as store:
+        return [tuple(row) for row in store.connection.execute(
+            "SELECT key, created_at FROM integrations ORDER BY created_at")]
+
+
+def test_training_reads_the_targets_kiwb_integrate_kept_and_pins_its_key(project):
+    settings = _settings(project)
+    record = _integrate(project, settings)
+    kept = load_targets(project, record.key)
+    assert kept["targets"].shape == (160, 4) and kept["weights"].shape == (160,)
+
+    data = _prepare(project, settings)
+    assert data.manifest["integration"] == record.key
+    assert torch.equal(data.targets, kept["targets"]) and torch.equal(data.weights, kept["weights"])
+    assert _integrations(project) == [(record.key, record.created_at)]  # read, not made again
+    # the routing's check, funnel and eval figures are the integration's own
+    assert data.manifest["routing_check"] == record.summary.check.to_dict()
+    assert data.manifest["class_funnel"] == record.summary.funnel.to_dict()
+    assert data.eval_routing == record.summary.eval.routing_accuracy.to_dict()
+
+    # what the run learns is what the file holds: changed there, changed in the run
+    flipped = kept["targets"].flip(1)
+    save_targets(project, record.key, {"targets": flipped, "weights": kept["weights"]})
+    assert torch.equal(_prepare(project, settings).targets, flipped)
+
+
+def test_a_run_with_no_integration_recorded_records_the_one_kiwb_integrate_would(project):
+    settings = _settings(project)
+    data = _prepare(project, settings)
+    key = data.manifest["integration"]
+    assert [k for k, _ in _integrations(project)] == [key]  # the workbench shows what it learns
+    made = load_targets(project, key)["targets"]
+
+    record = _integrate(project, settings)  # kiwb integrate afterwards: the same key and targets
+    assert record.key == key and torch.equal(load_targets(project, key)["targets"], made)
+
+
+@pytest.mark.parametrize("harm", ["removed", "cut short", "overwritten"])
+def test_an_integration_kept_without_targets_is_made_again_under_its_key(project, harm):
+    """A record from a kiwb that kept no targets, or whose file was removed or damaged, is
+    integrated again, to the same key and the same targets."""
+    settings = _settings(project)
+    record = _integrate(project, settings)
+    made = load_targets(project, record.key)["targets"]
+    kept = ProjectPaths(project).integration_file(record.key)
+    if harm == "removed":
+        kept.unlink()
+    elif harm == "cut short":
+        kept.write_bytes(kept.read_bytes()[:200])
+    else:
+        kept.write_bytes(b"not an npz file")
+
+    data = _prepare(project, settings)
+    assert data.manifest["integration"] == record.key and torch.equal(data.targets, made)
+    assert ProjectPaths(project).integration_file(record.key).exists()
+
+
+def test_other_inputs_read_another_integration(project):
+    """The integration is found by every input, not by its settings alone: a label given to a
+    text after kiwb integrate makes a new one, and a new setting does too."""
+    settings = _settings(project, labels=True)
+    record = _integrate(project, settings)
+    assert _prepare(project, settings).manifest["integration"] == record.key
+
+    with Store(ProjectPaths(project).store) as store:
+        text = store.connection.execute(
+            "SELECT text FROM instances WHERE integration = ? ORDER BY margin LIMIT 1",
+            (record.key,)).fetchone()[0]
+        give_label(store.connection, text, None)  # marked none of these labels: left out of training
+    data = _prepare(project, settings)
+    assert data.manifest["integration"] != record.key
+    assert len(data.texts) == 159 and text not in data.texts
+
+    other = _prepare(project, _settings(project, conflict_threshold=0.5))
+    assert other.manifest["integration"] not in {record.key, data.manifest["integration"]}
+    assert len(_integrations(project)) == 3
