@@ -4,6 +4,8 @@ manifest; where none is recorded for its inputs, it integrates once and records 
 
 from __future__ import annotations
 
+import json
+import re
 import shutil
 from pathlib import Path
 
@@ -12,7 +14,7 @@ import torch
 
 from kiwb.project.labels import give_label
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import IntegrationSettings
+from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import load_project
 from kiwb.workers.integrate import run_integration
@@ -123,3 +125,28 @@ def test_other_inputs_read_another_integration(project):
     other = _prepare(project, _settings(project, conflict_threshold=0.5))
     assert other.manifest["integration"] not in {record.key, data.manifest["integration"]}
     assert len(_integrations(project)) == 3
+
+
+def test_eval_figures_are_read_only_from_an_integration_measured_on_this_eval_set(project):
+    """The eval set is no input of the targets, so it is not in the key; a run reads the
+    stored eval figures (and the check and funnel made with them) only while the eval texts
+    and gold labels are those they were measured on, and integrates again otherwise. (With
+    "auto", the default, the eval labels choose the routing: the key changes with them.)"""
+    settings = _settings(project, routing="rank")
+    record = _integrate(project, settings)
+    config = project / "kiwb.toml"
+    old_eval = Path(re.search(r'\[data\.eval\][^\[]*?path = "([^"]+)"', config.read_text())[1])
+    rows = [json.loads(line) for line in old_eval.read_text().splitlines()]
+    relabeled = [{**row, "label": rows[(i + 1) % len(rows)]["label"]} for i, row in enumerate(rows)]
+    new_eval = project / "eval-relabeled.jsonl"
+    new_eval.write_text("".join(json.dumps(row) + "\n" for row in relabeled))
+    config.write_text(config.read_text().replace(str(old_eval), str(new_eval)))
+
+    data = _prepare(project, settings)
+    again = _integrations(project)
+    assert [key for key, _ in again] == [record.key]  # the same targets' key, recorded anew
+    assert again[0][1] > record.created_at
+    with Store(ProjectPaths(project).store) as store:
+        remade = IntegrationRecord.from_dict(store.integration(record.key))
+    assert remade.summary.eval.measured_on != record.summary.eval.measured_on
+    assert data.eval_routing == remade.summary.eval.routing_accuracy.to_dict()

@@ -290,6 +290,9 @@ class EvalSummary(Record):
     teacher_accuracy: dict[str, float] | None = optional()
     # method -> right_teacher / wrong_teacher -> counts (the paper's figure 2)
     confidence_histograms: dict[str, dict[str, list[int]]] | None = optional()
+    # what the figures were measured on (the eval scores' keys and gold labels, as one key): a
+    # training run takes them from the stored integration only while the eval set is the same
+    measured_on: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,7 @@ from kiwb.kinds.sequence import KIND
 from kiwb.kinds.sequence.routing_choice import is_auto, pick_routing, reads_representation
 from kiwb.project.config import ProjectConfig
 from kiwb.project.config_schema import DATASET_ROLES
-from kiwb.project.fingerprint import settings_key
+from kiwb.project.fingerprint import settings_key, texts_fingerprint
 from kiwb.project.labels import labels_by_hash, labels_fingerprint, text_hash
 from kiwb.project.records import (
     ClassFunnel,
@@ -392,7 +392,14 @@ def eval_summary(eval_scores: TeacherScores, fitted: routes.FittedRouting) -> Ev
         ensemble_accuracy=ensemble_accuracy(eval_scores),
         teacher_accuracy=teacher_accuracies(eval_scores, true_ids),
         confidence_histograms=confidence_histograms(eval_scores),
+        measured_on=eval_inputs(eval_scores),
     )
+
+
+def eval_inputs(eval_scores: TeacherScores) -> str:
+    """What eval figures are measured on, as one key: the eval scores and their gold labels."""
+    return settings_key({"scores": eval_scores.score_keys,
+                         "labels": texts_fingerprint(eval_scores.true_labels or [])})
 
 
 def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
@@ -666,10 +673,13 @@ def stored_integration(config: ProjectConfig, store: Store, asked: IntegrationSe
     its key; where none is recorded (or it kept no targets), integrated and recorded now, so
     a training run learns what the workbench shows."""
     inputs = integration_inputs(config, store, asked, tasks)
+    # its eval figures, routing check and class funnel are read too: on the same eval set
+    measured_on = eval_inputs(inputs.eval_scores) if inputs.eval_scores is not None else None
     for found in store.integrations_asked(asked.to_dict()):
         record = IntegrationRecord.from_dict(found)
+        evaluation = record.summary.eval
         if (record.key != inputs.key(record.summary.routing_choice)
-                or (inputs.eval_scores is not None and record.summary.eval is None)):
+                or (evaluation.measured_on if evaluation is not None else None) != measured_on):
             continue
         targets = load_targets(config.root, record.key)
         if targets is not None and len(targets["targets"]) == len(inputs.texts):
