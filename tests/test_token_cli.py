@@ -109,6 +109,34 @@ def test_integration_records_the_token_kind_clusters_and_entity_figures(trained)
     assert summary["funnel"]["labeled"]["where"] == "eval"
 
 
+def test_the_token_run_reads_the_word_targets_its_integration_kept(trained, ner_root):
+    """`kiwb train` recorded the integration it learnt from (kiwb integrate then found the
+    same); a run reads its word targets back by the key, one row per pool word."""
+    import torch
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.store import Store
+    from kiwb.workers.integration_targets import load_targets
+    from kiwb.workers.train import prepare
+    from kiwb.workers.training_data import TrainRequest
+
+    project, _ = trained
+    key = json.loads((project / "runs" / "hard" / "manifest.json").read_text())["integration"]
+    kept = load_targets(project, key)
+    words = sum(len(json.loads(line)["tokens"])
+                for line in (ner_root / "pool.jsonl").read_text().splitlines())
+    assert len(kept["targets"]) == len(kept["weights"]) == words
+    loaded = load_project(project)
+    with Store(ProjectPaths(project).store) as store:
+        settings = IntegrationSettings.from_dict(store.integration(key)["settings"])
+        data = prepare(loaded.config, store, TrainRequest(run="again", settings=settings),
+                       loaded.kind)
+    assert data.manifest["integration"] == key
+    assert torch.equal(data.targets, kept["targets"])
+    assert data.manifest["class_funnel"] is not None and "routing_check" in data.manifest
+
+
 def test_a_token_project_routes_by_confidence_unless_kiwb_toml_names_a_routing(trained, tmp_path):
     """[integration] routing = "auto" (the default) is the teachers' kind's: confidence for
     taggers (94.3% of gold entities to their owner on ner-en dev against 75.9% for rank);

@@ -1,10 +1,12 @@
 """An integration's training targets, kept beside its record (integrations/<key>.npz): what
 `kiwb integrate` made is what a training run learns from, read back by the integration's key
-rather than integrated a second time. Arrays only (no pickle), written in one rename."""
+rather than integrated a second time. Arrays only (no pickle), written in one rename. Each
+kind's training finds its candidates (the records its inputs' key names) and reads them here."""
 
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +15,7 @@ import torch
 from kiwb.console import console
 from kiwb.project.atomic import atomic_write_with
 from kiwb.project.paths import ProjectPaths
+from kiwb.project.records import IntegrationRecord
 
 
 def save_targets(root: Path, key: str, arrays: dict[str, torch.Tensor]) -> None:
@@ -38,3 +41,43 @@ def load_targets(root: Path, key: str) -> dict[str, torch.Tensor] | None:
         console.print(f"{path}: damaged ({type(error).__name__}); integrating again",
                       highlight=False)
         return None
+
+
+def read_or_integrate(root: Path, candidates: Iterable[IntegrationRecord], rows: int,
+                      integrate: Callable[[], IntegrationRecord]
+                      ) -> tuple[IntegrationRecord, dict[str, torch.Tensor]]:
+    """The first candidate (a stored integration of a run's inputs) whose targets are kept
+    whole for `rows` rows, with those targets; where none is, `integrate()` records one now,
+    so a run learns what the workbench shows."""
+    for record in candidates:
+        targets = load_targets(root, record.key)
+        if targets is not None and len(targets["targets"]) == rows:
+            return record, targets
+    record = integrate()
+    return record, load_targets(root, record.key)
+
+
+def measured_alike(record: IntegrationRecord, measured_on: str | None,
+                   eval_unfinished: bool = False) -> bool:
+    """Whether a stored integration's eval figures (and what was made with them: the routing
+    check, the class funnel) were measured on what a run measures on now (`measured_on`:
+    kiwb.project.records.EvalSummary's). An eval set not scored yet gives the run no figures of
+    its own, so any stored ones will do."""
+    if eval_unfinished:
+        return True
+    evaluation = record.summary.eval
+    return (evaluation.measured_on if evaluation is not None else None) == measured_on
+
+
+def pinned_integration(record: IntegrationRecord | None) -> dict:
+    """A run manifest's own entries for the stored integration its targets were read from: its
+    key, its routing's check and class funnel, and what "auto" chose (none: a supervised run)."""
+    if record is None:
+        return {"routing_check": None, "class_funnel": None}
+    summary = record.summary
+    own = {"integration": record.key,
+           "routing_check": summary.check.to_dict() if summary.check is not None else None,
+           "class_funnel": summary.funnel.to_dict() if summary.funnel is not None else None}
+    if summary.routing_choice is not None:  # routing = "auto": what it chose, and from what
+        own["routing_choice"] = summary.routing_choice.to_dict()
+    return own

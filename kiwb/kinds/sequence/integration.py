@@ -44,7 +44,7 @@ from kiwb.project.records import (
     TeacherRouting,
 )
 from kiwb.project.store import Store
-from kiwb.workers.integration_targets import load_targets, save_targets
+from kiwb.workers.integration_targets import measured_alike, read_or_integrate, save_targets
 from kiwb.workers.rare_classes import (
     estimated_prior,
     labeled_class_funnel,
@@ -667,25 +667,20 @@ def integrate_inputs(config: ProjectConfig, store: Store,
 
 
 def stored_integration(config: ProjectConfig, store: Store, asked: IntegrationSettings,
-                       tasks: list[ScoreTask]
+                       tasks: list[ScoreTask], eval_unfinished: bool = False
                        ) -> tuple[IntegrationRecord, IntegrationInputs, dict[str, torch.Tensor]]:
     """The integration `kiwb integrate` recorded for these inputs and its targets, found by
-    its key; where none is recorded (or it kept no targets), integrated and recorded now, so
-    a training run learns what the workbench shows."""
+    its key (made and recorded now where there is none). `eval_unfinished`: the eval set is
+    left out of `tasks` until it is scored."""
     inputs = integration_inputs(config, store, asked, tasks)
-    # its eval figures, routing check and class funnel are read too: on the same eval set
     measured_on = eval_inputs(inputs.eval_scores) if inputs.eval_scores is not None else None
-    for found in store.integrations_asked(asked.to_dict()):
-        record = IntegrationRecord.from_dict(found)
-        evaluation = record.summary.eval
-        if (record.key != inputs.key(record.summary.routing_choice)
-                or (evaluation.measured_on if evaluation is not None else None) != measured_on):
-            continue
-        targets = load_targets(config.root, record.key)
-        if targets is not None and len(targets["targets"]) == len(inputs.texts):
-            return record, inputs, targets
-    record = integrate_inputs(config, store, inputs)
-    return record, inputs, load_targets(config.root, record.key)
+    candidates = (record for record in map(IntegrationRecord.from_dict,
+                                           store.integrations_asked(asked.to_dict()))
+                  if record.key == inputs.key(record.summary.routing_choice)
+                  and measured_alike(record, measured_on, eval_unfinished))
+    record, targets = read_or_integrate(config.root, candidates, len(inputs.texts),
+                                        lambda: integrate_inputs(config, store, inputs))
+    return record, inputs, targets
 
 
 def labeled_scores_for_choice(config: ProjectConfig, store: Store, settings: IntegrationSettings,

@@ -30,6 +30,7 @@ from kiwb.project.records import IntegrationRecord
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
+from kiwb.workers.integration_targets import pinned_integration
 from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData, TrainRequest
 
@@ -103,19 +104,13 @@ class Taught:
     def pinned(self) -> dict:
         """The manifest's own entries: the integration read (by key), its routing's check,
         class funnel and choice, and the representations it read."""
-        if self.record is None:
-            return {"routing_check": None, "class_funnel": None}
-        summary = self.record.summary
-        own = {"integration": self.record.key,
-               "routing_check": summary.check.to_dict() if summary.check is not None else None,
-               "class_funnel": summary.funnel.to_dict() if summary.funnel is not None else None}
-        if summary.routing_choice is not None:  # routing = "auto": what it chose, and from what
-            own["routing_choice"] = summary.routing_choice.to_dict()
-        if self.inputs.reads:  # the representations (and seen texts) decide the routing too
+        own = pinned_integration(self.record)
+        if self.record is not None and self.inputs.reads:  # the representations (and seen
+            # texts) decide the routing too
             own["representations"] = {
                 "sets": self.inputs.representation_keys, "seen": self.inputs.seen_keys,
-                "references": {name: teacher.reference
-                               for name, teacher in summary.routing.teachers.items()}}
+                "references": {name: teacher.reference for name, teacher
+                               in self.record.summary.routing.teachers.items()}}
         return own
 
 
@@ -126,14 +121,16 @@ def integrated(config: ProjectConfig, store: Store, settings, by_dataset: dict) 
     # An eval set not yet scored is no reason to wait (its figures come without references),
     # unless "auto" chooses the routing on it, as kiwb integrate would.
     eval_tasks = by_dataset["eval"]
-    if not is_auto(settings) and _unfinished(store, eval_tasks):
+    eval_unfinished = not is_auto(settings) and _unfinished(store, eval_tasks)
+    if eval_unfinished:
         eval_tasks = []
     unlabeled = by_dataset["unlabeled"]
     if _unfinished(store, unlabeled):
         raise KiwbError("no complete teacher scores for the unlabeled data yet; run: "
                         + command("score", config.root))
     record, inputs, stored = stored_integration(
-        config, store, settings, [*unlabeled, *by_dataset["labeled"], *eval_tasks])
+        config, store, settings, [*unlabeled, *by_dataset["labeled"], *eval_tasks],
+        eval_unfinished)
     texts, targets, weights = inputs.texts, stored["targets"], stored["weights"]
     gold = inputs.gold
     if gold is not None and len(gold.left_out):  # none of these labels: not trained on

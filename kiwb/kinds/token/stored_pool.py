@@ -191,9 +191,16 @@ def teacher_tags(data: TokenData, decoded: TextClusters, teacher: int) -> list[l
 
 
 def integration_key(data: TokenData, settings: IntegrationSettings,
-                    pool: TokenPool | None) -> str:
-    """The integration's key: the score sets and the settings that change the targets."""
+                    given_labels: str | None) -> str:
+    """The integration's key: the score sets, the settings that change the targets and the
+    labels given (`given_labels`: their fingerprint, where the settings read them)."""
     used = {"kind": "token", "scores": data.score_keys, **settings.keyed()}
-    if pool is not None and pool.fingerprint is not None:
-        used["gold_labels"] = pool.fingerprint
+    if given_labels is not None:
+        used["gold_labels"] = given_labels
     return settings_key(used)
+
+
+def given_labels_fingerprint(store: Store, settings: IntegrationSettings) -> str | None:
+    """The fingerprint of the labels given to texts, where the settings read them (what
+    integrate_token_pool's pool records)."""
+    return labels_fingerprint(labels_by_hash(store.connection)) if settings.labels else None

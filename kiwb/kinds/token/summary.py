@@ -24,6 +24,7 @@ from kiwb.kinds.token.stored_pool import (
     teacher_tags,
 )
 from kiwb.kinds.token.tags import spans_to_tags
+from kiwb.project.fingerprint import settings_key, texts_fingerprint
 from kiwb.project.instances import replace_instances
 from kiwb.project.records import (
     EvalSummary,
@@ -111,10 +112,17 @@ def eval_figures(evaluation: TokenData, pool: TokenPool,
                                plain_confidence=routing["plain_confidence"] or 0.0,
                                chosen=routing["chosen"], routing=pool.fitted.name)
     summary = EvalSummary(num_texts=evaluation.scores.num_texts, routing_accuracy=accuracy,
-                          ensemble_accuracy=ensemble["f1"], teacher_accuracy=alone)
+                          ensemble_accuracy=ensemble["f1"], teacher_accuracy=alone,
+                          measured_on=eval_inputs(evaluation))
     extra = {"ensemble": _figures(ensemble), "targets": _figures(targets),
              "gold_entities": routing["gold_entities"], "entities_touched": routing["touched"]}
     return summary, extra
+
+
+def eval_inputs(evaluation: TokenData) -> str:
+    """What eval figures are measured on, as one key: the data set's scores and gold tags."""
+    return settings_key({"scores": evaluation.score_keys, "labels": texts_fingerprint(
+        ["\x1f".join(tags) for tags in evaluation.gold or []])})
 
 
 def _figures(report: dict) -> dict:

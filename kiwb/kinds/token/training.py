@@ -7,16 +7,16 @@ import torch
 from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.token import KIND
-from kiwb.kinds.token.funnel import token_funnel
-from kiwb.kinds.token.stored_pool import integrate_token_pool, token_data
+from kiwb.kinds.token.integrate_job import stored_token_integration
+from kiwb.kinds.token.stored_pool import given_labels_fingerprint, token_data
 from kiwb.kinds.token.student import TokenStudent
-from kiwb.kinds.token.summary import eval_figures
 from kiwb.kinds.token.targets import union_coverage
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
+from kiwb.workers.integration_targets import pinned_integration
 from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData
@@ -33,19 +33,21 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
                         + command("score", config.root))
     data = token_data(config, store, by_role["unlabeled"])
     union = list(data.scores.union)
-    targets = weights = label_ids = pool = None
+    eval_finished = bool(by_role["eval"]) and all(
+        len(store.done_shards(t.key)) == t.num_shards for t in by_role["eval"])
+    evaluation = token_data(config, store, by_role["eval"]) if eval_finished else None
+    targets = weights = label_ids = record = given_labels = None
     if settings.method == SUPERVISED:
         label_ids = _gold_ids(pool_table, union, config)
-    else:
-        pool = integrate_token_pool(settings, store, data)
-        targets, weights = pool.result.targets, pool.result.weights
-    evaluation, eval_reference, eval_routing = None, None, None
-    if by_role["eval"] and all(len(store.done_shards(t.key)) == t.num_shards
-                               for t in by_role["eval"]):
-        evaluation = token_data(config, store, by_role["eval"])
-        if pool is not None:
-            summary, _ = eval_figures(evaluation, pool, settings)
-            eval_routing = summary.routing_accuracy.to_dict()
+    else:  # the word targets kiwb integrate kept, read by the integration's key
+        given_labels = given_labels_fingerprint(store, settings)
+        record, stored = stored_token_integration(
+            config, store, settings, data, evaluation,
+            eval_unfinished=bool(by_role["eval"]) and not eval_finished, given_labels=given_labels)
+        targets, weights = stored["targets"], stored["weights"]
+    eval_reference = eval_routing = None
+    if evaluation is not None and record is not None and record.summary.eval is not None:
+        eval_routing = record.summary.eval.routing_accuracy.to_dict()
     eval_table = by_role["eval"][0].table if by_role["eval"] else None
     student = TokenStudent(data.types, pool_table.words, eval_table.words if eval_table else None,
                            eval_table.tags if eval_table else None, config.training.max_length)
@@ -53,13 +55,13 @@ def prepare_token(config: ProjectConfig, store: Store, request, tasks: list[Scor
         kind=KIND.name,
         teachers=pinned_teachers(by_role["unlabeled"], store),
         labels=union, method=settings.pinned(), student=config.training.student,
-        data=pool_table.fingerprint, given_labels=pool.fingerprint if pool is not None else None,
+        data=pool_table.fingerprint,
+        given_labels=given_labels,
         eval_data=({"texts": eval_table.fingerprint,
                     "labels": texts_fingerprint(["\x1f".join(t) for t in eval_table.tags])}
                    if eval_table is not None else None),
         training=config.training.manifest(),
-        own={"class_funnel": (token_funnel(data, pool, settings, evaluation).to_dict()
-                              if pool is not None else None)}).to_dict()
+        own=pinned_integration(record)).to_dict()
     return TrainingData(
         union, pool_table.texts, targets, weights, label_ids,
         union_coverage(data.tag_sets, union), eval_table.texts if eval_table else None, None,
