@@ -132,6 +132,32 @@ def test_a_conflict_labeled_yes_or_no_becomes_a_target(scored, tmp_path):
     assert done.returncode == 0, done.stderr
     given = integrate(project, "--labels")
     assert given["details"]["labeled_pairs"] == 1
+    _a_run_reads_the_targets_kept(project, given["key"])
+
+
+def _a_run_reads_the_targets_kept(project: Path, key: str) -> None:
+    """A training run of the integration's settings reads the (text, label) targets kept
+    beside it (the labeled pair's among them) by its key, and pins the key."""
+    import torch
+
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.store import Store
+    from kiwb.project.teacher_kinds import load_project
+    from kiwb.workers.integration_targets import load_targets
+    from kiwb.workers.train import prepare
+    from kiwb.workers.training_data import TrainRequest
+
+    kept = load_targets(project, key)
+    assert kept["targets"].shape == kept["weights"].shape == (160, len(UNION))
+    assert (kept["weights"] == 1.0).any()  # the pair given a yes or a no, at full weight
+    loaded = load_project(project)
+    with Store(ProjectPaths(project).store) as store:
+        settings = IntegrationSettings.from_dict(store.integration(key)["settings"])
+        data = prepare(loaded.config, store, TrainRequest(run="r", settings=settings),
+                       loaded.kind)
+    assert data.manifest["integration"] == key and data.manifest["given_labels"] is not None
+    assert torch.equal(data.targets, kept["targets"]) and torch.equal(data.weights, kept["weights"])
 
 
 def test_train_evaluate_export_and_the_pipeline(scored, ml_root, tmp_path):

@@ -14,8 +14,10 @@ import torch
 
 from kiwb.console import console
 from kiwb.project.atomic import atomic_write_with
+from kiwb.project.labels import labels_by_hash, labels_fingerprint
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import IntegrationRecord
+from kiwb.project.records import IntegrationRecord, IntegrationSettings
+from kiwb.project.store import Store
 
 
 def save_targets(root: Path, key: str, arrays: dict[str, torch.Tensor]) -> None:
@@ -81,3 +83,9 @@ def pinned_integration(record: IntegrationRecord | None) -> dict:
     if summary.routing_choice is not None:  # routing = "auto": what it chose, and from what
         own["routing_choice"] = summary.routing_choice.to_dict()
     return own
+
+
+def given_labels_fingerprint(store: Store, settings: IntegrationSettings) -> str | None:
+    """The fingerprint of the labels given to texts (kiwb.project.labels), where the settings
+    read them: what a kind's integration key holds of them."""
+    return labels_fingerprint(labels_by_hash(store.connection)) if settings.labels else None

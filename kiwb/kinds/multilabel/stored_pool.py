@@ -142,11 +142,13 @@ def apply_given_labels(store: Store, data: LabelData, pool: LabelPool) -> LabelP
     return replace(pool, result=result, given=given, fingerprint=fingerprint)
 
 
-def integration_key(data: LabelData, settings: IntegrationSettings, pool: LabelPool) -> str:
-    """The integration's key: the score sets and the settings that change the targets."""
+def integration_key(data: LabelData, settings: IntegrationSettings,
+                    given_labels: str | None) -> str:
+    """The integration's key: the score sets, the settings that change the targets and the
+    labels given (`given_labels`: their fingerprint, where the settings read them)."""
     # the given labels by their fingerprint; the single-label settings are refused, so off
     used = {"kind": "multi-label", "scores": data.score_keys,
             **settings.keyed(left_out=("labels",))}
     if settings.labels:
-        used["given_labels"] = pool.fingerprint
+        used["given_labels"] = given_labels
     return settings_key(used)

@@ -198,9 +198,3 @@ def integration_key(data: TokenData, settings: IntegrationSettings,
     if given_labels is not None:
         used["gold_labels"] = given_labels
     return settings_key(used)
-
-
-def given_labels_fingerprint(store: Store, settings: IntegrationSettings) -> str | None:
-    """The fingerprint of the labels given to texts, where the settings read them (what
-    integrate_token_pool's pool records)."""
-    return labels_fingerprint(labels_by_hash(store.connection)) if settings.labels else None

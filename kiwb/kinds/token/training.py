@@ -8,7 +8,7 @@ from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.token import KIND
 from kiwb.kinds.token.integrate_job import stored_token_integration
-from kiwb.kinds.token.stored_pool import given_labels_fingerprint, token_data
+from kiwb.kinds.token.stored_pool import token_data
 from kiwb.kinds.token.student import TokenStudent
 from kiwb.kinds.token.targets import union_coverage
 from kiwb.project.config import ProjectConfig
@@ -16,7 +16,7 @@ from kiwb.project.fingerprint import texts_fingerprint
 from kiwb.project.run_manifest import RunManifest
 from kiwb.project.store import Store
 from kiwb.shell import command
-from kiwb.workers.integration_targets import pinned_integration
+from kiwb.workers.integration_targets import given_labels_fingerprint, pinned_integration
 from kiwb.workers.score_tasks import ScoreTask
 from kiwb.workers.teachers import pinned_teachers
 from kiwb.workers.training_data import TrainingData
