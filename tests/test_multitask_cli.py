@@ -193,6 +193,40 @@ def test_a_conflict_of_one_task_is_labeled_and_fed_back(scored, tmp_path):
     given = integrate(project, "--labels")
     assert given["key"] != key
     assert given["details"]["tasks"]["topic"]["summary"]["gold_labels"]["labeled"] == 1
+    _a_run_reads_every_tasks_targets(project, given["key"])
+
+
+def _a_run_reads_every_tasks_targets(project: Path, key: str) -> None:
+    """A training run finds the integration kiwb integrate recorded by its key (the labels
+    given, per task, as the tasks' own integrations fingerprint them), reads every task's
+    targets kept beside it into its head slices, and pins the key."""
+    import torch
+
+    from kiwb.kinds.multitask.integrate_job import given_labels, integrate_tasks
+    from kiwb.project.paths import ProjectPaths
+    from kiwb.project.records import IntegrationSettings
+    from kiwb.project.store import Store
+    from kiwb.project.teacher_kinds import load_project
+    from kiwb.workers.integration_targets import load_targets
+    from kiwb.workers.score import plan_scoring
+    from kiwb.workers.train import prepare
+    from kiwb.workers.training_data import TrainRequest
+
+    loaded = load_project(project)
+    with Store(ProjectPaths(project).store) as store:
+        settings = IntegrationSettings.from_dict(store.integration(key)["settings"])
+        integration = integrate_tasks(loaded.config, store, settings,
+                                      plan_scoring(loaded.config, store, kind=loaded.kind))
+        assert integration.key == key
+        assert given_labels(integration.data, settings, store) == {
+            name: found.fingerprint for name, found in integration.tasks.items()}
+        data = prepare(loaded.config, store, TrainRequest(run="r", settings=settings),
+                       loaded.kind)
+    kept = load_targets(project, key)
+    assert data.manifest["integration"] == key
+    columns = sum(len(part.labels) for part in integration.data.parts.values())
+    assert torch.equal(data.targets[:, :columns], kept["targets"])  # then the features'
+    assert torch.equal(data.weights[:, :columns], kept["weights"])
 
 
 def test_an_exported_student_teaches_a_task_by_a_named_head(scored, mt_root, tmp_path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import torch
 
 from kiwb.core.histograms import unit_histogram
 from kiwb.kinds.multitask.stored_pool import (
@@ -27,6 +28,11 @@ from kiwb.project.records import (
     IntegrationSummary,
 )
 from kiwb.project.store import Store
+from kiwb.workers.integration_targets import (
+    given_labels_fingerprint,
+    read_or_integrate,
+    save_targets,
+)
 from kiwb.workers.score_tasks import ScoreTask
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
@@ -46,26 +52,70 @@ class TaskIntegration:
 def integrate_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                     tasks: list[ScoreTask]) -> TaskIntegration:
     """Integrate every task of the pool (the eval set, when scored, gives each its figures)."""
+    return integrate_loaded(store, settings, *task_inputs(config, store, tasks))
+
+
+def integrate_loaded(store: Store, settings: IntegrationSettings, data: TaskData,
+                     evaluation: TaskData | None, measured: TaskData | None) -> TaskIntegration:
+    """Integrate every task of loaded scores (task_inputs' three)."""
+    found = {name: integrate_task(part, settings, store,
+                                  evaluation.parts[name] if evaluation is not None else None)
+             for name, part in data.parts.items()}
+    return TaskIntegration(data, found, integration_key(data, settings, store),
+                           task_references(measured, settings, data),
+                           len(measured.texts) if measured is not None else 0)
+
+
+def task_inputs(config: ProjectConfig, store: Store, tasks: list[ScoreTask]
+                ) -> tuple[TaskData, TaskData | None, TaskData | None]:
+    """The pool's scores per task, the eval set's (where scored) and what the untrained
+    references are measured on: the eval set; without one configured, a labeled pool's own."""
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = task_data(config, store, by_role["unlabeled"], "unlabeled")
     evaluation = None
     if by_role["eval"] and all(len(store.done_shards(t.key)) == t.num_shards
                                for t in by_role["eval"]):
         evaluation = task_data(config, store, by_role["eval"], "eval")
-    found = {name: integrate_task(part, settings, store,
-                                  evaluation.parts[name] if evaluation is not None else None)
-             for name, part in data.parts.items()}
+    return data, evaluation, evaluation if evaluation is not None else None if by_role["eval"] else data
+
+
+def task_references(measured: TaskData | None, settings: IntegrationSettings,
+                    data: TaskData) -> dict[str, dict | None]:
+    """Per task, its untrained references on `measured` (None where nothing is measured)."""
+    return {name: task_eval(measured.parts[name], settings) if measured is not None else None
+            for name in data.parts}
+
+
+def given_labels(data: TaskData, settings: IntegrationSettings, store: Store) -> dict | None:
+    """Per task, the fingerprint of the labels given that its targets read (None for a
+    single-label task one teacher answers: its answers are its targets), where the settings
+    read labels at all."""
+    if not settings.labels:
+        return None
+    given = given_labels_fingerprint(store, settings)
+    return {name: None if len(part.teachers) == 1 and not part.multi else given
+            for name, part in data.parts.items()}
+
+
+def integration_key(data: TaskData, settings: IntegrationSettings, store: Store) -> str:
+    """The integration's key: the score sets, the settings, the tasks and the labels given."""
     # its keys have held labels from the start; class_weighting is refused above: always off
     used = {"kind": "multi-task", "scores": data.score_keys, **settings.keyed(kept=("labels",)),
             "tasks": [[name, part.task.kind, part.labels] for name, part in data.parts.items()]}
     if settings.labels:
-        used["given_labels"] = {name: result.fingerprint for name, result in found.items()}
-    # the references are the eval set's; without one configured, a labeled pool's own
-    measured = evaluation if evaluation is not None else None if by_role["eval"] else data
-    references = {name: task_eval(measured.parts[name], settings) if measured is not None else
-                  None for name in data.parts}
-    return TaskIntegration(data, found, settings_key(used), references,
-                           len(measured.texts) if measured is not None else 0)
+        used["given_labels"] = given_labels(data, settings, store)
+    return settings_key(used)
+
+
+def task_targets(integration: TaskIntegration) -> dict[str, torch.Tensor]:
+    """Every task's targets and weights side by side, in kiwb.toml's task order (the student's
+    outputs; a single-label task's weight repeated over its labels)."""
+    found = integration.tasks
+    targets = torch.cat([found[name].targets for name in integration.data.parts], dim=1)
+    weights = torch.cat([found[name].weights[:, None].expand_as(found[name].targets)
+                         if found[name].weights.dim() == 1 else found[name].weights
+                         for name in integration.data.parts], dim=1)
+    return {"targets": targets, "weights": weights}
 
 
 def task_figures(integration: TaskIntegration) -> dict:
@@ -141,11 +191,33 @@ def save_task_conflicts(store: Store, integration: TaskIntegration) -> None:
 def run_task_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                          tasks: list[ScoreTask]) -> IntegrationRecord:
     """The multi-task kind's integrate: integrate, record, list the conflicts."""
-    integration = integrate_tasks(config, store, settings, tasks)
+    return record_tasks(config, store, settings, integrate_tasks(config, store, settings, tasks))
+
+
+def record_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                 integration: TaskIntegration) -> IntegrationRecord:
+    """Record an integration, its targets kept beside it (a training run reads them back by
+    the key) and its conflicts listed."""
     summary = summary_of(integration, settings)
+    # the targets first: a record is only ever read with its targets beside it
+    save_targets(config.root, integration.key, task_targets(integration))
     store.record_integration(integration.key, dataset="unlabeled", settings=settings.to_dict(),
                              summary=summary.to_dict())
     save_task_conflicts(store, integration)
     return IntegrationRecord.from_dict(store.integration(integration.key))
 
 
+def stored_task_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
+                            tasks: list[ScoreTask]):
+    """The integration `kiwb integrate` recorded for these scores, settings, tasks and given
+    labels, with every task's targets side by side (made and recorded now where there is
+    none); and the loaded inputs: the pool, the eval set and what references measure."""
+    data, evaluation, measured = task_inputs(config, store, tasks)
+    found = store.integration(integration_key(data, settings, store))
+    candidates = [IntegrationRecord.from_dict(found)] if found is not None else []
+
+    record, targets = read_or_integrate(
+        config.root, candidates, len(data.texts),
+        lambda: record_tasks(config, store, settings,
+                             integrate_loaded(store, settings, data, evaluation, measured)))
+    return record, targets, data, measured

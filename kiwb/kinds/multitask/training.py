@@ -1,9 +1,11 @@
 """`kiwb train` for a multi-task project: one student with a slice of outputs per task, each
-slice taught its task's integrated targets (or, supervised, its gold labels), and the feature
-loss's targets (each teacher's pooled feature, standardised per dimension over the pool)."""
+slice taught its task's targets as kiwb integrate kept them (read by the integration's key; or,
+supervised, its gold labels), and the feature loss's targets (each teacher's pooled feature,
+standardised per dimension over the pool)."""
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from kiwb.core.choices import SUPERVISED
@@ -12,7 +14,11 @@ from kiwb.kinds.multilabel.losses import prior_log_odds
 from kiwb.kinds.multitask import MULTI_TASK
 from kiwb.kinds.multitask.data import gold_of
 from kiwb.kinds.multitask.heads import output_name
-from kiwb.kinds.multitask.integrate_job import integrate_tasks
+from kiwb.kinds.multitask.integrate_job import (
+    given_labels,
+    stored_task_integration,
+    task_references,
+)
 from kiwb.kinds.multitask.student import MISSING, MultiTaskStudent
 from kiwb.kinds.multitask.teachers import union_heads
 from kiwb.project.config import ProjectConfig
@@ -48,7 +54,7 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
     pool_table = by_role["unlabeled"][0].table
     feature_weight = (config.training.feature_weight if config.training.feature_weight is not None
                       else DEFAULT_FEATURE_WEIGHT)
-    targets = weights = label_ids = integration = None
+    targets = weights = label_ids = record = measured = given = None
     widths: tuple[int, ...] = ()
     if settings.method == SUPERVISED:
         label_ids = gold_of(heads, pool_table)
@@ -58,19 +64,13 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
                             f"[data.unlabeled]; it has none for {', '.join(missing)} (a column "
                             "named as each task, or its [[tasks]] column)")
         feature_weight = 0.0
-    else:
-        integration = integrate_tasks(config, store, settings, tasks)
-        count = len(pool_table.texts)
-        targets = torch.zeros(count, heads[-1].stop)
-        weights = torch.zeros(count, heads[-1].stop)
-        for head in heads:
-            found = integration.tasks[head.task]
-            targets[:, head.start:head.stop] = found.targets
-            weights[:, head.start:head.stop] = (found.weights[:, None] if found.weights.dim() == 1
-                                                else found.weights)
+    else:  # every task's targets kiwb integrate kept, read by the integration's key
+        record, stored, data, measured = stored_task_integration(config, store, settings, tasks)
+        given = given_labels(data, settings, store)
+        targets, weights = _in_head_order(stored, data, heads)
         if feature_weight > 0:
-            features = [standardised(torch.from_numpy(integration.data.features[t.name]))
-                        for t in teachers]
+            count = len(pool_table.texts)
+            features = [standardised(torch.from_numpy(data.features[t.name])) for t in teachers]
             widths = tuple(feature.shape[1] for feature in features)
             targets = torch.cat([targets, *features], dim=1)
             weights = torch.cat([weights, torch.ones(count, sum(widths))], dim=1)
@@ -78,21 +78,8 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
     eval_ids = eval_reference = None
     if eval_table is not None:
         eval_ids = gold_of(heads, eval_table)
-        if integration is not None:
-            from kiwb.kinds.multitask.integrate_job import summary_of
-
-            summary = summary_of(integration, settings)
-            if summary.eval is not None:
-                # each task's own reference too: its Ensemble, which for a task one teacher
-                # answers is that teacher alone (the learning check holds each head to it)
-                parts = integration.data.parts
-                tasks = {name: {"accuracy": reference["ensemble"],
-                                "name": (f"the {name} teacher" if len(parts[name].teachers) == 1
-                                         else f"the {name} Ensemble")}
-                         for name, reference in integration.evaluation.items()
-                         if reference is not None and reference["ensemble"] is not None}
-                eval_reference = {"accuracy": summary.eval.ensemble_accuracy,
-                                  "name": "the tasks' Ensembles", "tasks": tasks}
+        if record is not None and measured is not None:
+            eval_reference = _references(data, task_references(measured, settings, data))
     multi = [head for head in heads if head.kind == "multi-label"]
     head_bias = None
     if multi:
@@ -109,18 +96,49 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
                    "tasks": [[h.task, h.start, h.stop] for h in t.heads]} for t in teachers],
         labels=labels, method=settings.pinned(), student=config.training.student,
         data=pool_table.fingerprint,
-        given_labels=texts_fingerprint([str(sorted((name, str(r.fingerprint)) for name, r in
-                                                   integration.tasks.items()))])
-        if integration is not None and settings.labels else None,
+        given_labels=texts_fingerprint([str(sorted((name, str(fingerprint)) for name, fingerprint
+                                                   in given.items()))])
+        if given is not None else None,
         eval_data=({"texts": eval_table.fingerprint,
                     "labels": texts_fingerprint([str(row) for row in eval_ids.tolist()])}
                    if eval_table is not None else None),
         training=config.training.manifest(),
-        own={"tasks": [head.to_dict() for head in heads],
-             "feature_weight": feature_weight}).to_dict()
+        own={"tasks": [head.to_dict() for head in heads], "feature_weight": feature_weight,
+             **({"integration": record.key} if record is not None else {})}).to_dict()
     coverage = torch.ones(len(teachers), len(labels), dtype=torch.bool)
     return TrainingData(
         labels, pool_table.texts, targets, weights, label_ids, coverage,
         eval_table.texts if eval_table is not None else None, eval_ids, None, manifest,
         eval_reference=eval_reference,
         student=MultiTaskStudent(heads, widths, feature_weight, head_bias))
+
+
+def _in_head_order(stored: dict, data, heads) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stored targets and weights (every task's side by side, in the pool's task order)
+    placed in the student's head slices."""
+    columns, offset = {}, 0
+    for name, part in data.parts.items():
+        columns[name] = slice(offset, offset + len(part.labels))
+        offset += len(part.labels)
+    targets = torch.zeros(len(data.texts), heads[-1].stop)
+    weights = torch.zeros(len(data.texts), heads[-1].stop)
+    for head in heads:
+        targets[:, head.start:head.stop] = stored["targets"][:, columns[head.task]]
+        weights[:, head.start:head.stop] = stored["weights"][:, columns[head.task]]
+    return targets, weights
+
+
+def _references(data, references: dict[str, dict | None]) -> dict | None:
+    """The run's untrained reference: the mean of the tasks' Ensembles, and each task's own,
+    its Ensemble, which for a task one teacher answers is that teacher alone (the learning
+    check holds each head to it)."""
+    ensembles = {name: reference["ensemble"] for name, reference in references.items()
+                 if reference is not None and reference["ensemble"] is not None}
+    if not ensembles:
+        return None
+    tasks = {name: {"accuracy": ensemble,
+                    "name": (f"the {name} teacher" if len(data.parts[name].teachers) == 1
+                             else f"the {name} Ensemble")}
+             for name, ensemble in ensembles.items()}
+    return {"accuracy": float(np.mean(list(ensembles.values()))),
+            "name": "the tasks' Ensembles", "tasks": tasks}
