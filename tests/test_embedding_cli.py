@@ -191,6 +191,8 @@ def test_a_judged_pair_takes_the_wrong_teacher_off_its_texts(scored, tmp_path):
     run_kiwb("train", scored, "--labels", "--run", "judged", "--foreground", cwd=scored)
     manifest = json.loads((Path(scored) / "runs" / "judged" / "manifest.json").read_text())
     assert manifest["given_labels"] is not None
+    # the run pins the integration its inputs make: the judged one kiwb integrate recorded
+    assert manifest["integration"] == judged["key"]
 
 
 def test_the_direct_term_trains_its_projections_and_leaves_them_out_of_the_export(root, tmp_path):

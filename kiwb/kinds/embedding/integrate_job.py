@@ -41,15 +41,23 @@ def run_embedding_integration(config: ProjectConfig, store: Store, settings: Int
         evaluation = eval_figures(config, encoder_scores(config, store, by_role["eval"]),
                                   by_role["eval"])
     summary = embedding_summary(pool, coverage, pairs, settings, evaluation, judged)
-    key = settings_key({"kind": EMBEDDING.name, "scores": pool.score_keys,
-                        "weighting": settings.method, "min_kept_share": section.min_kept_share,
-                        "min_known_share": section.min_known_share,
-                        "conflict_pairs": section.conflict_pairs,
-                        **({"given_labels": judged["fingerprint"]} if judged else {})})
+    key = integration_key(pool, settings, section, judged)
     store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
                              summary=summary.to_dict())
     save_pairs(store, key, pool, pairs)
     return IntegrationRecord.from_dict(store.integration(key))
+
+
+def integration_key(pool: EncoderScores, settings: IntegrationSettings, section,
+                    judged: dict | None) -> str:
+    """The integration's key: the score sets, the weighting, [embedding]'s coverage and
+    conflict settings and the judgements given. A training run pins it: its targets are the
+    teachers' embeddings under the coverage these same inputs decide."""
+    return settings_key({"kind": EMBEDDING.name, "scores": pool.score_keys,
+                         "weighting": settings.method, "min_kept_share": section.min_kept_share,
+                         "min_known_share": section.min_known_share,
+                         "conflict_pairs": section.conflict_pairs,
+                         **({"given_labels": judged["fingerprint"]} if judged else {})})
 
 
 def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[PairConflict],

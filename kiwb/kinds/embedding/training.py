@@ -8,6 +8,7 @@ import torch
 
 from kiwb.errors import KiwbError
 from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding.integrate_job import integration_key
 from kiwb.kinds.embedding.stored_pool import encoder_scores, judged_coverage
 from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
 from kiwb.project.config import ProjectConfig
@@ -57,7 +58,11 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
         training=config.training.manifest(),
         own={"embedding": {"pooling": section.pooling, "direct_weight": section.direct_weight,
                            "min_kept_share": section.min_kept_share,
-                           "min_known_share": section.min_known_share}}).to_dict()
+                           "min_known_share": section.min_known_share},
+             # the integration of these inputs: its targets are the scored embeddings under
+             # the coverage worked out above (nothing to read back: integrating adds only the
+             # conflicts list and the eval probes, which training does not use)
+             "integration": integration_key(pool, settings, section, judged)}).to_dict()
     return TrainingData(
         [], pool.texts, targets, torch.ones(len(pool.texts)), None, torch.zeros(0),
         eval_table.texts if eval_table is not None else None, None, None, manifest,
