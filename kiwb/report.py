@@ -100,16 +100,17 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
             facts.add_row("eval texts with a label: left out of eval", f"{given.eval_left_out:,}")
     evaluation = summary.eval
     per = "" if kind.words.routing_unit == "texts" else f" ({kind.words.routing_unit})"
+    routing_used = summary.routed_by or "the routing"
     for scope, accuracy in (("unlabeled", summary.routing_accuracy),
                             ("eval", evaluation.routing_accuracy if evaluation else None)):
         if accuracy is not None:
             if accuracy.chosen is not None:
                 picked_here = scope == "eval" and choice is not None and choice.basis == "labels"
-                facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing} (used"
+                facts.add_row(f"routing accuracy on {scope}{per}: {routing_used} (used"
                               + (", chosen on these texts" if picked_here else "") + ")",
                               _percent(accuracy.chosen))
                 if picked_here and choice.cross_validated is not None:
-                    facts.add_row(f"routing accuracy on {scope}{per}: {accuracy.routing}, "
+                    facts.add_row(f"routing accuracy on {scope}{per}: {routing_used}, "
                                   "cross-validated choice", _percent(choice.cross_validated))
             facts.add_row(f"routing accuracy on {scope}{per}: MC confidence",
                           _percent(accuracy.mc_dropout))

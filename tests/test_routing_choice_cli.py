@@ -46,7 +46,6 @@ def test_auto_chooses_on_the_eval_labels_and_says_so(auto_project):
     assert choice["chosen"] == first_best  # a tie goes to the earlier candidate
     # the record names the routing used, never "auto", wherever it is read
     assert summary["routing"]["name"] == choice["routing"] != "auto"
-    assert summary["eval"]["routing_accuracy"]["routing"] == choice["routing"]
     assert summary["eval"]["routing_accuracy"]["chosen"] == pytest.approx(best)
     assert 0 <= choice["cross_validated"] <= best + 1e-9
 

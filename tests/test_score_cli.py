@@ -79,9 +79,9 @@ def test_init_score_integrate(project):
     assert sum(summary["wins"].values()) == summary["num_texts"] == 48
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
-    assert set(routing) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
+    assert set(routing) == {"mc_dropout", "plain_confidence", "chosen"}  # named once, below
     # the project sets none: auto, which names the routing it chose
-    assert routing["routing"] == summary["routing_choice"]["routing"] == summary["routing"]["name"]
+    assert summary["routing_choice"]["routing"] == summary["routing"]["name"] != "auto"
 
     shard_times = {p: p.stat().st_mtime_ns for p in ProjectPaths(project).scores.rglob("*.npz")}
     soft = json.loads(run_kiwb("integrate", project, "--method", "muki-soft", "--tau", "0.5",
@@ -130,8 +130,9 @@ def _every_reader_takes_what_the_jobs_recorded(project, key):
     assert "texts won" in console.export_text()
     for teacher, entry in summary.routing.teachers.items():
         assert split_line(teacher, entry, summary.num_texts).startswith(f"{teacher}: won {entry.won}")
-    assert "routing accuracy: " in accuracy_line(summary.eval.routing_accuracy)
-    assert set(baseline_rows(summary.eval)) == {":ensemble", ":teacher:a", ":teacher:b"}
+    assert f"routing accuracy: {summary.routed_by} " in accuracy_line(
+        summary.eval.routing_accuracy, summary.routed_by)
+    assert set(baseline_rows(summary)) == {":ensemble", ":teacher:a", ":teacher:b"}
     chosen = summary.routing_choice.chosen  # the project sets no routing: auto chose one
     assert integration_note(summary).startswith(f"integrated 48 texts with {chosen} routing "
                                                 "chosen by auto")

@@ -102,7 +102,7 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 8
+        assert store.schema_version == SCHEMA_VERSION == 9
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         # v7 names the kind its meta named only for kinds other than sequence
@@ -147,7 +147,7 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
             db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
                        "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(data),))
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 8
+        assert store.schema_version == SCHEMA_VERSION == 9
         summary = store.integration("i")["summary"]
         assert summary == {"teachers_kind": "token", "num_texts": 3, "teachers": [],
                            # v7: no use_mc in the routing details, which repeated the settings'
@@ -164,6 +164,48 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
         assert [data["metric"] for data in named] == [
             "entity F1", "micro F1", "mean task score", "probe score", "micro F1"]
         assert store.done_shards("k1") == {0}  # the rest untouched
+
+
+def test_a_v8_store_names_each_routing_once(tmp_path):
+    """Version 9: a routing accuracy no longer names its routing. An integration names it in
+    its routing details (a multi-task one's tasks too); a run in its train.start, taken from
+    the first evaluation after each start that named it."""
+    path = tmp_path / "store.sqlite"
+    accuracy = {"mc_dropout": 0.9, "plain_confidence": 0.7, "chosen": 0.95, "routing": "rank"}
+    task = {"summary": {"routing_accuracy": dict(accuracy),
+                        "eval": {"routing_accuracy": dict(accuracy)}}}
+    summary = {"routing": {"name": "rank"}, "routing_accuracy": dict(accuracy),
+               "eval": {"routing_accuracy": dict(accuracy)}, "details": {"tasks": {"t": task}}}
+    events = [("a", "train.start", {"step": 0}), ("b", "train.start", {"step": 0}),
+              ("a", "train.eval", {"step": 5, "routing_accuracy": dict(accuracy)}),
+              ("a", "train.eval", {"step": 9, "routing_accuracy": dict(accuracy)}),
+              ("a", "train.start", {"step": 9}),  # resumed: named by what follows it
+              ("a", "train.eval", {"step": 12, "routing_accuracy": {**accuracy,
+                                                                    "routing": "stacked"}}),
+              ("b", "train.eval", {"step": 5, "routing_accuracy": {"mc_dropout": 0.5,
+                                                                   "plain_confidence": 0.4}})]
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_DDL)
+        for _, step in MIGRATIONS[1:8]:
+            step(db)
+        db.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
+        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
+                   (json.dumps(summary),))
+        for run, kind, data in events:
+            db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
+                       "VALUES (NULL, ?, 2.0, ?, ?)", (run, kind, json.dumps(data)))
+    unnamed = {"mc_dropout": 0.9, "plain_confidence": 0.7, "chosen": 0.95}
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 9
+        found = store.integration("i")["summary"]
+        assert found["routing"] == {"name": "rank"}
+        assert found["routing_accuracy"] == found["eval"]["routing_accuracy"] == unnamed
+        assert found["details"]["tasks"]["t"]["summary"] == {
+            "routing_accuracy": unnamed, "eval": {"routing_accuracy": unnamed}}
+        stored = [(e["run"], e["kind"], e["data"]) for e in store.events_after(0)]
+    assert [(run, data.get("routing")) for run, kind, data in stored if kind == "train.start"] == [
+        ("a", "rank"), ("b", None), ("a", "stacked")]
+    assert all("routing" not in data.get("routing_accuracy", {}) for _, _, data in stored)
 
 
 def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):

@@ -35,7 +35,7 @@ def test_each_event_gives_the_figures_a_tracker_shows():
     evaluation = TrainEval(step=20, accuracy=0.75, metric="entity F1", macro_f1=0.5,
                            per_class_accuracy={}, confusion=[], num_texts=8, fit=0.9,
                            routing_accuracy=RoutingAccuracy(mc_dropout=0.8, plain_confidence=0.7,
-                                                            chosen=0.85, routing="rank"))
+                                                            chosen=0.85))
     assert scalars(evaluation) == {"eval/entity_F1": 0.75, "eval/macro_f1": 0.5, "train/fit": 0.9,
                                    "eval/routing_accuracy": 0.85}
     from kiwb.core.learning_check import LearningCheck

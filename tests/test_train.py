@@ -82,10 +82,11 @@ def test_training_lowers_the_loss_and_beats_chance(scored_project, tmp_path):
     assert set(last["per_class_accuracy"]) == {"sports", "politics", "music", "cooking"}
     assert len(last["confusion"]) == 4 and sum(map(sum, last["confusion"])) == 40
     assert 0.0 <= last["macro_f1"] <= 1.0
-    assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_confidence", "chosen", "routing"}
-    # the project sets none: auto, which chose this one (and says so in the run's manifest)
+    assert set(last["routing_accuracy"]) == {"mc_dropout", "plain_confidence", "chosen"}
+    # the project sets none: auto, which chose this one (and says so in the run's manifest);
+    # the run names it once, at its start
     chosen = ckpt.read_manifest(ProjectPaths(project).run_dir("hard"))["routing_choice"]["routing"]
-    assert last["routing_accuracy"]["routing"] == chosen
+    assert [start["routing"] for start in _events(project, "hard", "train.start")] == [chosen]
 
     run_dir = ProjectPaths(project).run_dir("hard")
     recorded_best = ckpt.read_best(run_dir)

@@ -100,17 +100,17 @@ def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
     assert split_line("A", entry, 1700) == expected
 
 
-@pytest.mark.parametrize(("routing", "line", "cell"), [
-    ({"mc_dropout": 0.703, "plain_confidence": 0.692, "chosen": 0.81, "routing": "mixture"},
-     "routing accuracy: mixture 81.0% · MC dropout 70.3% · plain confidence 69.2%",
-     "mixture 81.0%"),
-    ({"mc_dropout": 0.703, "plain_confidence": 0.692},   # recorded by an older kiwb
+@pytest.mark.parametrize(("routing", "name", "line", "cell"), [
+    ({"mc_dropout": 0.703, "plain_confidence": 0.692, "chosen": 0.81}, "stacked",
+     "routing accuracy: stacked 81.0% · MC dropout 70.3% · plain confidence 69.2%",
+     "stacked 81.0%"),
+    ({"mc_dropout": 0.703, "plain_confidence": 0.692}, None,  # recorded by an older kiwb
      "routing accuracy: MC dropout 70.3% · plain confidence 69.2%", "70.3% / 69.2%"),
 ])
-def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, line, cell):
+def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, name, line, cell):
     routing = RoutingAccuracy.from_dict(routing)
-    assert accuracy_line(routing) == line
-    assert _routing(routing) == cell
+    assert accuracy_line(routing, name) == line
+    assert _routing(routing, name) == cell
     assert _routing(None) == "–"
 
 

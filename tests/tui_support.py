@@ -172,12 +172,10 @@ def integration_summary(margins) -> IntegrationSummary:
         conflicts=int((np.asarray(margins) < 0.3).sum()),
         routing=routing_block(), teacher_labels={"a": list(LABELS_A), "b": list(LABELS_B)},
         teachers_kind="sequence",
-        routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7, chosen=0.95,
-                                         routing=ROUTING),
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7, chosen=0.95),
         eval=EvalSummary(
             num_texts=10,
-            routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.6, chosen=0.8,
-                                             routing=ROUTING),
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.6, chosen=0.8),
             ensemble_accuracy=0.55, teacher_accuracy={"a": 0.4, "b": 0.5},
             confidence_histograms={
                 "mc_dropout": {"right_teacher": [0] * 12 + [1, 2, 3, 4, 3, 2, 1, 1],
@@ -187,7 +185,7 @@ def integration_summary(margins) -> IntegrationSummary:
     )
 
 
-SETTINGS = IntegrationSettings(method="muki-hard", conflict_threshold=0.3, routing=ROUTING)
+SETTINGS = IntegrationSettings(method="muki-hard", conflict_threshold=0.3)
 
 
 def record_integration(store: Store, key: str, summary: IntegrationSummary,
@@ -228,9 +226,9 @@ def write_run(root: Path, store: Store, run: str = RUN, method: str = "muki-hard
     check = with_fit(check_on_eval(UNION, confusion), fit, FIT_FLOOR)
     routing_accuracy = RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.6)
     if routing is not None:
-        routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85, routing=routing)
+        routing_accuracy = dataclasses.replace(routing_accuracy, chosen=0.85)
     total = 20
-    event(TrainStart(step=0, total_steps=total, method=method, funnel=funnel))
+    event(TrainStart(step=0, total_steps=total, method=method, funnel=funnel, routing=routing))
     for step in range(2, total + 1, 2):
         event(TrainStep(step=step, loss=1.5 / step, lr=1e-4, texts_per_s=100.0, total_steps=total))
         if step % 10 == 0:
@@ -495,12 +493,10 @@ def _many_integration(store: Store, arrays) -> None:
         routing=RoutingDetails(name="rank", labeled_texts=0, teachers=teachers),
         teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
         teachers_kind="sequence",
-        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75,
-                                         routing="rank"),
+        routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75),
         eval=EvalSummary(
             num_texts=len(MANY_TEXTS),
-            routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5, chosen=0.75,
-                                             routing="rank"),
+            routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5, chosen=0.75),
             ensemble_accuracy=0.6,
             teacher_accuracy={name: round(0.1 + 0.02 * index, 2)
                               for index, name in enumerate(names)},
@@ -513,8 +509,7 @@ def _many_integration(store: Store, arrays) -> None:
              2 * routed[row] + int(arrays[routed[row]]["det_probs"][row].argmax()),
              MANY_GOLD[row], mc[row].tolist(), MANY_TEXTS[row]) for row in range(len(MANY_TEXTS))]
     record_integration(store, MANY_KEY, summary,
-                       IntegrationSettings(method="muki-hard", conflict_threshold=0.1,
-                                           routing="rank"))
+                       IntegrationSettings(method="muki-hard", conflict_threshold=0.1))
     replace_instances(store.connection, MANY_KEY, rows)
 
 
@@ -532,13 +527,13 @@ def _many_run(root: Path, store: Store) -> None:
     def event(record) -> None:
         store.append_event(record.kind, record.to_dict(), run=RUN)
 
-    event(TrainStart(step=0, total_steps=20, method="muki-hard"))
+    event(TrainStart(step=0, total_steps=20, method="muki-hard", routing="rank"))
     for step in (10, 20):
         event(TrainStep(step=step, loss=1.0 / step, lr=1e-4, texts_per_s=80.0, total_steps=20))
         event(TrainEval(step=step, accuracy=accuracy, metric="accuracy", macro_f1=accuracy - 0.08,
                         per_class_accuracy=per_class, confusion=confusion, num_texts=20,
                         routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.5,
-                                                         chosen=0.75, routing="rank"),
+                                                         chosen=0.75),
                         check=check))
     event(TrainDone(step=20, best=BestCheckpoint(step=20, accuracy=accuracy, check=check)))
     run_dir = ProjectPaths(root).run_dir(RUN)

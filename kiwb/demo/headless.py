@@ -64,7 +64,9 @@ def run_headless(root: Path, students: dict[str, dict] = STUDENTS,
     probes = (details.get("eval") or {}).get("rows") if summary.teachers_kind == "embedding" else None
     return {"teachers": references.teacher_accuracy if references is not None else None,
             "ensemble": references.ensemble_accuracy if references is not None else None,
-            "routing": routing.to_dict() if routing is not None else None, "students": figures,
+            # the students' routing, named as the integration resolved it
+            "routing": ({**routing.to_dict(), "routing": summary.routed_by}
+                        if routing is not None else None), "students": figures,
             "eval_texts": (references.num_texts if references is not None
                            else (details.get("eval") or {}).get("texts")),
             "exported": str(exported), **({"tasks": tasks} if tasks else {}),

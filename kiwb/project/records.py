@@ -186,14 +186,14 @@ class IntegrationSettings(Record, IntegrationConfig):
 @dataclass(frozen=True, kw_only=True)
 class RoutingAccuracy(Record):
     """How often the top-scored teacher knows the true label: MC confidence, plain confidence,
-    and the routing used, named."""
+    and the routing used (`chosen`). The routing is named once, where it was resolved: the
+    integration's RoutingDetails.name, a run's train.start."""
 
     what: ClassVar[str] = "routing accuracy"
 
     mc_dropout: float
     plain_confidence: float
     chosen: float | None = optional()
-    routing: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -430,6 +430,12 @@ class IntegrationSummary(Record):
     # multi-label integration's texts, shared labels, labeled pairs and eval figures.
     details: dict | None = optional()
 
+    @property
+    def routed_by(self) -> str | None:
+        """The routing used, as the integration resolved it (what its routing accuracies'
+        `chosen` measures; None for kinds that route nothing)."""
+        return self.routing.name if self.routing is not None else None
+
 
 @dataclass(frozen=True, kw_only=True)
 class IntegrationRecord(Record):
@@ -492,6 +498,8 @@ class TrainStart(Record):
     learning_rate: float | None = optional()
     precision: str | None = optional()
     funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where the targets' classes came from
+    # the routing its targets were routed by (its evaluations' routing accuracy `chosen`)
+    routing: str | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)

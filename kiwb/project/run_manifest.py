@@ -44,3 +44,9 @@ class RunManifest:
         if shared:  # a kind's entry must not stand in for a shared one
             raise ValueError(f"a run manifest's own entries {sorted(shared)} are shared ones")
         return {**values, **self.own}
+
+
+def routed_by(manifest: dict[str, Any]) -> str | None:
+    """The routing a run's targets were routed by: what "auto" chose, else the settings'."""
+    choice = manifest.get("routing_choice")
+    return choice["routing"] if choice else (manifest.get("method") or {}).get("routing")

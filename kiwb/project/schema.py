@@ -358,6 +358,45 @@ def _add_shard_checks_and_label_history(db: sqlite3.Connection) -> None:
     _run_script(db, _V8_LABEL_HISTORY)
 
 
+def _name_the_routing_once(db: sqlite3.Connection) -> None:
+    """Version 9: a routing accuracy no longer names the routing it measured. An integration
+    names it in its routing details; a run in its train.start event, taken here from the first
+    evaluation that named it (a resumed run's later starts too)."""
+    def unnamed(accuracy: Any) -> Any:
+        if isinstance(accuracy, dict):
+            accuracy.pop("routing", None)
+        return accuracy
+
+    for key, text in db.execute("SELECT key, summary_json FROM integrations").fetchall():
+        summary = json.loads(text)
+        task_summaries = [task.get("summary") or {} for task in
+                          ((summary.get("details") or {}).get("tasks") or {}).values()
+                          if isinstance(task, dict)]  # a multi-task integration's own tasks'
+        for found in (summary, *task_summaries):
+            unnamed(found.get("routing_accuracy"))
+            unnamed((found.get("eval") or {}).get("routing_accuracy"))
+        db.execute("UPDATE integrations SET summary_json = ? WHERE key = ?",
+                   (json.dumps(summary), key))
+    # each train.start is named by the first evaluation after it that named the routing
+    waiting: dict[str, tuple[int, dict]] = {}  # run -> its latest start, not named yet
+    for event, run, kind, text in db.execute(
+            "SELECT id, run, kind, data_json FROM events "
+            "WHERE kind IN ('train.start', 'train.eval') ORDER BY id").fetchall():
+        data = json.loads(text)
+        if kind == "train.start":
+            waiting[run] = (event, data)
+            continue
+        accuracy = data.get("routing_accuracy")
+        name = accuracy.pop("routing", None) if isinstance(accuracy, dict) else None
+        if name is None:
+            continue
+        db.execute("UPDATE events SET data_json = ? WHERE id = ?", (json.dumps(data), event))
+        if run in waiting:
+            start, started = waiting.pop(run)
+            db.execute("UPDATE events SET data_json = ? WHERE id = ?",
+                       (json.dumps({"routing": name, **started}), start))
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -369,6 +408,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (6, _rename_record_keys),
     (7, _complete_records),
     (8, _add_shard_checks_and_label_history),
+    (9, _name_the_routing_once),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -100,6 +100,7 @@ class RunHistory:
     checks: list[tuple[int, LearningCheck]] = field(default_factory=list)  # (step, check)
     final_check: LearningCheck | None = None  # of the checkpoint the finished run keeps
     funnel: ClassFunnel | None = None  # where its targets' classes came from
+    routing: str | None = None  # the routing its targets were routed by
 
     def add(self, event: TrainEvent) -> None:
         if isinstance(event, TrainStart):
@@ -109,6 +110,7 @@ class RunHistory:
             self.method, self.total_steps = event.method, event.total_steps
             # a resumed run's start may lack the funnel; a fresh start has its own (or none)
             self.funnel = event.funnel if event.step == 0 else event.funnel or self.funnel
+            self.routing = event.routing or self.routing
             self.step, self.state = event.step, "running"
             self._drop_after(self.step)
         elif isinstance(event, TrainStep):

@@ -16,6 +16,7 @@ from kiwb.project.export_destination import check_writable
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import ClassFunnel
 from kiwb.project.run_folder import MANIFEST_NAME, evaluation_of
+from kiwb.project.run_manifest import routed_by
 from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
@@ -292,7 +293,8 @@ def _evaluation_lines(manifest: dict) -> list[str]:
              f"{100 * metrics['accuracy']:.2f}%",
              f"- macro-F1: {100 * metrics['macro_f1']:.2f}%"]
     routing = dict(metrics.get("routing_accuracy") or {})
-    chosen_name = routing.pop("routing", None)  # the routing the run trained with, by name
+    routing.pop("routing", None)  # named by figures kiwb recorded before version 9 too
+    chosen_name = routed_by(manifest)  # the routing the run trained with, by name
     for router, value in routing.items():
         name = f"{chosen_name} routing" if router == "chosen" else router.replace("_", " ")
         lines.append(f"- teacher-routing accuracy ({name}): {100 * value:.2f}%")

@@ -31,6 +31,7 @@ from kiwb.project.records import (
     TrainStep,
     TrainStopped,
 )
+from kiwb.project.run_manifest import routed_by
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import check_method
 from kiwb.workers import checkpoints as ckpt
@@ -246,7 +247,8 @@ class Trainer:
         self._record(TrainStart(step=self.step, total_steps=self.total_steps,
                                 method=self.request.settings.method,
                                 learning_rate=self.learning_rate, precision=self.autocast_dtype,
-                                funnel=ClassFunnel.from_dict(funnel) if funnel else None))
+                                funnel=ClassFunnel.from_dict(funnel) if funnel else None,
+                                routing=routed_by(self.data.manifest)))
         while self.step < self.total_steps:
             stop = bool(should_stop is not None and should_stop())
             if self.ranks is not None:  # rank 0's decision, so every rank stops at this step

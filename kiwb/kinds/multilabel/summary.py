@@ -87,7 +87,7 @@ def eval_figures(evaluation: LabelData, settings: IntegrationSettings) -> tuple[
         routing = RoutingAccuracy(
             mc_dropout=shared_decisions_right(evaluation, integrated("muki-hard", True)),
             plain_confidence=shared_decisions_right(evaluation, integrated("muki-hard", False)),
-            chosen=shared_decisions_right(evaluation, chosen), routing=settings.routing)
+            chosen=shared_decisions_right(evaluation, chosen))
     summary = EvalSummary(num_texts=len(evaluation.texts), routing_accuracy=routing,
                           ensemble_accuracy=ensemble["micro_f1"], teacher_accuracy=alone)
     extra = {"ensemble": _figures(ensemble), "targets": _figures(targets)}

@@ -475,7 +475,7 @@ def teacher_accuracies(scores: TeacherScores, true_ids: torch.Tensor) -> dict[st
 def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor,
                        fitted: routes.FittedRouting | None = None) -> dict:
     """How often the top-scored teacher knows the true label: MC vs plain confidence, and the
-    chosen routing (`routing` names it)."""
+    chosen routing."""
     found = {
         "mc_dropout": integ.routing_accuracy(scores.mc_confidence, true_ids, scores.coverage),
         "plain_confidence": integ.routing_accuracy(scores.det_confidence, true_ids, scores.coverage),
@@ -483,7 +483,6 @@ def routing_accuracies(scores: TeacherScores, true_ids: torch.Tensor,
     if fitted is not None:
         found["chosen"] = integ.routing_accuracy(scores.routing_scores(fitted), true_ids,
                                                  scores.coverage)
-        found["routing"] = fitted.name
     return found
 
 

@@ -110,7 +110,7 @@ def eval_figures(evaluation: TokenData, pool: TokenPool,
     routing = routing_per_entity(evaluation, decoded, chosen, features)
     accuracy = RoutingAccuracy(mc_dropout=routing["mc_dropout"] or 0.0,
                                plain_confidence=routing["plain_confidence"] or 0.0,
-                               chosen=routing["chosen"], routing=pool.fitted.name)
+                               chosen=routing["chosen"])
     summary = EvalSummary(num_texts=evaluation.scores.num_texts, routing_accuracy=accuracy,
                           ensemble_accuracy=ensemble["f1"], teacher_accuracy=alone,
                           measured_on=eval_inputs(evaluation))

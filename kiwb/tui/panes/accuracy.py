@@ -20,7 +20,6 @@ from kiwb.project.queries import StoreChanges
 from kiwb.project.records import (
     POOL_COLUMNS,
     RECALL_COLUMNS,
-    EvalSummary,
     IntegrationSummary,
     RoutingAccuracy,
 )
@@ -98,7 +97,7 @@ class AccuracyPane(Pane):
 
     def redraw(self) -> None:
         rows = {run.run: run_cells(run) for run in self.runs}
-        rows.update(baseline_rows(self.summary.eval if self.summary is not None else None))
+        rows.update(baseline_rows(self.summary))
         rows.update(task_baseline_rows(self.summary))
         rows.update(probe_baseline_rows(self.summary))
         sync_rows(self.main_widget(), rows)
@@ -239,7 +238,7 @@ def run_cells(run: RunHistory) -> tuple:
     if latest is None:
         return (run.run, state, _percent(None), "–", _percent(None), fit, _routing(None))
     return (run.run, state, _percent(latest.accuracy), f"{_percent(best.accuracy)} @{best.step}",
-            _percent(latest.macro_f1), fit, _routing(latest.routing_accuracy))
+            _percent(latest.macro_f1), fit, _routing(latest.routing_accuracy, run.routing))
 
 
 def shown_check(run: RunHistory | None) -> LearningCheck | None:
@@ -260,15 +259,16 @@ def check_line(run: RunHistory | None) -> str:
     return f"⚠ {check.line('the student')} (at {when})"
 
 
-def baseline_rows(evaluation: EvalSummary | None) -> dict[str, tuple]:
+def baseline_rows(summary: IntegrationSummary | None) -> dict[str, tuple]:
     """Untrained references from the integration: the Ensemble, and each teacher alone."""
     rows = {}
+    evaluation = summary.eval if summary is not None else None
     if evaluation is None:
         return rows
     if evaluation.ensemble_accuracy is not None:
         rows[ENSEMBLE_ROW] = (Text("ensemble", "italic"), "untrained",
                               _percent(evaluation.ensemble_accuracy), "", "", "",
-                              _routing(evaluation.routing_accuracy))
+                              _routing(evaluation.routing_accuracy, summary.routed_by))
     for teacher, accuracy in (evaluation.teacher_accuracy or {}).items():
         rows[f"{TEACHER_ROW}{teacher}"] = (Text(f"{teacher} alone", "italic"), "teacher",
                                            _percent(accuracy), "", "", "", "")
@@ -354,13 +354,13 @@ def task_table(tasks: dict) -> RichTable:
     return table
 
 
-def _routing(routing: RoutingAccuracy | None) -> str:
-    """The chosen routing's accuracy with MC dropout's beside it (runs recorded by older
-    versions of kiwb have only MC dropout and plain confidence)."""
+def _routing(routing: RoutingAccuracy | None, name: str | None = None) -> str:
+    """The chosen routing's accuracy, `name`d, with MC dropout's beside it (runs recorded by
+    older versions of kiwb have only MC dropout and plain confidence)."""
     if routing is None:
         return "–"
-    if routing.chosen is not None and routing.routing:  # MC's beside it: the Uncertainty pane
-        return f"{routing.routing} {_percent(routing.chosen)}"
+    if routing.chosen is not None and name:  # MC's beside it: the Uncertainty pane
+        return f"{name} {_percent(routing.chosen)}"
     return f"{_percent(routing.mc_dropout)} / {_percent(routing.plain_confidence)}"
 
 

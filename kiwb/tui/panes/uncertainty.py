@@ -267,7 +267,7 @@ class UncertaintyPane(Pane):
             text.append(" (knows the gold label)  ")
             text.append("▀ wrong teacher", styles.wrong)
             if routing:
-                text.append(f"\n{accuracy_line(routing)}")
+                text.append(f"\n{accuracy_line(routing, self.summary.routed_by)}")
             for line in notes:
                 text.append(f"\n{line}", "yellow")
             return text
@@ -384,10 +384,11 @@ def mc_heading(name: str, dropout: dict | None) -> Text:
     return Text(name, "bold")
 
 
-def accuracy_line(routing: RoutingAccuracy) -> str:
-    """How often each way of routing picked a teacher that knows the gold label."""
-    chosen = (f"{routing.routing} {_percent(routing.chosen)} · "
-              if routing.chosen is not None and routing.routing else "")
+def accuracy_line(routing: RoutingAccuracy, name: str | None) -> str:
+    """How often each way of routing picked a teacher that knows the gold label (`name`: the
+    routing used, whose accuracy is `chosen`)."""
+    chosen = (f"{name} {_percent(routing.chosen)} · "
+              if routing.chosen is not None and name else "")
     return (f"routing accuracy: {chosen}MC dropout {_percent(routing.mc_dropout)} · "
             f"plain confidence {_percent(routing.plain_confidence)}")
 
