@@ -1,6 +1,7 @@
 """A training run learns from the integration `kiwb integrate` recorded: it finds it by its key,
 reads the targets kept beside it (kiwb.workers.integration_targets) and pins the key in its
-manifest; where none is recorded for its inputs, it integrates once and records it."""
+manifest; where none is recorded for its inputs, it works it out the same way without recording
+it (the workbench shows the integrations a user made)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import torch
 
 from kiwb.project.labels import give_label
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import IntegrationRecord, IntegrationSettings
+from kiwb.project.records import IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import load_project
 from kiwb.workers.integrate import run_integration
@@ -75,15 +76,16 @@ def test_training_reads_the_targets_kiwb_integrate_kept_and_pins_its_key(project
     assert torch.equal(_prepare(project, settings).targets, flipped)
 
 
-def test_a_run_with_no_integration_recorded_records_the_one_kiwb_integrate_would(project):
+def test_a_run_with_no_integration_recorded_learns_the_one_kiwb_integrate_would_record(project):
     settings = _settings(project)
     data = _prepare(project, settings)
     key = data.manifest["integration"]
-    assert [k for k, _ in _integrations(project)] == [key]  # the workbench shows what it learns
-    made = load_targets(project, key)["targets"]
+    assert _integrations(project) == []  # nothing recorded behind the user's back
+    assert not ProjectPaths(project).integration_file(key).exists()
 
     record = _integrate(project, settings)  # kiwb integrate afterwards: the same key and targets
-    assert record.key == key and torch.equal(load_targets(project, key)["targets"], made)
+    assert record.key == key and torch.equal(load_targets(project, key)["targets"], data.targets)
+    assert data.manifest["routing_check"] == record.summary.check.to_dict()
 
 
 @pytest.mark.parametrize("harm", ["removed", "cut short", "overwritten"])
@@ -124,7 +126,7 @@ def test_other_inputs_read_another_integration(project):
 
     other = _prepare(project, _settings(project, conflict_threshold=0.5))
     assert other.manifest["integration"] not in {record.key, data.manifest["integration"]}
-    assert len(_integrations(project)) == 3
+    assert [key for key, _ in _integrations(project)] == [record.key]
 
 
 def test_eval_figures_are_read_only_from_an_integration_measured_on_this_eval_set(project):
@@ -143,10 +145,10 @@ def test_eval_figures_are_read_only_from_an_integration_measured_on_this_eval_se
     config.write_text(config.read_text().replace(str(old_eval), str(new_eval)))
 
     data = _prepare(project, settings)
-    again = _integrations(project)
-    assert [key for key, _ in again] == [record.key]  # the same targets' key, recorded anew
-    assert again[0][1] > record.created_at
-    with Store(ProjectPaths(project).store) as store:
-        remade = IntegrationRecord.from_dict(store.integration(record.key))
+    assert data.manifest["integration"] == record.key  # the same targets' key
+    assert _integrations(project) == [(record.key, record.created_at)]  # left as it was
+    remade = _integrate(project, settings)  # kiwb integrate on the relabeled eval set
+    assert remade.key == record.key
     assert remade.summary.eval.measured_on != record.summary.eval.measured_on
     assert data.eval_routing == remade.summary.eval.routing_accuracy.to_dict()
+    assert data.eval_routing != record.summary.eval.routing_accuracy.to_dict()

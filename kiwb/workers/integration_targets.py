@@ -5,8 +5,10 @@ kind's training finds its candidates (the records its inputs' key names) and rea
 
 from __future__ import annotations
 
+import time
 import zipfile
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +18,7 @@ from kiwb.console import console
 from kiwb.project.atomic import atomic_write_with
 from kiwb.project.labels import labels_by_hash, labels_fingerprint
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import IntegrationRecord, IntegrationSettings
+from kiwb.project.records import IntegrationRecord, IntegrationSettings, IntegrationSummary
 from kiwb.project.store import Store
 
 
@@ -45,18 +47,57 @@ def load_targets(root: Path, key: str) -> dict[str, torch.Tensor] | None:
         return None
 
 
+@dataclass
+class MadeIntegration:
+    """An integration worked out and not recorded yet: its record as the store would keep it,
+    its targets, and how it lists its conflicts (the conflicts list's rows)."""
+
+    record: IntegrationRecord
+    targets: dict[str, torch.Tensor]
+    list_conflicts: Callable[[Store], None]
+
+
+def made(key: str, settings: IntegrationSettings, summary: IntegrationSummary,
+         targets: dict[str, torch.Tensor], list_conflicts: Callable[[Store], None]
+         ) -> MadeIntegration:
+    """An integration of the unlabeled data, made now (see MadeIntegration)."""
+    return MadeIntegration(IntegrationRecord(key=key, dataset="unlabeled", settings=settings,
+                                             summary=summary, created_at=time.time()),
+                           targets, list_conflicts)
+
+
+def record_made(root: Path, store: Store, integration: MadeIntegration) -> IntegrationRecord:
+    """Record an integration (`kiwb integrate`): its targets, then its record, then its
+    conflicts; returns the record as the store keeps it."""
+    key = integration.record.key
+    # the targets first: a record is only ever read with its targets beside it
+    save_targets(root, key, integration.targets)
+    store.record_integration(key, dataset=integration.record.dataset,
+                             settings=integration.record.settings.to_dict(),
+                             summary=integration.record.summary.to_dict())
+    integration.list_conflicts(store)
+    return IntegrationRecord.from_dict(store.integration(key))
+
+
 def read_or_integrate(root: Path, candidates: Iterable[IntegrationRecord], rows: int,
-                      integrate: Callable[[], IntegrationRecord]
+                      integrate: Callable[[], MadeIntegration]
                       ) -> tuple[IntegrationRecord, dict[str, torch.Tensor]]:
     """The first candidate (a stored integration of a run's inputs) whose targets are kept
-    whole for `rows` rows, with those targets; where none is, `integrate()` records one now,
-    so a run learns what the workbench shows."""
+    whole for `rows` rows, with those targets. Where none is, `integrate()` works it out the
+    same way, and it is not recorded: the workbench shows the integrations a user made, and
+    `kiwb integrate` with the run's settings records this one under the key the run pins. A
+    recorded one whose targets were lost gets them back beside it."""
+    lost = None
     for record in candidates:
         targets = load_targets(root, record.key)
         if targets is not None and len(targets["targets"]) == rows:
             return record, targets
-    record = integrate()
-    return record, load_targets(root, record.key)
+        lost = lost or record
+    integration = integrate()
+    if lost is not None and lost.key == integration.record.key:
+        save_targets(root, lost.key, integration.targets)
+        return lost, integration.targets
+    return integration.record, integration.targets
 
 
 def measured_alike(record: IntegrationRecord, measured_on: str | None,

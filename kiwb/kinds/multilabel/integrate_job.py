@@ -16,8 +16,10 @@ from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.workers.integration_targets import (
+    MadeIntegration,
+    made,
     read_or_integrate,
-    save_targets,
+    record_made,
 )
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -30,33 +32,29 @@ def run_label_integration(config: ProjectConfig, store: Store, settings: Integra
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = label_data(config, store, by_role["unlabeled"])
     evaluation = label_data(config, store, by_role["eval"]) if by_role["eval"] else None
-    return integrate_labels(config, store, settings, data, evaluation)
+    return record_made(config.root, store, labels_made(store, settings, data, evaluation))
 
 
-def integrate_labels(config: ProjectConfig, store: Store, settings: IntegrationSettings,
-                     data: LabelData, evaluation: LabelData | None) -> IntegrationRecord:
-    """Integrate loaded label scores and record it, its targets kept beside the record."""
+def labels_made(store: Store, settings: IntegrationSettings, data: LabelData,
+                evaluation: LabelData | None) -> MadeIntegration:
+    """Integrate loaded label scores: the record, the (text, label) targets and the
+    conflicting pairs to list."""
     pool = integrate_label_pool(settings, store, data)
     if evaluation is None and data.gold is not None:
         evaluation = data
-    summary = label_summary(data, pool, settings, evaluation)
     key = integration_key(data, settings, pool.fingerprint)
-    # the targets first: a record is only ever read with its targets beside it
-    save_targets(config.root, key, {"targets": pool.result.targets,
-                                    "weights": pool.result.weights})
-    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
-                             summary=summary.to_dict())
-    save_conflicts(store, key, data, pool)
-    return IntegrationRecord.from_dict(store.integration(key))
+    return made(key, settings, label_summary(data, pool, settings, evaluation),
+                {"targets": pool.result.targets, "weights": pool.result.weights},
+                lambda store: save_conflicts(store, key, data, pool))
 
 
 def stored_label_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                              data: LabelData, evaluation: LabelData | None,
                              given_labels: str | None):
     """The integration `kiwb integrate` recorded for these label scores, settings and given
-    labels (`given_labels`: their fingerprint), with its (text, label) targets; made and
-    recorded now where there is none (`evaluation`: the eval set's scores, where scored)."""
+    labels (`given_labels`: their fingerprint), with its (text, label) targets; worked out the
+    same way where there is none (`evaluation`: the eval set's scores, where scored)."""
     found = store.integration(integration_key(data, settings, given_labels))
     candidates = [IntegrationRecord.from_dict(found)] if found is not None else []
     return read_or_integrate(config.root, candidates, len(data.texts),
-                             lambda: integrate_labels(config, store, settings, data, evaluation))
+                             lambda: labels_made(store, settings, data, evaluation))

@@ -29,9 +29,11 @@ from kiwb.project.records import (
 )
 from kiwb.project.store import Store
 from kiwb.workers.integration_targets import (
+    MadeIntegration,
     given_labels_fingerprint,
+    made,
     read_or_integrate,
-    save_targets,
+    record_made,
 )
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -194,23 +196,23 @@ def run_task_integration(config: ProjectConfig, store: Store, settings: Integrat
     return record_tasks(config, store, settings, integrate_tasks(config, store, settings, tasks))
 
 
+def tasks_made(settings: IntegrationSettings, integration: TaskIntegration) -> MadeIntegration:
+    """An integration of every task: its record, every task's targets side by side (a
+    training run reads them back by the key) and the conflicts to list."""
+    return made(integration.key, settings, summary_of(integration, settings),
+                task_targets(integration), lambda store: save_task_conflicts(store, integration))
+
+
 def record_tasks(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                  integration: TaskIntegration) -> IntegrationRecord:
-    """Record an integration, its targets kept beside it (a training run reads them back by
-    the key) and its conflicts listed."""
-    summary = summary_of(integration, settings)
-    # the targets first: a record is only ever read with its targets beside it
-    save_targets(config.root, integration.key, task_targets(integration))
-    store.record_integration(integration.key, dataset="unlabeled", settings=settings.to_dict(),
-                             summary=summary.to_dict())
-    save_task_conflicts(store, integration)
-    return IntegrationRecord.from_dict(store.integration(integration.key))
+    """Record an integration, its targets kept beside it and its conflicts listed."""
+    return record_made(config.root, store, tasks_made(settings, integration))
 
 
 def stored_task_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
                             tasks: list[ScoreTask]):
     """The integration `kiwb integrate` recorded for these scores, settings, tasks and given
-    labels, with every task's targets side by side (made and recorded now where there is
+    labels, with every task's targets side by side (worked out the same way where there is
     none); and the loaded inputs: the pool, the eval set and what references measure."""
     data, evaluation, measured = task_inputs(config, store, tasks)
     found = store.integration(integration_key(data, settings, store))
@@ -218,6 +220,5 @@ def stored_task_integration(config: ProjectConfig, store: Store, settings: Integ
 
     record, targets = read_or_integrate(
         config.root, candidates, len(data.texts),
-        lambda: record_tasks(config, store, settings,
-                             integrate_loaded(store, settings, data, evaluation, measured)))
+        lambda: tasks_made(settings, integrate_loaded(store, settings, data, evaluation, measured)))
     return record, targets, data, measured

@@ -44,7 +44,13 @@ from kiwb.project.records import (
     TeacherRouting,
 )
 from kiwb.project.store import Store
-from kiwb.workers.integration_targets import measured_alike, read_or_integrate, save_targets
+from kiwb.workers.integration_targets import (
+    MadeIntegration,
+    made,
+    measured_alike,
+    read_or_integrate,
+    record_made,
+)
 from kiwb.workers.rare_classes import (
     estimated_prior,
     labeled_class_funnel,
@@ -628,6 +634,11 @@ def integrate_inputs(config: ProjectConfig, store: Store,
                      inputs: IntegrationInputs) -> IntegrationRecord:
     """Integrate loaded inputs and record it: the summary, the conflicts list and the targets
     a training run reads back (kiwb.workers.integration_targets)."""
+    return record_made(config.root, store, integration_made(store, inputs))
+
+
+def integration_made(store: Store, inputs: IntegrationInputs) -> MadeIntegration:
+    """Integrate loaded inputs: the record, the targets and the conflicts list to come."""
     asked, scores, labeled = inputs.asked, inputs.scores, inputs.labeled
     eval_scores = inputs.eval_scores
     settings, choice = pick_routing(asked, scores, eval_scores, inputs.for_choice, inputs.gold,
@@ -657,19 +668,15 @@ def integrate_inputs(config: ProjectConfig, store: Store,
     if labeled is not None:  # the few labels of [data.labeled] also teach, at full weight
         targets["labeled_targets"], targets["labeled_weights"] = labeled_targets(
             labeled, settings.method)
-    # the targets first: a record is only ever read with its targets beside it
-    save_targets(config.root, key, targets)
-    store.record_integration(key, dataset="unlabeled", settings=asked.to_dict(),
-                             summary=summary.to_dict())
-    save_instances(store, key, scores, pool.result, inputs.texts)
-    return IntegrationRecord.from_dict(store.integration(key))
+    return made(key, asked, summary, targets,
+                lambda store: save_instances(store, key, scores, pool.result, inputs.texts))
 
 
 def stored_integration(config: ProjectConfig, store: Store, asked: IntegrationSettings,
                        tasks: list[ScoreTask], eval_unfinished: bool = False
                        ) -> tuple[IntegrationRecord, IntegrationInputs, dict[str, torch.Tensor]]:
     """The integration `kiwb integrate` recorded for these inputs and its targets, found by
-    its key (made and recorded now where there is none). `eval_unfinished`: the eval set is
+    its key (worked out the same way where there is none). `eval_unfinished`: the eval set is
     left out of `tasks` until it is scored."""
     inputs = integration_inputs(config, store, asked, tasks)
     measured_on = eval_inputs(inputs.eval_scores) if inputs.eval_scores is not None else None
@@ -678,7 +685,7 @@ def stored_integration(config: ProjectConfig, store: Store, asked: IntegrationSe
                   if record.key == inputs.key(record.summary.routing_choice)
                   and measured_alike(record, measured_on, eval_unfinished))
     record, targets = read_or_integrate(config.root, candidates, len(inputs.texts),
-                                        lambda: integrate_inputs(config, store, inputs))
+                                        lambda: integration_made(store, inputs))
     return record, inputs, targets
 
 

@@ -14,7 +14,13 @@ from kiwb.kinds.token.summary import eval_inputs, save_clusters, token_summary
 from kiwb.project.config import ProjectConfig
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
-from kiwb.workers.integration_targets import measured_alike, read_or_integrate, save_targets
+from kiwb.workers.integration_targets import (
+    MadeIntegration,
+    made,
+    measured_alike,
+    read_or_integrate,
+    record_made,
+)
 from kiwb.workers.score_tasks import ScoreTask
 
 
@@ -24,25 +30,20 @@ def run_token_integration(config: ProjectConfig, store: Store, settings: Integra
     by_role = {role: [t for t in tasks if t.dataset == role] for role in ("unlabeled", "eval")}
     data = token_data(config, store, by_role["unlabeled"])
     evaluation = token_data(config, store, by_role["eval"]) if by_role["eval"] else None
-    return integrate_token(config, store, settings, data, evaluation)
+    return record_made(config.root, store, token_made(store, settings, data, evaluation))
 
 
-def integrate_token(config: ProjectConfig, store: Store, settings: IntegrationSettings,
-                    data: TokenData, evaluation: TokenData | None) -> IntegrationRecord:
-    """Integrate loaded word scores and record it (a tagged pool without an eval set is
-    measured on its own tags)."""
+def token_made(store: Store, settings: IntegrationSettings, data: TokenData,
+               evaluation: TokenData | None) -> MadeIntegration:
+    """Integrate loaded word scores (a tagged pool without an eval set is measured on its own
+    tags): the record, the word targets and the conflict clusters to list."""
     pool = integrate_token_pool(settings, store, data)
     if evaluation is None and data.gold is not None:  # a tagged pool: measured on its own tags
         evaluation = data
-    summary = token_summary(data, pool, settings, evaluation)
     key = integration_key(data, settings, pool.fingerprint)
-    # the targets first: a record is only ever read with its targets beside it
-    save_targets(config.root, key, {"targets": pool.result.targets,
-                                    "weights": pool.result.weights})
-    store.record_integration(key, dataset="unlabeled", settings=settings.to_dict(),
-                             summary=summary.to_dict())
-    save_clusters(store, key, data, pool, evaluation)
-    return IntegrationRecord.from_dict(store.integration(key))
+    return made(key, settings, token_summary(data, pool, settings, evaluation),
+                {"targets": pool.result.targets, "weights": pool.result.weights},
+                lambda store: save_clusters(store, key, data, pool, evaluation))
 
 
 def stored_token_integration(config: ProjectConfig, store: Store, settings: IntegrationSettings,
@@ -50,7 +51,7 @@ def stored_token_integration(config: ProjectConfig, store: Store, settings: Inte
                              eval_unfinished: bool, given_labels: str | None):
     """The integration `kiwb integrate` recorded for these word scores, settings and given
     labels (`given_labels`: kiwb.kinds.token.stored_pool.given_labels_fingerprint), with its
-    word targets (made and recorded now where there is none). `evaluation`: the eval set's
+    word targets (worked out the same way where there is none). `evaluation`: the eval set's
     scores, None without one or while it is not scored (`eval_unfinished`)."""
     key = integration_key(data, settings, given_labels)
     measured = evaluation if evaluation is not None else data if data.gold is not None else None
@@ -59,4 +60,4 @@ def stored_token_integration(config: ProjectConfig, store: Store, settings: Inte
     candidates = [record for record in candidates if measured_alike(
         record, eval_inputs(measured) if measured is not None else None, eval_unfinished)]
     return read_or_integrate(config.root, candidates, int(data.scores.offsets[-1]),
-                             lambda: integrate_token(config, store, settings, data, evaluation))
+                             lambda: token_made(store, settings, data, evaluation))
