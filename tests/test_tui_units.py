@@ -18,6 +18,7 @@ from tui_support import (
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.project.config import load_config
 from kiwb.project.records import (
+    BestCheckpoint,
     RoutingAccuracy,
     RoutingDetails,
     ScoreShard,
@@ -191,6 +192,18 @@ def test_run_history_follows_resume_and_restart():
     run.add(_eval(20, 0.5))
     run.add(TrainDone(step=30, best=None))
     assert run.state == "done" and run.best_eval.accuracy == 0.5
+
+
+def test_a_finished_runs_best_is_the_checkpoint_its_trainer_kept():
+    """The workbench shows the evaluation of the checkpoint train.done names (the trainer's
+    BestCheckpoint), not one it works out again; while running, the best so far."""
+    run = RunHistory("r")
+    run.add(TrainStart(step=0, total_steps=30, method="muki-hard"))
+    for step, accuracy in ((10, 0.5), (20, 0.75), (30, 0.75)):
+        run.add(_eval(step, accuracy))
+    assert run.best_eval.step == 20  # the first of the highest, as the trainer picks
+    run.add(TrainDone(step=30, best=BestCheckpoint(step=10, accuracy=0.5)))
+    assert run.best_eval.step == 10
     run.add(TrainStart(step=0, total_steps=30, method="muki-hard"))    # started afresh
     assert run.steps == [] and run.latest_eval is None
 

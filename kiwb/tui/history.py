@@ -12,6 +12,7 @@ from typing import Any
 from kiwb.core.learning_check import LearningCheck
 from kiwb.project.records import (
     TRAIN_EVENTS,
+    BestCheckpoint,
     ClassFunnel,
     ScoreShard,
     TrainCheck,
@@ -98,7 +99,7 @@ class RunHistory:
     losses: list[float] = field(default_factory=list)
     evals: list[TrainEval] = field(default_factory=list)
     checks: list[tuple[int, LearningCheck]] = field(default_factory=list)  # (step, check)
-    final_check: LearningCheck | None = None  # of the checkpoint the finished run keeps
+    kept: BestCheckpoint | None = None  # the checkpoint the finished run keeps (train.done)
     funnel: ClassFunnel | None = None  # where its targets' classes came from
     routing: str | None = None  # the routing its targets were routed by
 
@@ -125,7 +126,7 @@ class RunHistory:
                 self.checks.append((event.step, event.check))
         elif isinstance(event, TrainDone):
             self.state, self.step = "done", event.step
-            self.final_check = event.best.check if event.best is not None else None
+            self.kept = event.best
         elif isinstance(event, TrainStopped):
             self.state, self.step = "stopped", event.step
 
@@ -136,13 +137,13 @@ class RunHistory:
         self.losses = [self.losses[i] for i in keep]
         self.evals = [e for e in self.evals if e.step <= step]
         self.checks = [(at, check) for at, check in self.checks if at <= step]
-        self.final_check = None
+        self.kept = None
 
     @property
     def check(self) -> LearningCheck | None:
         """The learning check of the kept checkpoint once done, else of the latest evaluation."""
-        if self.state == "done" and self.final_check is not None:
-            return self.final_check
+        if self.state == "done" and self.kept is not None and self.kept.check is not None:
+            return self.kept.check
         return self.checks[-1][1] if self.checks else None
 
     @property
@@ -151,6 +152,13 @@ class RunHistory:
 
     @property
     def best_eval(self) -> TrainEval | None:
+        """The evaluation of the checkpoint the run keeps: the finished run's train.done names
+        it (the trainer's BestCheckpoint); a running one's best so far, as the trainer picks
+        (the first of the highest)."""
+        if self.kept is not None:
+            kept = [evaluation for evaluation in self.evals if evaluation.step == self.kept.step]
+            if kept:
+                return kept[-1]
         return max(self.evals, key=lambda e: e.accuracy) if self.evals else None
 
 
