@@ -33,8 +33,8 @@ def save_targets(root: Path, key: str, arrays: dict[str, torch.Tensor]) -> None:
 
 def load_targets(root: Path, key: str) -> dict[str, torch.Tensor] | None:
     """The targets an integration kept, or None where it kept none (it was recorded by a kiwb
-    that kept no targets, or its file was removed or damaged): the caller integrates again,
-    which writes them afresh."""
+    that kept no targets, or its file was removed or damaged): the caller works them out
+    again (read_or_integrate keeps them back beside the record)."""
     path = ProjectPaths(root).integration_file(key)
     if not path.exists():
         return None
@@ -42,7 +42,7 @@ def load_targets(root: Path, key: str) -> dict[str, torch.Tensor] | None:
         with np.load(path, allow_pickle=False) as stored:
             return {name: torch.from_numpy(stored[name]) for name in stored.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as error:
-        console.print(f"{path}: damaged ({type(error).__name__}); integrating again",
+        console.print(f"{path}: damaged ({type(error).__name__}); working the targets out again",
                       highlight=False)
         return None
 
