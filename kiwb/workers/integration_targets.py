@@ -79,6 +79,12 @@ def record_made(root: Path, store: Store, integration: MadeIntegration) -> Integ
     return IntegrationRecord.from_dict(store.integration(key))
 
 
+def recorded(store: Store, key: str) -> list[IntegrationRecord]:
+    """The integration the store records under `key`, as a list of candidates (none, or it)."""
+    found = store.integration(key)
+    return [IntegrationRecord.from_dict(found)] if found is not None else []
+
+
 def read_or_integrate(root: Path, candidates: Iterable[IntegrationRecord], rows: int,
                       integrate: Callable[[], MadeIntegration]
                       ) -> tuple[IntegrationRecord, dict[str, torch.Tensor]]:

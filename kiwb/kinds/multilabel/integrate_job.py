@@ -20,6 +20,7 @@ from kiwb.workers.integration_targets import (
     made,
     read_or_integrate,
     record_made,
+    recorded,
 )
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -54,7 +55,7 @@ def stored_label_integration(config: ProjectConfig, store: Store, settings: Inte
     """The integration `kiwb integrate` recorded for these label scores, settings and given
     labels (`given_labels`: their fingerprint), with its (text, label) targets; worked out the
     same way where there is none (`evaluation`: the eval set's scores, where scored)."""
-    found = store.integration(integration_key(data, settings, given_labels))
-    candidates = [IntegrationRecord.from_dict(found)] if found is not None else []
-    return read_or_integrate(config.root, candidates, len(data.texts),
+    return read_or_integrate(config.root,
+                             recorded(store, integration_key(data, settings, given_labels)),
+                             len(data.texts),
                              lambda: labels_made(store, settings, data, evaluation))

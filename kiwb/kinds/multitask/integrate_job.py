@@ -34,6 +34,7 @@ from kiwb.workers.integration_targets import (
     made,
     read_or_integrate,
     record_made,
+    recorded,
 )
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -215,10 +216,7 @@ def stored_task_integration(config: ProjectConfig, store: Store, settings: Integ
     labels, with every task's targets side by side (worked out the same way where there is
     none); and the loaded inputs: the pool, the eval set and what references measure."""
     data, evaluation, measured = task_inputs(config, store, tasks)
-    found = store.integration(integration_key(data, settings, store))
-    candidates = [IntegrationRecord.from_dict(found)] if found is not None else []
-
     record, targets = read_or_integrate(
-        config.root, candidates, len(data.texts),
+        config.root, recorded(store, integration_key(data, settings, store)), len(data.texts),
         lambda: tasks_made(settings, integrate_loaded(store, settings, data, evaluation, measured)))
     return record, targets, data, measured

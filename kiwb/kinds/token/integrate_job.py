@@ -20,6 +20,7 @@ from kiwb.workers.integration_targets import (
     measured_alike,
     read_or_integrate,
     record_made,
+    recorded,
 )
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -50,14 +51,12 @@ def stored_token_integration(config: ProjectConfig, store: Store, settings: Inte
                              data: TokenData, evaluation: TokenData | None,
                              eval_unfinished: bool, given_labels: str | None):
     """The integration `kiwb integrate` recorded for these word scores, settings and given
-    labels (`given_labels`: kiwb.kinds.token.stored_pool.given_labels_fingerprint), with its
+    labels (`given_labels`: kiwb.workers.integration_targets.given_labels_fingerprint), with its
     word targets (worked out the same way where there is none). `evaluation`: the eval set's
     scores, None without one or while it is not scored (`eval_unfinished`)."""
     key = integration_key(data, settings, given_labels)
     measured = evaluation if evaluation is not None else data if data.gold is not None else None
-    found = store.integration(key)
-    candidates = [IntegrationRecord.from_dict(found)] if found is not None else []
-    candidates = [record for record in candidates if measured_alike(
+    candidates = [record for record in recorded(store, key) if measured_alike(
         record, eval_inputs(measured) if measured is not None else None, eval_unfinished)]
     return read_or_integrate(config.root, candidates, int(data.scores.offsets[-1]),
                              lambda: token_made(store, settings, data, evaluation))
