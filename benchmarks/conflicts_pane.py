@@ -26,7 +26,7 @@ from kiwb.project.instances import InstanceFilter, count, key_of, page, replace_
 from kiwb.project.labels import give_labels
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.queries import label_progress, latest_integration
-from kiwb.project.records import IntegrationSettings, IntegrationSummary
+from kiwb.project.records import IntegrationSettings, IntegrationSummary, teacher_facts
 from kiwb.project.store import Store
 
 KEY = "benchmark"
@@ -48,11 +48,11 @@ def build(root: Path, texts: int, seed: int = 0) -> None:
         replace_instances(store.connection, KEY, rows())
         labels = ["sports", "politics", "music", "cooking"]
         summary = IntegrationSummary(
-            num_texts=texts, teachers=["a", "b"], score_keys={}, labels=labels,
-            overlapping_labels=[], teachers_kind="sequence",
-            wins={"a": texts // 2, "b": texts - texts // 2}, margin_quantiles={},
-            margin_histogram=[0] * 20, conflict_threshold=0.1, conflicts=0,
-            teacher_labels={"a": labels[:2], "b": labels[2:]})
+            num_texts=texts, labels=labels, overlapping_labels=[], teachers_kind="sequence",
+            per_teacher=teacher_facts(["a", "b"], ["score-a", "score-b"],
+                                      [texts // 2, texts - texts // 2],
+                                      labels=[labels[:2], labels[2:]]),
+            margin_quantiles={}, margin_histogram=[0] * 20, conflict_threshold=0.1, conflicts=0)
         store.record_integration(KEY, dataset="unlabeled", settings=IntegrationSettings().to_dict(),
                                  summary=summary.to_dict())
 

@@ -190,7 +190,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
         key = store.jobs.get(job_id).ending["integration"]
     record = recorded_integration(args.project, key)
     if args.json:
-        print(json.dumps({**record.summary.to_dict(), "key": key}, indent=2))
+        print(json.dumps({**record.summary.printed(), "key": key}, indent=2))
     else:
         for table in integration_tables(record):
             stdout.print(table)

@@ -57,14 +57,14 @@ def integration_tables(integration: IntegrationRecord | Mapping[str, Any]) -> li
     if labeled:
         head.add_column(f"calibration error ({labeled} labels)", justify="right", no_wrap=False)
     # a representation routing: where each teacher's class means (or neighbours) came from
-    references = routing is not None and any(t.reference for t in routing.teachers.values())
+    references = any(t.routing is not None and t.routing.reference for t in summary.per_teacher)
     if references:
         head.add_column("reference", no_wrap=False)
     total = max(summary.num_texts, 1)
-    for teacher, wins in summary.wins.items():
-        facts = routing.teachers.get(teacher) if routing is not None else None
+    for teacher in summary.per_teacher:
+        facts = teacher.routing
         split = facts.split if facts is not None else None
-        row = [teacher, f"{wins:,}", _percent(wins / total),
+        row = [teacher.name, f"{teacher.wins:,}", _percent(teacher.wins / total),
                _percent(facts.share if facts is not None else None),
                "–" if split is None else f"{split:.3f}"]
         if labeled:

@@ -76,20 +76,22 @@ def _integrate(store, key="i1", rows=ROWS, settings=None, created_at=1.0, teache
     replace_instances(store.connection, key, [
         (row, margin, routed, target, None, [0.5, 0.5], f"text {row}")
         for row, margin, routed, target in rows])
-    summary = {"num_texts": len(rows), "teachers": ["A", "B"], "score_keys": {},
-               "teachers_kind": "sequence", "labels": LABELS,
-               "overlapping_labels": [], "wins": {"A": 4, "B": 4}, "margin_quantiles": {},
-               "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 5,
-               "teacher_labels": {"A": LABELS[:2], "B": LABELS[2:]}}
-    if not teacher_labels:  # as an integration recorded before kiwb kept them
-        del summary["teacher_labels"]
+    summary = {"num_texts": len(rows), "teachers_kind": "sequence", "labels": LABELS,
+               "per_teacher": [{"name": "A", "wins": 4, "labels": LABELS[:2]},
+                               {"name": "B", "wins": 4, "labels": LABELS[2:]}],
+               "overlapping_labels": [], "margin_quantiles": {},
+               "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 5}
+    if not teacher_labels:  # as an integration recorded before kiwb kept them (version 6)
+        del summary["per_teacher"]
+        summary.update({"teachers": ["A", "B"], "score_keys": {}, "wins": {"A": 4, "B": 4}})
     if gold_labels is not None:  # what an integration with `labels` records of those it read
         summary["gold_labels"] = gold_labels
     settings = IntegrationSettings(**(settings or {})).to_dict()
     store.record_integration(key, dataset="unlabeled", settings=settings, summary=summary)
     store.connection.execute("UPDATE integrations SET created_at = ? WHERE key = ?",
                              (created_at, key))
-    return IntegrationRecord.from_dict(store.integration(key))
+    # (an older record reads once the store has migrated it)
+    return IntegrationRecord.from_dict(store.integration(key)) if teacher_labels else None
 
 
 def _rows(store, filters, key="i1", limit=100, after=None):

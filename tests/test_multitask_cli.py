@@ -114,7 +114,7 @@ def test_each_task_is_integrated_by_its_kind(scored):
     assert topic["teachers"] == ["a", "b"] and tags["teachers"] == ["c"]
     # the shared single-label task is routed as a single-label project is (rank by default)
     assert topic["summary"]["routing"]["name"] == "rank"
-    assert sum(topic["summary"]["wins"].values()) == 160
+    assert sum(each["wins"] for each in topic["summary"]["per_teacher"]) == 160
     assert tags["summary"] is None  # one teacher: its answers, nothing to route
     # the untrained references per task on the eval set: the Ensemble beats either half alone
     assert topic["eval"]["ensemble"] > max(topic["eval"]["teachers"].values())

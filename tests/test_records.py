@@ -99,8 +99,8 @@ def test_renaming_task_kind_touches_a_summarys_own_key_only():
 
 @pytest.mark.parametrize(("record", "data", "message"), [
     (IntegrationSummary, {k: v for k, v in integration_summary([0.5]).to_dict().items()
-                          if k != "wins"},
-     "integration summary has no 'wins' (it has: num_texts, teachers, score_keys, labels, "),
+                          if k != "per_teacher"},
+     "integration summary has no 'per_teacher' (it has: num_texts, labels, "),
     (ScoreJobSummary, {"precision": "float32"}, "score job summary has no 'texts' (it has: precision)"),
     (IntegrationSettings, {"method": "uhc"}, "integration settings has no 'tau' (it has: method)"),
 ])
@@ -111,6 +111,10 @@ def test_a_record_missing_a_required_key_is_refused_in_one_line(record, data, me
 
 
 def test_nested_records_name_what_is_missing():
+    broken = {**integration_summary([0.5]).to_dict()}
+    broken["per_teacher"] = [{"name": "a", "labels": ["x"]}]
+    with pytest.raises(KiwbError, match=r"^teacher facts has no 'wins' \(it has: name, labels\)"):
+        IntegrationSummary.from_dict(broken)
     broken = {**integration_summary([0.5]).to_dict()}
     broken["eval"] = {k: v for k, v in broken["eval"].items() if k != "num_texts"}
     with pytest.raises(KiwbError, match=r"^integration eval summary has no 'num_texts'"):

@@ -206,7 +206,7 @@ def test_seen_texts_fit_the_teachers_class_means(unexposed):
     done = run_kiwb("score", project, cwd=project)
     assert "a · seen (representation)" in done.stdout + done.stderr
     summary = integrated(project, "mahalanobis")
-    teachers = summary["routing"]["teachers"]
+    teachers = {each["name"]: each["routing"] for each in summary["per_teacher"]}
     assert teachers["a"]["reference"] == "seen: 60 of its training texts"
     assert teachers["b"]["reference"].startswith("seeded, then refitted on the")
     assert summary["eval"]["routing_accuracy"]["chosen"] >= 0.95

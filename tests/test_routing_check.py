@@ -149,8 +149,8 @@ def test_a_check_round_trips_and_summaries_without_one_have_none():
     assert RoutingCheck.from_dict(found.to_dict()) == found
     assert RoutingCheck.from_dict(None) is None
     assert check({"a": 500, "b": 500}, {"a": 0.5, "b": 0.5}) == RoutingCheck(OK)
-    older = {"num_texts": 2, "teachers": ["a"], "score_keys": {"a": "k"}, "labels": ["x"],
-             "overlapping_labels": [], "wins": {"a": 2}, "margin_quantiles": {},
+    older = {"num_texts": 2, "per_teacher": [{"name": "a", "score_key": "k", "wins": 2}],
+             "labels": ["x"], "overlapping_labels": [], "margin_quantiles": {},
              "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 0,
              "teachers_kind": "sequence"}
     assert IntegrationSummary.from_dict(older).check is None

@@ -56,14 +56,16 @@ def test_switching_routing_integrates_without_rescoring(labeled_project):
         summary = json.loads(run_kiwb("integrate", labeled_project, "--routing", routing, "--json",
                                       cwd=labeled_project).stdout)
         block = summary["routing"]
-        assert block["name"] == routing and set(block["teachers"]) == {"a", "b"}
-        assert sum(t["won"] for t in block["teachers"].values()) == summary["num_texts"] == 160
+        facts = {each["name"]: each for each in summary["per_teacher"]}
+        assert block["name"] == routing and set(facts) == {"a", "b"}
+        assert all("routing" in each for each in facts.values())  # what it estimated of each
+        assert sum(each["wins"] for each in facts.values()) == summary["num_texts"] == 160
         assert "routing" not in summary["eval"]["routing_accuracy"]  # named once, above
         # routings that read labels count them and say how calibrated each teacher is on its
         # own labeled texts
         reads = routing in LABEL_READING_ROUTINGS
         assert block["labeled_texts"] == (LABELED if reads else 0)
-        assert ("calibration_error" in block["teachers"]["a"]) == reads
+        assert ("calibration_error" in facts["a"]["routing"]) == reads
         found[routing] = summary["key"]
     assert len(set(found.values())) == len(ROUTINGS)  # each routing is its own integration
     assert score_jobs(labeled_project) == before  # no scoring job was recorded

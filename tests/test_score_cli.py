@@ -77,6 +77,17 @@ def test_init_score_integrate(project):
     summary = json.loads(run_kiwb("integrate", project, "--json", cwd=project.parent).stdout)
     assert summary["labels"] == ["sports", "politics", "music", "cooking"]
     assert sum(summary["wins"].values()) == summary["num_texts"] == 48
+    # each teacher's facts in one record, the score set it read among them; the per-teacher
+    # mappings scripts read before are printed beside it, made from it
+    facts = summary["per_teacher"]
+    assert {each["name"]: each["score_key"] for each in facts} == {
+        found["teacher"]: found["key"] for found in sets if found["dataset"] == "unlabeled"}
+    assert summary["teachers"] == [each["name"] for each in facts]
+    for view, fact in (("score_keys", "score_key"), ("wins", "wins"), ("teacher_labels", "labels"),
+                       ("teacher_dropout", "dropout")):
+        assert summary[view] == {each["name"]: each[fact] for each in facts}, view
+    assert summary["routing"]["teachers"] == {
+        each["name"]: {"won": each["wins"], **each["routing"]} for each in facts}
     assert 0 <= summary["conflicts"] <= 48
     routing = summary["eval"]["routing_accuracy"]
     assert set(routing) == {"mc_dropout", "plain_confidence", "chosen"}  # named once, below
@@ -128,8 +139,8 @@ def _every_reader_takes_what_the_jobs_recorded(project, key):
     for table in integration_tables(record):
         console.print(table)
     assert "texts won" in console.export_text()
-    for teacher, entry in summary.routing.teachers.items():
-        assert split_line(teacher, entry, summary.num_texts).startswith(f"{teacher}: won {entry.won}")
+    for facts in summary.per_teacher:
+        assert split_line(facts, summary.num_texts).startswith(f"{facts.name}: won {facts.wins}")
     assert f"routing accuracy: {summary.routed_by} " in accuracy_line(
         summary.eval.routing_accuracy, summary.routed_by)
     assert set(baseline_rows(summary)) == {":ensemble", ":teacher:a", ":teacher:b"}

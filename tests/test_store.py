@@ -23,6 +23,7 @@ from kiwb.project.instances import count, page, replace_instances
 from kiwb.project.jobs import HEARTBEAT_STALE_S, JobConflict, derive_status
 from kiwb.project.labels import text_hash
 from kiwb.project.processes import pid_alive, process_running, process_start, with_this_kiwb
+from kiwb.project.records import LEGACY_VIEWS, IntegrationSummary
 from kiwb.project.schema import MIGRATIONS, SCHEMA_VERSION, stored_version
 from kiwb.project.store import Store
 
@@ -102,7 +103,7 @@ def test_a_v1_store_is_migrated_in_place(tmp_path):
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 9
+        assert store.schema_version == SCHEMA_VERSION == 10
         assert store.done_shards("k1") == {0}  # v1 data kept
         assert store.claim_shard("k1", 1, owner="o2")  # v3's process start time is written
         # v7 names the kind its meta named only for kinds other than sequence
@@ -147,12 +148,13 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
             db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
                        "VALUES (NULL, 'r', 2.0, 'train.eval', ?)", (json.dumps(data),))
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 9
+        assert store.schema_version == SCHEMA_VERSION == 10
         summary = store.integration("i")["summary"]
-        assert summary == {"teachers_kind": "token", "num_texts": 3, "teachers": [],
+        assert summary == {"teachers_kind": "token", "num_texts": 3,
                            # v7: no use_mc in the routing details, which repeated the settings'
-                           "routing": {"name": "rank", "labeled_texts": 0, "teachers": {}},
-                           "score_keys": {},  # (v7: no wins, so no teachers to look up)
+                           # (v10: what it found per teacher is in per_teacher)
+                           "routing": {"name": "rank", "labeled_texts": 0},
+                           "per_teacher": [],  # (v7: no wins, so no teachers to look up)
                            "routing_accuracy": {"mc_dropout": 0.9, "plain_confidence": 0.7},
                            "eval": {"routing_accuracy": {"mc_dropout": 0.8,
                                                          "plain_confidence": 0.6}}}
@@ -196,16 +198,62 @@ def test_a_v8_store_names_each_routing_once(tmp_path):
                        "VALUES (NULL, ?, 2.0, ?, ?)", (run, kind, json.dumps(data)))
     unnamed = {"mc_dropout": 0.9, "plain_confidence": 0.7, "chosen": 0.95}
     with Store(path) as store:
-        assert store.schema_version == SCHEMA_VERSION == 9
+        assert store.schema_version == SCHEMA_VERSION == 10
         found = store.integration("i")["summary"]
         assert found["routing"] == {"name": "rank"}
         assert found["routing_accuracy"] == found["eval"]["routing_accuracy"] == unnamed
         assert found["details"]["tasks"]["t"]["summary"] == {
-            "routing_accuracy": unnamed, "eval": {"routing_accuracy": unnamed}}
+            "routing_accuracy": unnamed, "eval": {"routing_accuracy": unnamed},
+            "per_teacher": []}  # (v10: it named no teachers)
         stored = [(e["run"], e["kind"], e["data"]) for e in store.events_after(0)]
     assert [(run, data.get("routing")) for run, kind, data in stored if kind == "train.start"] == [
         ("a", "rank"), ("b", None), ("a", "stacked")]
     assert all("routing" not in data.get("routing_accuracy", {}) for _, _, data in stored)
+
+
+HISTOGRAMS = {"histogram_here": [1, 0], "histogram_elsewhere": [0, 1]}
+
+
+def test_a_v9_store_keeps_each_teachers_facts_in_one_record(tmp_path):
+    """Version 10: an integration's per-teacher mappings (teachers, score_keys, wins,
+    teacher_labels, teacher_accuracy, teacher_dropout, the routing details' teachers) become one
+    record per teacher, in the teachers' order, a multi-task integration's tasks' too; what
+    they read back is unchanged."""
+    path = tmp_path / "store.sqlite"
+    older = {"num_texts": 10, "teachers": ["b", "a"], "score_keys": {"b": "kb", "a": "ka"},
+             "wins": {"a": 4, "b": 6}, "teacher_labels": {"b": ["x"], "a": ["y", "z"]},
+             "teacher_accuracy": {"a": 0.5, "b": 0.75},
+             "teacher_dropout": {"a": {"acts": True}},  # b's score set was scored before checks
+             "routing": {"name": "rank", "labeled_texts": 0,
+                         "teachers": {"a": {"won": 4, "share": 0.4, "split": 0.5, **HISTOGRAMS},
+                                      "b": {"won": 6, "share": None, "split": None,
+                                            **HISTOGRAMS}}},
+             "labels": ["x", "y", "z"], "overlapping_labels": [], "margin_quantiles": {},
+             "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 1,
+             "teachers_kind": "multi-task",
+             "details": {"tasks": {"t": {"summary": {"teachers": ["a"], "wins": {"a": 3}}}}}}
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_DDL)
+        for _, step in MIGRATIONS[1:9]:
+            step(db)
+        db.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
+        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
+                   (json.dumps(older),))
+    with Store(path) as store:
+        assert store.schema_version == SCHEMA_VERSION == 10
+        found = store.integration("i")["summary"]
+    assert found["per_teacher"] == [  # the routing's estimates less `won`, which repeated wins
+        {"name": "b", "wins": 6, "score_key": "kb", "labels": ["x"], "accuracy": 0.75,
+         "routing": {"share": None, "split": None, **HISTOGRAMS}},
+        {"name": "a", "wins": 4, "score_key": "ka", "labels": ["y", "z"], "accuracy": 0.5,
+         "dropout": {"acts": True}, "routing": {"share": 0.4, "split": 0.5, **HISTOGRAMS}}]
+    assert found["routing"] == {"name": "rank", "labeled_texts": 0}
+    assert found["details"]["tasks"]["t"]["summary"] == {"per_teacher": [{"name": "a", "wins": 3}]}
+    summary = IntegrationSummary.from_dict(found)
+    assert not set(LEGACY_VIEWS) & set(found)  # each fact is kept once
+    for view in LEGACY_VIEWS:  # and reads back as it was stored before
+        assert getattr(summary, view) == older[view], view
+    assert summary.printed()["routing"] == older["routing"]
 
 
 def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,7 @@ from tui_support import (
     integration_summary,
     record_integration,
     record_notifications,
-    routing_block,
+    routed,
     run_async,
     synthetic_project,
     text_of,
@@ -602,10 +601,9 @@ async def test_uncertainty_pane_says_whose_mc_passes_were_not_their_own(tmp_path
 @run_async
 async def test_uncertainty_pane_shows_each_teachers_calibration_under_stacked_routing(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
-    summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6), routing=routing_block(
-        "stacked",
-        a={"calibration_error": 0.08, "labeled_own": 30},
-        b={"share": None, "calibration_error": 0.21, "labeled_own": 12}))
+    summary = routed(integration_summary([0.1] * 4 + [0.5] * 6), "stacked",
+                     a={"calibration_error": 0.08, "labeled_own": 30},
+                     b={"share": None, "calibration_error": 0.21, "labeled_own": 12})
     with Store(ProjectPaths(project).store) as store:
         record_integration(store, "stacked", summary)
     app = workbench(project)
@@ -623,11 +621,11 @@ async def test_uncertainty_pane_shows_each_teachers_calibration_under_stacked_ro
 @run_async
 async def test_uncertainty_pane_shows_a_representation_routings_own_score(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
-    block = routing_block("mahalanobis", a={"share": None, "reference": "seen: 60 of its training texts"},
-                          b={"share": None, "reference": "seeded, then refitted on the 5 pool texts "
-                                                        "routed to it"})
-    summary = dataclasses.replace(integration_summary([0.1] * 4 + [0.5] * 6),
-                                  routing=dataclasses.replace(block, score="Mahalanobis quantile"))
+    summary = routed(integration_summary([0.1] * 4 + [0.5] * 6), "mahalanobis",
+                     score="Mahalanobis quantile",
+                     a={"share": None, "reference": "seen: 60 of its training texts"},
+                     b={"share": None, "reference": "seeded, then refitted on the 5 pool texts "
+                                                    "routed to it"})
     with Store(ProjectPaths(project).store) as store:
         record_integration(store, "mahalanobis", summary)
     app = workbench(project)

@@ -22,11 +22,13 @@ from kiwb.project.records import (
     RoutingAccuracy,
     RoutingDetails,
     ScoreShard,
+    TeacherFacts,
     TeacherRouting,
     TrainDone,
     TrainEval,
     TrainStart,
     TrainStep,
+    teacher_facts,
 )
 from kiwb.tui import config_edit, plots, themes
 from kiwb.tui.history import RunHistory, Runs, ScoreHistograms
@@ -97,8 +99,9 @@ def test_mirrored_histogram_marks_a_split_above_and_below_the_axis():
      "A: won 812 (48%) · split 0.55 · seeded, then refitted on the 812 pool texts routed to it"),
 ])
 def test_split_line_says_what_the_routing_gave_a_teacher(entry, expected):
-    entry = TeacherRouting.from_dict({"histogram_here": [], "histogram_elsewhere": [], **entry})
-    assert split_line("A", entry, 1700) == expected
+    routing = TeacherRouting.from_dict({"histogram_here": [], "histogram_elsewhere": [],
+                                        **{k: v for k, v in entry.items() if k != "won"}})
+    assert split_line(TeacherFacts(name="A", wins=entry["won"], routing=routing), 1700) == expected
 
 
 @pytest.mark.parametrize(("routing", "name", "line", "cell"), [
@@ -117,9 +120,10 @@ def test_routing_accuracy_names_the_chosen_routing_when_recorded(routing, name, 
 
 def test_integration_note_names_the_routing_and_the_texts_each_teacher_won():
     summary = dataclasses.replace(
-        integration_summary([0.5] * 1700), wins={"a": 270, "b": 1430}, conflicts=12,
+        integration_summary([0.5] * 1700), conflicts=12,
+        per_teacher=teacher_facts(["a", "b"], ["ka", "kb"], [270, 1430]),
         conflict_threshold=0.1, routing=RoutingDetails(name="mixture",
-                                                       labeled_texts=0, teachers={}))
+                                                       labeled_texts=0))
     assert integration_note(summary) == (
         "integrated 1,700 texts with mixture routing (a won 270, b won 1,430): 12 conflicts "
         "under margin 0.1; see Uncertainty (4) and Conflicts (6)")

@@ -21,6 +21,7 @@ from kiwb.project.records import (
     TrainEval,
     TrainStart,
     TrainStep,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 
@@ -86,10 +87,10 @@ PAIRS = [(0, 4, (0.82, 0.21)), (1, 6, (0.35, 0.88)), (2, 5, (0.9, 0.48)), (3, 7,
 def _integration(store: Store) -> None:
     margins = [1 - abs(a - b) for _, _, (a, b) in PAIRS]
     summary = IntegrationSummary(
-        num_texts=len(TEXTS), teachers=["general", "domain"],
-        score_keys={"general": "score-general", "domain": "score-domain"},
+        num_texts=len(TEXTS),
+        per_teacher=teacher_facts(["general", "domain"], ["score-general", "score-domain"],
+                                  [6, 4]),
         labels=["similar", "not similar"], overlapping_labels=[],
-        wins={"general": 6, "domain": 4},
         margin_quantiles={"0.0": min(margins), "0.5": sorted(margins)[2], "1.0": max(margins)},
         margin_histogram=[0] * 6 + [0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0],
         conflict_threshold=1.0, conflicts=len(PAIRS), teachers_kind="embedding",

@@ -36,6 +36,7 @@ from kiwb.project.records import (
     TrainEval,
     TrainStart,
     TrainStep,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 from kiwb.tui.screens.forms import FormScreen
@@ -146,32 +147,39 @@ ROUTING = "mixture"
 SCORE_KEYS = {"a": "score-a", "b": "score-b"}  # the score sets write_scores records
 
 
-def routing_block(name: str = ROUTING, **extra: dict) -> RoutingDetails:
-    """The summary's routing details: teacher a sharp (its texts high, the others low), b
-    vaguer; `extra` replaces entries per teacher (calibration, with a labeled set)."""
-    teachers = {
-        "a": TeacherRouting(won=5, share=0.5, split=0.62,
-                            histogram_here=[0] * 13 + [1, 1, 0, 1, 1, 0, 1],
-                            histogram_elsewhere=[1, 2, 1, 1] + [0] * 16),
-        "b": TeacherRouting(won=5, share=0.45, split=0.41,
-                            histogram_here=[0] * 7 + [1, 0, 1, 1, 0, 1, 0, 1] + [0] * 5,
-                            histogram_elsewhere=[0] * 3 + [1, 1, 0, 1, 1, 0, 1] + [0] * 10),
-    }
+# What the routing estimated of each teacher: a sharp (its texts high, the others low), b vaguer
+TEACHER_ROUTING = {
+    "a": TeacherRouting(share=0.5, split=0.62, histogram_here=[0] * 13 + [1, 1, 0, 1, 1, 0, 1],
+                        histogram_elsewhere=[1, 2, 1, 1] + [0] * 16),
+    "b": TeacherRouting(share=0.45, split=0.41,
+                        histogram_here=[0] * 7 + [1, 0, 1, 1, 0, 1, 0, 1] + [0] * 5,
+                        histogram_elsewhere=[0] * 3 + [1, 1, 0, 1, 1, 0, 1] + [0] * 10),
+}
+
+
+def routed(summary: IntegrationSummary, name: str = ROUTING, *, score: str | None = None,
+           **extra: dict) -> IntegrationSummary:
+    """`summary` routed by `name`, with TEACHER_ROUTING as each teacher's routing estimates;
+    `extra` replaces entries per teacher (calibration, with a labeled set)."""
+    teachers = dict(TEACHER_ROUTING)
     for teacher, entries in extra.items():
         teachers[teacher] = dataclasses.replace(teachers[teacher], **entries)
-    return RoutingDetails(name=name, labeled_texts=0, teachers=teachers)
+    return dataclasses.replace(
+        summary, routing=RoutingDetails(name=name, labeled_texts=0, score=score),
+        per_teacher=[dataclasses.replace(facts, routing=teachers.get(facts.name))
+                     for facts in summary.per_teacher])
 
 
 def integration_summary(margins) -> IntegrationSummary:
     """An integration summary of these margins, built from the type the integration writes."""
     return IntegrationSummary(
-        num_texts=len(margins), teachers=["a", "b"], score_keys=SCORE_KEYS, labels=UNION,
-        overlapping_labels=[], wins={"a": 5, "b": 5},
+        num_texts=len(margins), labels=UNION, overlapping_labels=[],
+        per_teacher=teacher_facts(["a", "b"], [SCORE_KEYS["a"], SCORE_KEYS["b"]], [5, 5],
+                                  labels=[LABELS_A, LABELS_B], routing=TEACHER_ROUTING),
         margin_quantiles={"0.0": 0.01, "0.5": float(np.median(margins)), "1.0": 0.9},
         margin_histogram=_histogram(margins), conflict_threshold=0.3,
         conflicts=int((np.asarray(margins) < 0.3).sum()),
-        routing=routing_block(), teacher_labels={"a": list(LABELS_A), "b": list(LABELS_B)},
-        teachers_kind="sequence",
+        routing=RoutingDetails(name=ROUTING, labeled_texts=0), teachers_kind="sequence",
         routing_accuracy=RoutingAccuracy(mc_dropout=0.9, plain_confidence=0.7, chosen=0.95),
         eval=EvalSummary(
             num_texts=10,
@@ -480,18 +488,18 @@ def _many_integration(store: Store, arrays) -> None:
     names = list(MANY_TEACHERS)
     wins = {name: routed.count(index) for index, name in enumerate(names)}
     teachers = {name: TeacherRouting(
-        won=wins[name], share=round(wins[name] / len(routed), 2), split=0.3 + 0.08 * index,
+        share=round(wins[name] / len(routed), 2), split=0.3 + 0.08 * index,
         histogram_here=[0] * (10 + index) + [1, 2, 1] + [0] * (7 - index),
         histogram_elsewhere=[1, 2, 2, 1] + [0] * 16) for index, name in enumerate(names)}
     summary = IntegrationSummary(
-        num_texts=len(MANY_TEXTS), teachers=names,
-        score_keys={name: f"score-{name}" for name in names}, labels=list(MANY_LABELS),
-        overlapping_labels=[], wins=wins,
+        num_texts=len(MANY_TEXTS), labels=list(MANY_LABELS), overlapping_labels=[],
+        per_teacher=teacher_facts(names, [f"score-{name}" for name in names],
+                                  [wins[name] for name in names],
+                                  labels=list(MANY_TEACHERS.values()), routing=teachers),
         margin_quantiles={"0.0": 0.0, "0.5": float(np.median(margins)), "1.0": max(margins)},
         margin_histogram=_histogram(margins), conflict_threshold=0.1,
         conflicts=int((np.asarray(margins) < 0.1).sum()),
-        routing=RoutingDetails(name="rank", labeled_texts=0, teachers=teachers),
-        teacher_labels={name: list(labels) for name, labels in MANY_TEACHERS.items()},
+        routing=RoutingDetails(name="rank", labeled_texts=0),
         teachers_kind="sequence",
         routing_accuracy=RoutingAccuracy(mc_dropout=0.7, plain_confidence=0.55, chosen=0.75),
         eval=EvalSummary(

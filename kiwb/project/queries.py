@@ -22,7 +22,7 @@ from kiwb.project.instances import Instance, InstanceFilter, count, labeled_in, 
 from kiwb.project.jobs import JobState
 from kiwb.project.labels import label_count, labels_by_hash, labels_fingerprint
 from kiwb.project.paths import ProjectPaths
-from kiwb.project.records import IntegrationRecord, IntegrationSummary
+from kiwb.project.records import IntegrationRecord
 from kiwb.project.run_folder import list_checkpoints, read_best
 from kiwb.project.shard_files import problem_with, read_bytes
 from kiwb.project.store import Store
@@ -190,11 +190,10 @@ def label_progress(store: Store, integration: IntegrationRecord) -> LabelProgres
 
 def _agreement(store: Store, integration: IntegrationRecord,
                decided: list[tuple]) -> tuple[int, int]:
-    teachers = integration.summary.teachers
-    own = integration.summary.teacher_labels or {}
+    per_teacher = integration.summary.per_teacher
     judged = [(routed, label) for _hash, routed, label in decided if label is not None]
     agree = sum(1 for routed, label in judged
-                if routed < len(teachers) and label in own.get(teachers[routed], ()))
+                if routed < len(per_teacher) and label in (per_teacher[routed].labels or ()))
     return agree, len(judged)
 
 
@@ -231,10 +230,9 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
     import numpy as np
 
     paths = ProjectPaths(Path(root))
-    summary = integration.summary
     views = []
-    for teacher in summary.teachers:
-        record = _score_set_of(store, summary, teacher)
+    for facts in integration.summary.per_teacher:
+        record = _score_set_of(store, facts.score_key)
         if record is None:
             continue
         meta = json.loads(record["meta_json"])
@@ -249,7 +247,7 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
             index = row - int(arrays["rows"][0])
             mi = arrays["mutual_information"][index] if "mutual_information" in arrays else None
             views.append(TeacherView(
-                teacher=teacher, labels=list(meta["labels"]),
+                teacher=facts.name, labels=list(meta["labels"]),
                 mc_probs=[float(p) for p in arrays["mc_probs"][index]],
                 det_probs=[float(p) for p in arrays["det_probs"][index]],
                 mc_confidence=float(arrays["mc_confidence"][index]),
@@ -258,9 +256,8 @@ def teacher_views(root: Path, store: Store, integration: IntegrationRecord,
     return views
 
 
-def _score_set_of(store: Store, summary: IntegrationSummary, teacher: str) -> sqlite3.Row | None:
-    """The score set of `teacher` that an integration read, as its summary records it."""
-    key = summary.score_keys.get(teacher)
+def _score_set_of(store: Store, key: str | None) -> sqlite3.Row | None:
+    """The score set a teacher's facts say the integration read (None: not recorded)."""
     return None if key is None else store.connection.execute(
         "SELECT key, meta_json FROM score_sets WHERE key = ?", (key,)).fetchone()
 

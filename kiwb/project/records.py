@@ -12,7 +12,7 @@ Pure Python: no torch, no textual.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -51,7 +51,8 @@ def optional(record: type | None = None, *, each: type | None = None) -> Any:
 
 
 def nested(record: type | None = None, *, each: type | None = None) -> Any:
-    """A required key holding a record, or (`each`) a mapping of names to records."""
+    """A required key holding a record, or (`each`) a mapping of names to records or a list of
+    records."""
     return field(metadata={_RECORD: record, _EACH: each})
 
 
@@ -104,8 +105,11 @@ def _load(spec: dataclasses.Field, value: Any) -> Any:
         return None
     if spec.metadata.get(_RECORD) is not None:
         return spec.metadata[_RECORD].from_dict(value)
-    if spec.metadata.get(_EACH) is not None:
-        return {name: spec.metadata[_EACH].from_dict(item) for name, item in value.items()}
+    if spec.metadata.get(_EACH) is not None:  # names -> records, or a list of records
+        each = spec.metadata[_EACH]
+        if isinstance(value, list):
+            return [each.from_dict(item) for item in value]
+        return {name: each.from_dict(item) for name, item in value.items()}
     return value
 
 
@@ -198,11 +202,11 @@ class RoutingAccuracy(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class TeacherRouting(Record):
-    """What the routing estimated of one teacher over the pool."""
+    """What the routing estimated of one teacher over the pool (the units it won are its
+    TeacherFacts.wins)."""
 
     what: ClassVar[str] = "teacher routing details"
 
-    won: int
     share: float | None
     split: float | None
     histogram_here: list[int]
@@ -216,16 +220,16 @@ class TeacherRouting(Record):
 
 @dataclass(frozen=True, kw_only=True)
 class RoutingDetails(Record):
-    """The routing an integration used and what it found per teacher. It names the routing it
-    describes, as resolved: not always the settings' (each task of a multi-task integration
-    resolves its own kind's, rank for one task and confidence for another)."""
+    """The routing an integration used (what it found of each teacher is that teacher's
+    TeacherFacts.routing). It names the routing it describes, as resolved: not always the
+    settings' (each task of a multi-task integration resolves its own kind's, rank for one task
+    and confidence for another)."""
 
     what: ClassVar[str] = "routing details"
 
     # (whether it read the MC passes or the plain one is the settings' use_mc)
     name: str
     labeled_texts: int
-    teachers: dict[str, TeacherRouting] = nested(each=TeacherRouting)
     # what the per-teacher histograms count: the confidence (None), or the
     # routing's own score where it reads something else (a representation routing's quantile)
     score: str | None = optional()
@@ -390,37 +394,55 @@ def losing_step(*recalls: float | None, drop: float = 0.5) -> str | None:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TeacherFacts(Record):
+    """What one integration found of one teacher, in one place: the score set it read, the
+    units it won, its own labels, its accuracy alone on a labeled pool and its MC dropout."""
+
+    what: ClassVar[str] = "teacher facts"
+
+    name: str
+    wins: int  # the units (texts, clusters, pairs) the routing gave it
+    labels: list[str] | None = optional()  # its own labels (a multi-task teacher's "task/label")
+    accuracy: float | None = optional()  # alone, on a labeled pool's texts
+    # the score set its answers were read from (None: a store from before kiwb recorded it)
+    score_key: str | None = optional()
+    # what its score set recorded of its MC dropout ({"acts": bool, "rate": a rate kiwb set},
+    # kiwb.project.dropout_rates.score_set_dropout); None for a set scored before kiwb checked
+    dropout: dict | None = optional()
+    # what the routing estimated of it (None where the integration routes nothing itself: a
+    # sentence encoder's, a multi-task integration's, whose tasks each record their own)
+    routing: TeacherRouting | None = optional(record=TeacherRouting)
+
+
+@dataclass(frozen=True, kw_only=True)
 class IntegrationSummary(Record):
-    """What one integration found: wins per teacher, margins, conflicts, the routing's
-    diagnostics and the score sets it read (`score_keys`: teacher -> score-set key)."""
+    """What one integration found: per teacher its facts (`per_teacher`, in the teachers'
+    order), margins, conflicts and the routing's diagnostics.
+
+    `teachers`, `wins`, `score_keys`, `teacher_labels`, `teacher_accuracy` and
+    `teacher_dropout` are views of `per_teacher` (a name -> value mapping each), kept for the
+    readers that want one fact of every teacher; `kiwb integrate --json` prints them too
+    (LEGACY_VIEWS)."""
 
     what: ClassVar[str] = "integration summary"
 
     num_texts: int
-    teachers: list[str]
-    score_keys: dict[str, str]  # the score set each teacher's answers were read from
+    per_teacher: list[TeacherFacts] = nested(each=TeacherFacts)
     labels: list[str]
     overlapping_labels: list[str]
-    wins: dict[str, int]
     margin_quantiles: dict[str, float]  # "0.5" -> the median margin
     margin_histogram: list[int]
     conflict_threshold: float
     conflicts: int
     routing: RoutingDetails | None = optional(record=RoutingDetails)
     routing_accuracy: RoutingAccuracy | None = optional(record=RoutingAccuracy)  # labeled pools
-    teacher_accuracy: dict[str, float] | None = optional()
     ensemble_accuracy: float | None = optional()
     eval: EvalSummary | None = optional(record=EvalSummary)
-    teacher_labels: dict[str, list[str]] | None = optional()  # each teacher's own labels
     gold_labels: GoldLabelUse | None = optional(record=GoldLabelUse)  # with settings.labels
     check: RoutingCheck | None = optional(record=RoutingCheck)  # kiwb.core.routing_check's verdict
     funnel: ClassFunnel | None = optional(record=ClassFunnel)  # where each class goes
     # routing = "auto": the routing chosen for this project, and the table it was chosen from
     routing_choice: RoutingChoice | None = optional(record=RoutingChoice)
-    # teacher -> what the score set it read recorded of its MC dropout ({"acts": bool, "rate":
-    # a rate kiwb set}, kiwb.project.dropout_rates.score_set_dropout); a teacher scored before
-    # kiwb checked is left out, and an integration none of whose teachers was checked has none
-    teacher_dropout: dict[str, dict] | None = optional()
     # The kind of teachers integrated (kiwb.kinds). A token integration's units are conflict clusters (num_texts, wins, margins and
     # conflicts count clusters), its labels the entity types and O, its eval figures entity F1
     # in the accuracy fields, and `token` holds what only it has.
@@ -435,6 +457,68 @@ class IntegrationSummary(Record):
         """The routing used, as the integration resolved it (what its routing accuracies'
         `chosen` measures; None for kinds that route nothing)."""
         return self.routing.name if self.routing is not None else None
+
+    @property
+    def teachers(self) -> list[str]:
+        return [facts.name for facts in self.per_teacher]
+
+    @property
+    def score_keys(self) -> dict[str, str]:
+        return self._each("score_key") or {}
+
+    @property
+    def wins(self) -> dict[str, int]:
+        return {facts.name: facts.wins for facts in self.per_teacher}
+
+    @property
+    def teacher_labels(self) -> dict[str, list[str]] | None:
+        return self._each("labels")
+
+    @property
+    def teacher_accuracy(self) -> dict[str, float] | None:
+        return self._each("accuracy")
+
+    @property
+    def teacher_dropout(self) -> dict[str, dict] | None:
+        """teacher -> its MC dropout facts, for the teachers whose score set recorded them;
+        None when none did."""
+        return self._each("dropout")
+
+    def _each(self, fact: str) -> dict | None:
+        found = {facts.name: getattr(facts, fact) for facts in self.per_teacher
+                 if getattr(facts, fact) is not None}
+        return found or None
+
+    def printed(self) -> dict[str, Any]:
+        """The JSON `kiwb integrate --json` prints: the record, with LEGACY_VIEWS beside it (and
+        the routing's per-teacher details where they were, each with the units it won)."""
+        views = {name: value for name in LEGACY_VIEWS if (value := getattr(self, name)) is not None}
+        found = {**self.to_dict(), **views}
+        if self.routing is not None:
+            found["routing"] = {**found["routing"], "teachers": {
+                facts.name: {"won": facts.wins, **facts.routing.to_dict()}
+                for facts in self.per_teacher if facts.routing is not None}}
+        return found
+
+
+# The per-teacher mappings an integration summary held before version 10 folded them into
+# `per_teacher` (and the routing details' `teachers`): `kiwb integrate --json` still prints
+# them, for scripts that read them (kiwb reads per_teacher). Deprecated: to go in kiwb 0.3.
+LEGACY_VIEWS = ("teachers", "score_keys", "wins", "teacher_labels", "teacher_accuracy",
+                "teacher_dropout")
+
+
+def teacher_facts(teachers: Sequence[str], score_keys: Sequence[str], wins: Sequence[int], *,
+                  labels: Sequence[Sequence[str]] | None = None,
+                  accuracy: Mapping[str, float] | None = None,
+                  routing: Mapping[str, TeacherRouting] | None = None) -> list[TeacherFacts]:
+    """Each teacher's facts from what an integration works out teacher by teacher, in the
+    teachers' order (`labels` in that order too; `accuracy` and `routing` by name)."""
+    return [TeacherFacts(name=name, score_key=key, wins=int(won),
+                         labels=None if labels is None else list(labels[index]),
+                         accuracy=None if accuracy is None else accuracy.get(name),
+                         routing=None if routing is None else routing.get(name))
+            for index, (name, key, won) in enumerate(zip(teachers, score_keys, wins, strict=True))]
 
 
 @dataclass(frozen=True, kw_only=True)

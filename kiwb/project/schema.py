@@ -397,6 +397,43 @@ def _name_the_routing_once(db: sqlite3.Connection) -> None:
                        (json.dumps({"routing": name, **started}), start))
 
 
+# what a summary held per teacher before version 10, as the TeacherFacts key that holds it now
+_V10_TEACHER_FACTS = {"score_keys": "score_key", "wins": "wins", "teacher_labels": "labels",
+                      "teacher_accuracy": "accuracy", "teacher_dropout": "dropout"}
+
+
+def per_teacher_of(summary: dict) -> dict:
+    """A summary as version 10 stores it: its per-teacher mappings (teachers, score_keys, wins,
+    teacher_labels, teacher_accuracy, teacher_dropout, and the routing details' teachers, less
+    the `won` that repeated wins) folded into one record per teacher, `per_teacher`, in the
+    teachers' order; a multi-task integration's own tasks' too."""
+    tasks = (summary.get("details") or {}).get("tasks") or {}
+    for task in tasks.values():
+        if isinstance(task, dict) and isinstance(task.get("summary"), dict):
+            task["summary"] = per_teacher_of(task["summary"])
+    if "per_teacher" in summary:
+        return summary
+    mappings = {fact: summary.pop(old, None) or {} for old, fact in _V10_TEACHER_FACTS.items()}
+    routing = summary.get("routing")
+    if isinstance(routing, dict):
+        mappings["routing"] = {name: {key: value for key, value in found.items() if key != "won"}
+                               for name, found in (routing.pop("teachers", None) or {}).items()}
+    teachers = summary.pop("teachers", None) or list(mappings["wins"])
+    summary["per_teacher"] = [
+        {"name": name, "wins": int(mappings["wins"].get(name, 0)),
+         **{fact: found[name] for fact, found in mappings.items()
+            if fact != "wins" and found.get(name) is not None}}
+        for name in teachers]
+    return summary
+
+
+def _one_record_per_teacher(db: sqlite3.Connection) -> None:
+    """Version 10: an integration's summary keeps each teacher's facts in one record."""
+    for key, text in db.execute("SELECT key, summary_json FROM integrations").fetchall():
+        db.execute("UPDATE integrations SET summary_json = ? WHERE key = ?",
+                   (json.dumps(per_teacher_of(json.loads(text))), key))
+
+
 # Ordered (version, step): each step brings a store at the previous version to `version`.
 # Never edit a released step; append a new one.
 MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
@@ -409,6 +446,7 @@ MIGRATIONS: tuple[tuple[int, Callable[[sqlite3.Connection], None]], ...] = (
     (7, _complete_records),
     (8, _add_shard_checks_and_label_history),
     (9, _name_the_routing_once),
+    (10, _one_record_per_teacher),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -95,11 +95,16 @@ class Store(Database):
     def record_integration(
         self, key: str, *, dataset: str, settings: dict[str, Any], summary: dict[str, Any]
     ) -> None:
-        """Record an integration; its summary takes with it what the score sets it read said
-        of each teacher's MC dropout (teacher_dropout), so its record keeps whether its MC
-        figures were each teacher's own after those score sets are rescored or removed."""
-        dropout = self.score_dropout(summary.get("score_keys") or {})
-        summary = {**summary, **({"teacher_dropout": dropout} if dropout else {})}
+        """Record an integration; each teacher's facts take with them what the score set it
+        read said of its MC dropout (`dropout`), so its record keeps whether its MC figures
+        were the teacher's own after that score set is rescored or removed."""
+        if "per_teacher" in summary:
+            dropout = self.score_dropout({facts["name"]: facts["score_key"]
+                                          for facts in summary["per_teacher"]
+                                          if facts.get("score_key")})
+            summary = {**summary, "per_teacher": [
+                {**facts, **({"dropout": dropout[facts["name"]]} if facts["name"] in dropout
+                             else {})} for facts in summary["per_teacher"]]}
         with self.transaction() as db:
             db.execute(
                 "INSERT OR REPLACE INTO integrations VALUES (?, ?, ?, ?, ?)",

@@ -17,7 +17,12 @@ from kiwb.kinds.embedding.stored_pool import EncoderScores, encoder_scores, judg
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
 from kiwb.project.instances import replace_instances
-from kiwb.project.records import IntegrationRecord, IntegrationSettings, IntegrationSummary
+from kiwb.project.records import (
+    IntegrationRecord,
+    IntegrationSettings,
+    IntegrationSummary,
+    teacher_facts,
+)
 from kiwb.project.store import Store
 from kiwb.workers.score_tasks import ScoreTask
 
@@ -87,10 +92,9 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
         details["judgements"] = {"pairs": judged["judged_pairs"],
                                  "places_taken": judged["places_taken"]}
     return IntegrationSummary(
-        num_texts=len(pool.texts), teachers=pool.teachers,
-        score_keys=dict(zip(pool.teachers, pool.score_keys, strict=True)),
-        labels=[SIMILAR, NOT_SIMILAR],
-        overlapping_labels=[], wins=dict(zip(pool.teachers, wins.tolist(), strict=True)),
+        num_texts=len(pool.texts),
+        per_teacher=teacher_facts(pool.teachers, pool.score_keys, wins.tolist()),
+        labels=[SIMILAR, NOT_SIMILAR], overlapping_labels=[],
         margin_quantiles={str(q): float(np.quantile(margins, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margins),
         # every listed pair is a conflict: the threshold takes all but pairs one teacher alone

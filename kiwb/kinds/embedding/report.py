@@ -21,10 +21,11 @@ def integration_tables(integration, probe_names: dict[str, str],
     for column in ("teacher", "width", "covers", "steadiest on", "median dispersion"):
         head.add_column(column, justify="left" if column == "teacher" else "right")
     total = max(summary.num_texts, 1)
-    for teacher in summary.teachers:
+    for facts in summary.per_teacher:
+        teacher = facts.name
         head.add_row(teacher, str((details.get("widths") or {}).get(teacher, "–")),
                      _percent((details.get("coverage") or {}).get(teacher)),
-                     f"{summary.wins.get(teacher, 0):,} ({_percent(summary.wins.get(teacher, 0) / total)})",
+                     f"{facts.wins:,} ({_percent(facts.wins / total)})",
                      f"{(details.get('dispersion_median') or {}).get(teacher, 0.0):.2e}")
     tables = [head]
     rows = (details.get("eval") or {}).get("rows") or {}

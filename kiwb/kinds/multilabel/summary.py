@@ -23,6 +23,7 @@ from kiwb.project.records import (
     RoutingAccuracy,
     RoutingDetails,
     TeacherRouting,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 
@@ -37,21 +38,21 @@ def _shared_pairs(scores: LabelScores, values: torch.Tensor) -> torch.Tensor:
     return values[:, scores.shared].flatten()
 
 
-def routing_details(data: LabelData, pool: LabelPool, settings: IntegrationSettings) -> RoutingDetails:
-    """Per teacher: the shared-label pairs it won, and its confidence there and elsewhere."""
+def routing_details(data: LabelData, pool: LabelPool, settings: IntegrationSettings
+                    ) -> tuple[RoutingDetails, dict[str, TeacherRouting]]:
+    """The routing's details, and per teacher its confidence on the shared-label pairs routed
+    to it and elsewhere."""
     scores = data.scores
     confidence = scores.mc_confidence if settings.use_mc else scores.det_confidence
-    routed = _shared_pairs(scores, pool.result.routed)
     teachers = {}
     for number, name in enumerate(data.teachers):
         owned = scores.shared & scores.owners[number]
         values = confidence[number][:, owned].flatten()
         here = (pool.result.routed[:, owned] == number).flatten()
         teachers[name] = TeacherRouting(
-            won=int((routed == number).sum()), share=None, split=None,
+            share=None, split=None,
             histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
-    return RoutingDetails(name=settings.routing, labeled_texts=0,
-                          teachers=teachers)
+    return RoutingDetails(name=settings.routing, labeled_texts=0), teachers
 
 
 def shared_decisions_right(data: LabelData, targets: torch.Tensor) -> float | None:
@@ -120,17 +121,17 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
                                  zip(data.union, scores.shared.tolist(), strict=True) if shared],
                "disagreements": len(pool.conflicts), "labeled_pairs": len(pool.given),
                "transfer": bool(settings.transfer)}
+    routing, routed = routing_details(data, pool, settings)
     summary = IntegrationSummary(
-        num_texts=len(data.texts), teachers=data.teachers,
-        score_keys=dict(zip(data.teachers, data.score_keys, strict=True)),
+        num_texts=len(data.texts),
+        per_teacher=teacher_facts(data.teachers, data.score_keys, wins.tolist(),
+                                  labels=data.label_sets, routing=routed),
         labels=data.union, overlapping_labels=details["shared_labels"],
-        wins=dict(zip(data.teachers, wins.tolist(), strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin_values, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margin_values),
         conflict_threshold=settings.conflict_threshold,
         conflicts=sum(c.margin < settings.conflict_threshold for c in pool.conflicts),
-        routing=routing_details(data, pool, settings),
-        teacher_labels=dict(zip(data.teachers, data.label_sets, strict=True)),
+        routing=routing,
         teachers_kind="multi-label", details=details)
     if evaluation is not None and evaluation.gold is not None:
         eval_summary, extra = eval_figures(evaluation, settings)

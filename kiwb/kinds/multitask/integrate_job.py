@@ -26,6 +26,7 @@ from kiwb.project.records import (
     IntegrationRecord,
     IntegrationSettings,
     IntegrationSummary,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 from kiwb.workers.integration_targets import (
@@ -143,8 +144,8 @@ def summary_of(integration: TaskIntegration, settings: IntegrationSettings) -> I
     wins = dict.fromkeys(teachers, 0)
     for result in found.values():
         if result.summary is not None:
-            for teacher, count in result.summary["wins"].items():
-                wins[teacher] += count
+            for facts in result.summary["per_teacher"]:
+                wins[facts["name"]] += facts["wins"]
     labels = [label for part in data.parts.values() for label in part.labels]  # "task/label"
     ensembles = [reference["ensemble"] for reference in integration.evaluation.values()
                  if reference is not None and reference["ensemble"] is not None]
@@ -159,13 +160,14 @@ def summary_of(integration: TaskIntegration, settings: IntegrationSettings) -> I
         for teacher, head in zip(part.teachers, part.heads, strict=True):
             heads[teacher] += list(head.labels)
     return IntegrationSummary(
-        num_texts=len(data.texts), teachers=teachers,
-        score_keys=dict(zip(teachers, data.score_keys, strict=True)), labels=labels,
-        overlapping_labels=[], wins=wins,
+        num_texts=len(data.texts),
+        per_teacher=teacher_facts(teachers, data.score_keys, list(wins.values()),
+                                  labels=list(heads.values())),
+        labels=labels, overlapping_labels=[],
         margin_quantiles={str(q): float(np.quantile(shown, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margins),
         conflict_threshold=settings.conflict_threshold, conflicts=conflicts,
-        eval=evaluation, teacher_labels=heads, teachers_kind="multi-task",
+        eval=evaluation, teachers_kind="multi-task",
         details={"tasks": task_figures(integration),
                  "consensus": "mean of logits" if settings.method == MEAN else "MC uncertainty",
                  "texts": len(data.texts)})

@@ -42,6 +42,7 @@ from kiwb.project.records import (
     RoutingChoice,
     RoutingDetails,
     TeacherRouting,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 from kiwb.workers.integration_targets import (
@@ -323,24 +324,23 @@ def summarize(scores: TeacherScores, pool: PoolTargets,
     measured = scores if pool.gold is None else scores.rows(pool.gold.unlabeled_rows(len(margin)))
     true_ids = measured.true_label_ids()
     labeled_pool = true_ids is not None
+    routing, routed = routing_diagnostics(scores, result, settings, fitted, pool.routing_labels)
     return IntegrationSummary(
         num_texts=int(margin.shape[0]),
-        teachers=scores.teachers,
-        score_keys=dict(zip(scores.teachers, scores.score_keys, strict=True)),
+        per_teacher=teacher_facts(
+            scores.teachers, scores.score_keys, wins, labels=scores.teacher_labels,
+            accuracy=teacher_accuracies(measured, true_ids) if labeled_pool else None,
+            routing=routed),
         labels=scores.labels,
         overlapping_labels=overlapping_labels(scores.teacher_labels),
-        wins=dict(zip(scores.teachers, wins, strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margin),
         conflict_threshold=threshold,
         conflicts=int((margin < threshold).sum()),
-        routing=routing_diagnostics(scores, result, settings, fitted, pool.routing_labels),
+        routing=routing,
         routing_accuracy=(RoutingAccuracy(**routing_accuracies(measured, true_ids, fitted))
                           if labeled_pool else None),
-        teacher_accuracy=teacher_accuracies(measured, true_ids) if labeled_pool else None,
         ensemble_accuracy=ensemble_accuracy(measured) if labeled_pool else None,
-        teacher_labels={name: list(labels) for name, labels in
-                        zip(scores.teachers, scores.teacher_labels, strict=True)},
         teachers_kind=KIND.name,
     )
 
@@ -410,10 +410,11 @@ def eval_inputs(eval_scores: TeacherScores) -> str:
 
 def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
                         settings: IntegrationSettings, fitted: routes.FittedRouting,
-                        labeled: TeacherScores | None) -> RoutingDetails:
-    """Per teacher: texts won, the estimated share of texts in its labels, its confidence
-    over the pool split into texts routed to it and elsewhere with the threshold between them,
-    and, with a labeled set, its calibration error on its own labels."""
+                        labeled: TeacherScores | None
+                        ) -> tuple[RoutingDetails, dict[str, TeacherRouting]]:
+    """The routing's details, and per teacher: the estimated share of texts in its labels, its
+    confidence over the pool split into texts routed to it and elsewhere with the threshold
+    between them, and, with a labeled set, its calibration error on its own labels."""
     teachers = {}
     calibration = calibration_errors(labeled) if labeled is not None else {}
     # a representation routing's own score: the confidence is not what it compared
@@ -423,7 +424,6 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
                   scores.mc_confidence if settings.use_mc else scores.det_confidence)[:, number]
         here = result.routed == number
         teachers[name] = TeacherRouting(
-            won=int(here.sum()),
             share=router.share,
             split=diagnostics.routing_split(values, here),
             histogram_here=unit_histogram(values[here]),
@@ -433,8 +433,8 @@ def routing_diagnostics(scores: TeacherScores, result: integ.Integration,
         )
     return RoutingDetails(name=settings.routing,
                           labeled_texts=len(labeled.true_labels) if labeled is not None else 0,
-                          teachers=teachers,
-                          score=SCORE_NAMES.get(fitted.name) if own_scores is not None else None)
+                          score=SCORE_NAMES.get(fitted.name) if own_scores is not None else None
+                          ), teachers
 
 
 # What a representation routing's per-teacher histograms count

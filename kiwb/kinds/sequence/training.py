@@ -109,8 +109,9 @@ class Taught:
             # texts) decide the routing too
             own["representations"] = {
                 "sets": self.inputs.representation_keys, "seen": self.inputs.seen_keys,
-                "references": {name: teacher.reference for name, teacher
-                               in self.record.summary.routing.teachers.items()}}
+                "references": {facts.name: facts.routing.reference
+                               for facts in self.record.summary.per_teacher
+                               if facts.routing is not None}}
         return own
 
 

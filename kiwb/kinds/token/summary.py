@@ -33,24 +33,27 @@ from kiwb.project.records import (
     RoutingAccuracy,
     RoutingDetails,
     TeacherRouting,
+    teacher_facts,
 )
 from kiwb.project.store import Store
 
 MARGIN_QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 1.0)
 
 
-def routing_details(data: TokenData, pool: TokenPool, settings: IntegrationSettings) -> RoutingDetails:
+def routing_details(data: TokenData, pool: TokenPool, settings: IntegrationSettings
+                    ) -> tuple[RoutingDetails, dict[str, TeacherRouting]]:
+    """The routing's details, and per teacher its confidence on the clusters routed to it and
+    elsewhere, with the threshold between them."""
     teachers = {}
     for number, (name, router) in enumerate(zip(data.teachers, pool.fitted.routers, strict=True)):
         features = pool.features[number]
         values = features.mc_confidence if settings.use_mc else features.det_confidence
         here = pool.result.routed == number
         teachers[name] = TeacherRouting(
-            won=int(here.sum()), share=router.share,
+            share=router.share,
             split=diagnostics.routing_split(values, here) if len(values) else None,
             histogram_here=unit_histogram(values[here]), histogram_elsewhere=unit_histogram(values[~here]))
-    return RoutingDetails(name=settings.routing, labeled_texts=0,
-                          teachers=teachers)
+    return RoutingDetails(name=settings.routing, labeled_texts=0), teachers
 
 
 def gold_clusters(evaluation: TokenData, decoded) -> list[tuple[str, int | None]]:
@@ -141,18 +144,18 @@ def token_summary(data: TokenData, pool: TokenPool, settings: IntegrationSetting
     token = {"texts": data.scores.num_texts, "words": int(data.scores.offsets[-1]),
              "clusters": len(pool.decoded.clusters), "cluster_kinds": dict(kinds),
              "labeled_clusters": len(pool.given), "windowed_texts": data.windowed_texts or {}}
+    routing, routed = routing_details(data, pool, settings)
     summary = IntegrationSummary(
-        num_texts=len(pool.decoded.clusters), teachers=data.teachers,
-        score_keys=dict(zip(data.teachers, data.score_keys, strict=True)),
+        num_texts=len(pool.decoded.clusters),
+        per_teacher=teacher_facts(data.teachers, data.score_keys, wins,
+                                  labels=[tag_set.types for tag_set in data.tag_sets],
+                                  routing=routed),
         labels=data.classes, overlapping_labels=_shared_types(data),
-        wins=dict(zip(data.teachers, wins, strict=True)),
         margin_quantiles={str(q): float(np.quantile(margin, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margin),
         conflict_threshold=settings.conflict_threshold,
         conflicts=int((result.margin < settings.conflict_threshold).sum()),
-        routing=routing_details(data, pool, settings),
-        teacher_labels={name: list(tag_set.types)
-                        for name, tag_set in zip(data.teachers, data.tag_sets, strict=True)},
+        routing=routing,
         teachers_kind="token", token=token)
     eval_scores = None
     if evaluation is not None:

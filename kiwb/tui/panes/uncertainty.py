@@ -13,7 +13,7 @@ from textual.widgets import Static
 from kiwb.project.config_schema import MULTI_LABEL_TASK, SINGLE_LABEL_TASK
 from kiwb.project.dropout_rates import dropout_note
 from kiwb.project.queries import StoreChanges
-from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherRouting
+from kiwb.project.records import IntegrationSummary, RoutingAccuracy, TeacherFacts
 from kiwb.tui import plots
 from kiwb.tui.history import ScoreHistograms
 from kiwb.tui.panes.base import Pane
@@ -199,7 +199,8 @@ class UncertaintyPane(Pane):
             name = f"{choice.chosen} (auto)"
         # one line at 80 columns; the legend under the plots says what ▄ and ▀ are
         title = f"Routing{f' · {name}' if name else ''}: each teacher's {score}, to it vs elsewhere"
-        teachers = routing.teachers if routing is not None else {}
+        teachers = [facts for facts in summary.per_teacher
+                    if facts.routing is not None] if routing is not None else []
         if not teachers:
             note = ("This integration has no routing details: integrate again (Jobs, i) to see "
                     "them." if summary else "After integrating (Jobs, i): which texts the routing "
@@ -212,8 +213,9 @@ class UncertaintyPane(Pane):
             gap = 2
             column = max((width - gap * (len(teachers) - 1)) // len(teachers), 10)
             blocks = []
-            for teacher, entry in teachers.items():
-                block = Text(teacher, "bold")
+            for facts in teachers:
+                entry = facts.routing
+                block = Text(facts.name, "bold")
                 block.append("\n")
                 block.append_text(plots.mirrored_histogram(
                     entry.histogram_here, entry.histogram_elsewhere, column, SPLIT_ROWS,
@@ -228,8 +230,8 @@ class UncertaintyPane(Pane):
             text.append("  ")
             text.append("┊ split", styles.marker)
             text.append(" (best threshold between them)")
-            for teacher, entry in teachers.items():
-                line = Text(split_line(teacher, entry, num_texts))
+            for facts in teachers:
+                line = Text(split_line(facts, num_texts))
                 line.truncate(width, overflow="ellipsis")
                 text.append("\n")
                 text.append_text(line)
@@ -326,7 +328,7 @@ def task_rows(task: dict) -> int:
     if task["kind"] == MULTI_LABEL_TASK:
         histograms = (summary.get("details") or {}).get("label_histograms") or {}
         return 1 + sum(len(labels) + 1 for labels in histograms.values())
-    return 1 + 2 * len((summary.get("routing") or {}).get("teachers") or {})
+    return 1 + 2 * len(_routed(summary))
 
 
 def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
@@ -350,20 +352,29 @@ def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
                 text.append_text(plots.sparkline(counts, column, style=styles.bar))
         return text
     routing = summary.get("routing") or {}
-    for teacher, entry in (routing.get("teachers") or {}).items():
-        text.append(f"\n  {teacher} · {routing.get('name')} · won {entry['won']:,}".ljust(27))
+    for facts in _routed(summary):
+        entry = facts["routing"]
+        text.append(f"\n  {facts['name']} · {routing.get('name')} · won {facts['wins']:,}".ljust(27))
         text.append_text(plots.sparkline(entry["histogram_here"], column, style=styles.bar))
         text.append("\n" + " " * 27)
         text.append_text(plots.sparkline(entry["histogram_elsewhere"], column, style=styles.alt))
     return text
 
 
-def split_line(teacher: str, entry: TeacherRouting, num_texts: int) -> str:
+def _routed(summary: dict) -> list[dict]:
+    """A task's stored summary's teachers that its routing estimated something of."""
+    if not summary.get("routing"):
+        return []
+    return [facts for facts in summary.get("per_teacher") or () if facts.get("routing")]
+
+
+def split_line(facts: TeacherFacts, num_texts: int) -> str:
     """One teacher's routing in a line: texts won, the routing's estimate of the share of texts
     in its labels, the confidence that splits its texts from the others', its calibration."""
-    line = f"{teacher}: won {entry.won:,}"
+    entry = facts.routing
+    line = f"{facts.name}: won {facts.wins:,}"
     if num_texts:
-        line += f" ({100 * entry.won / num_texts:.0f}%)"
+        line += f" ({100 * facts.wins / num_texts:.0f}%)"
     if entry.share is not None:
         line += f" · est. in its labels {100 * entry.share:.0f}%"
     line += f" · split {entry.split:.2f}" if entry.split is not None else " · split –"
