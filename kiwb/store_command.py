@@ -1,5 +1,6 @@
-"""`kiwb store check|backups|restore`: the project's store when something is wrong with it:
-what SQLite finds, the copies kiwb kept (kiwb.project.backups), and putting one back."""
+"""`kiwb store check|backups|restore|prune`: the project's store when something is wrong with
+it: what SQLite finds, the copies kiwb kept (kiwb.project.backups), putting one back, and
+removing the integrations' kept targets no run needs (kiwb.project.kept_targets)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from kiwb.errors import KiwbError
 
 def add_store_parser(commands) -> None:
     store = commands.add_parser("store", help="check the project's store, list the copies kiwb "
-                                "kept of it, or put one back")
+                                "kept of it, put one back, or prune the targets no run needs")
     actions = store.add_subparsers(dest="store_action", metavar="ACTION", required=True)
     for name, text in (("check", "what SQLite's integrity check finds wrong with the store"),
                        ("backups", "the copies of the store kept after the last jobs")):
@@ -24,10 +25,19 @@ def add_store_parser(commands) -> None:
     restoring.add_argument("project", type=Path, help="project folder")
     restoring.add_argument("--from", dest="backup", metavar="NAME",
                            help="the copy to put back, as kiwb store backups names it")
+    pruning = actions.add_parser("prune", help="remove the integrations' kept targets "
+                                 "(integrations/KEY.npz) no run needs: all but the newest "
+                                 "integration's and those a run pins; the records stay, and a "
+                                 "run that reads a pruned one works its targets out again")
+    pruning.add_argument("project", nargs="?", default=".", type=Path,
+                         help="project folder (default: the current folder)")
+    pruning.add_argument("--dry-run", action="store_true", help="say what would be removed, "
+                         "remove nothing")
 
 
 def run_store(args: argparse.Namespace) -> int:
-    return {"check": check, "backups": backups, "restore": restore}[args.store_action](args)
+    return {"check": check, "backups": backups, "restore": restore,
+            "prune": prune}[args.store_action](args)
 
 
 def check(args: argparse.Namespace) -> int:
@@ -77,9 +87,40 @@ def restore(args: argparse.Namespace) -> int:
     return 0
 
 
-def refuse_while_jobs_run(path: Path) -> None:
+def prune(args: argparse.Namespace) -> int:
+    from kiwb.console import stdout
+    from kiwb.project import kept_targets
+    from kiwb.project.opening import open_existing_store
+    from kiwb.project.paths import ProjectPaths
+
+    path = ProjectPaths(args.project).store
+    if not args.dry_run:  # a job may be reading or writing a targets file
+        refuse_while_jobs_run(path, "prune")
+    with open_existing_store(args.project) as store:
+        found = kept_targets.kept_targets(args.project, store)
+    kept = [item for item in found if item.kept_for is not None]
+    why = "; ".join(sorted({item.kept_for for item in kept}, key=kept_targets.NEWEST.__ne__))
+    kept_line = f"kept {len(kept)}: {why}" if kept else "kept none"
+    unneeded = [item for item in found if item.kept_for is None]
+    if not unneeded:
+        stdout.print(f"Nothing to remove in integrations/ ({kept_line}).", highlight=False)
+        return 0
+    removed = unneeded if args.dry_run else kept_targets.prune(found)
+    size = sum(item.size for item in removed)
+    stdout.print(f"{'Would remove' if args.dry_run else 'Removed'} {len(removed)} files of "
+                 f"integrations/ ({_megabytes(size)}) no run needs; {kept_line}. A run that reads "
+                 "an integration whose targets are gone works them out again.",
+                 highlight=False, soft_wrap=True)
+    return 0
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1e6:,.1f} MB" if size >= 100_000 else f"{size / 1e3:,.1f} kB"
+
+
+def refuse_while_jobs_run(path: Path, action: str = "restore") -> None:
     """A store a live job writes to is not replaced under it (a store too damaged to read
-    says nothing of its jobs, and is put back)."""
+    says nothing of its jobs, and is put back), nor a file pruned that it may read."""
     import sqlite3
 
     from kiwb.project.store import Store
@@ -91,4 +132,4 @@ def refuse_while_jobs_run(path: Path) -> None:
         return
     if live:
         raise KiwbError(f"job {live[0].id} ({live[0].label}) is {live[0].status} on this "
-                        "store; wait for it or kiwb cancel it, then restore")
+                        f"store; wait for it or kiwb cancel it, then {action}")

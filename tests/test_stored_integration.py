@@ -6,18 +6,21 @@ it (the workbench shows the integrations a user made)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
 import torch
+from cli_helpers import run_kiwb
 
 from kiwb.project.labels import give_label
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import load_project
+from kiwb.workers.checkpoints import write_manifest
 from kiwb.workers.integrate import run_integration
 from kiwb.workers.integration_targets import load_targets, save_targets
 from kiwb.workers.train import prepare
@@ -152,3 +155,48 @@ def test_eval_figures_are_read_only_from_an_integration_measured_on_this_eval_se
     assert remade.summary.eval.measured_on != record.summary.eval.measured_on
     assert data.eval_routing == remade.summary.eval.routing_accuracy.to_dict()
     assert data.eval_routing != record.summary.eval.routing_accuracy.to_dict()
+
+
+def test_store_prune_removes_the_targets_no_run_needs_and_a_run_makes_them_again(project):
+    """`kiwb store prune` keeps the newest integration's targets and those a run pins, and
+    removes the rest (older integrations', keys the store has no record of, a killed write's
+    staging file); the records stay, and a run that reads a pruned integration works the same
+    targets out again."""
+    older = _integrate(project, _settings(project, conflict_threshold=0.2))
+    pinned_settings = _settings(project, conflict_threshold=0.3)
+    pinned = _integrate(project, pinned_settings)
+    newest = _integrate(project, _settings(project, conflict_threshold=0.4))
+    run = _prepare(project, pinned_settings)  # a run's manifest, as the trainer writes it
+    write_manifest(ProjectPaths(project).run_dir("r"), run.manifest)
+    folder = ProjectPaths(project).integrations
+    (folder / "no-such-integration.npz").write_bytes(b"left by a restored store")
+    (folder / f".{older.key}.npz.abcd1234.tmp").write_bytes(b"left by a killed write")
+    before = load_targets(project, older.key)["targets"]
+    every = sorted(path.name for path in folder.iterdir())
+
+    dry = run_kiwb("store", "prune", project, "--dry-run", cwd=project)
+    said = " ".join(dry.stdout.split())
+    assert said.startswith("Would remove 3 files of integrations/ (") and "no run needs" in said
+    assert sorted(path.name for path in folder.iterdir()) == every  # a dry run removes nothing
+    with Store(ProjectPaths(project).store) as store:  # a live job may read a file: refused
+        job = store.jobs.create("train", "live", {})
+        store.jobs.claim(job, pid=os.getpid())
+        refused = run_kiwb("store", "prune", project, cwd=project, check=False)
+        store.jobs.end(job, "finished", {})
+    assert refused.returncode == 2 and refused.stderr.startswith(
+        f"kiwb: error: job {job} (train live") and refused.stderr.rstrip().endswith(
+        "wait for it or kiwb cancel it, then prune")
+    assert sorted(path.name for path in folder.iterdir()) == every
+
+    done = run_kiwb("store", "prune", project, cwd=project)
+    said = " ".join(done.stdout.split())
+    assert said.startswith("Removed 3 files of integrations/ (")
+    assert "kept 2: the newest integration; pinned by run r" in said
+    assert sorted(path.name for path in folder.iterdir()) == sorted(
+        [f"{pinned.key}.npz", f"{newest.key}.npz"])
+    assert [key for key, _ in _integrations(project)] == [older.key, pinned.key, newest.key]
+    assert run_kiwb("store", "prune", project, cwd=project).stdout.startswith("Nothing to remove")
+
+    again = _prepare(project, _settings(project, conflict_threshold=0.2))
+    assert again.manifest["integration"] == older.key and torch.equal(again.targets, before)
+    assert ProjectPaths(project).integration_file(older.key).exists()  # kept back by the run
