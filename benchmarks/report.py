@@ -26,10 +26,18 @@ def _pct(values: list[float]) -> str:
     return f"{100 * statistics.mean(values):.1f} ± {100 * statistics.stdev(values):.1f}"
 
 
+def per_teacher(summary: dict, fact: str, legacy: str) -> dict:
+    """teacher -> `fact` of a `kiwb integrate --json` summary: its per_teacher records, or the
+    mapping `legacy` a results file written before them holds."""
+    if "per_teacher" not in summary:
+        return summary[legacy]
+    return {each["name"]: each[fact] for each in summary["per_teacher"] if fact in each}
+
+
 def accuracy_table(results: dict) -> list[str]:
     test = results["test_integration"]
     lines = ["| method | test accuracy (%) | seeds |", "|---|---|---|"]
-    for teacher, value in test["teacher_accuracy"].items():
+    for teacher, value in per_teacher(test, "accuracy", "teacher_accuracy").items():
         lines.append(f"| Teacher {teacher} alone | {100 * value:.1f} | – |")
     lines.append(f"| Ensemble | {100 * test['ensemble_accuracy']:.1f} | – |")
     for run in ORDER:
@@ -48,7 +56,7 @@ def confidence_table(results: dict) -> list[str]:
     found = results.get("confidence")
     if not found:
         return []
-    wins = results["test_integration"]["wins"]
+    wins = per_teacher(results["test_integration"], "wins", "wins")
     lines = ["| teacher | texts routed to it | MC confidence: own / other texts | plain confidence: "
              "own / other | mutual information: own / other |", "|---|---|---|---|---|"]
     for teacher, figures in found.items():

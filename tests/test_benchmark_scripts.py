@@ -47,6 +47,19 @@ def _results(preset: str, muki: float) -> dict:
     }
 
 
+def test_teacher_figures_are_read_from_per_teacher_records_and_from_older_results():
+    older = _results("cpu", 0.6)
+    newer = {**older, "test_integration": {
+        **{key: value for key, value in older["test_integration"].items()
+           if key not in ("teacher_accuracy", "wins")},
+        "per_teacher": [{"name": "A", "wins": 4, "accuracy": 0.5},
+                        {"name": "B", "wins": 2, "accuracy": 0.25}]}}
+    for results in (older, newer):
+        lines = report.accuracy_table(results)
+        assert "| Teacher A alone | 50.0 | – |" in lines and "| Teacher B alone | 25.0 | – |" in lines
+        assert report.per_teacher(results["test_integration"], "wins", "wins") == {"A": 4, "B": 2}
+
+
 def test_generated_section_is_replaced_in_place_and_the_rest_kept(tmp_path):
     path = tmp_path / "BENCHMARKS.md"
     path.write_text("# kiwb benchmarks\n\nHand-written summary.\n")
