@@ -396,7 +396,8 @@ def losing_step(*recalls: float | None, drop: float = 0.5) -> str | None:
 @dataclass(frozen=True, kw_only=True)
 class TeacherFacts(Record):
     """What one integration found of one teacher, in one place: the score set it read, the
-    units it won, its own labels, its accuracy alone on a labeled pool and its MC dropout."""
+    units it won, its own labels, its accuracy alone on a labeled pool, its MC dropout and what
+    the routing estimated of it."""
 
     what: ClassVar[str] = "teacher facts"
 
@@ -422,7 +423,7 @@ class IntegrationSummary(Record):
     `teachers`, `wins`, `score_keys`, `teacher_labels`, `teacher_accuracy` and
     `teacher_dropout` are views of `per_teacher` (a name -> value mapping each), kept for the
     readers that want one fact of every teacher; `kiwb integrate --json` prints them too
-    (LEGACY_VIEWS)."""
+    (LEGACY_VIEWS, see `printed`)."""
 
     what: ClassVar[str] = "integration summary"
 
