@@ -329,7 +329,8 @@ def render(results: dict) -> str:
     test = results.get("test") or {}
     if not test:
         return "Not run yet."
-    integration = (results.get("integration") or {}).get("details") or {}
+    summary = results.get("integration") or {}
+    integration = summary.get("details") or {}
     students = results.get("students") or {}
     dev_rows = results.get("dev") or {}
     if dev_rows:
@@ -375,10 +376,15 @@ def render(results: dict) -> str:
         def each(figures: dict, scale: float, digits: int) -> str:
             return ", ".join(f"{name} {scale * value:.{digits}f}" for name, value in figures.items())
 
+        def per_teacher(fact: str) -> dict:  # each teacher's own record, or an older results file's
+            found = {teacher["name"]: teacher["own"][fact] for teacher in
+                     summary.get("per_teacher") or () if fact in (teacher.get("own") or {})}
+            return found or integration.get(fact) or {}
+
         lines += ["", f"Share of the pool each teacher covers (%): "
-                      f"{each(integration.get('coverage') or {}, 100, 1)}; median dispersion "
+                      f"{each(per_teacher('coverage'), 100, 1)}; median dispersion "
                       f"under dropout (1 - mean cosine of the K passes to their mean): "
-                      f"{each(integration.get('dispersion_median') or {}, 1, 4)}."]
+                      f"{each(per_teacher('dispersion_median'), 1, 4)}."]
     domain = (results.get("stages") or {}).get("domain_teacher")
     if domain:
         lines.append(f"The domain teacher: {domain['pairs']:,} (short, long) pairs, "

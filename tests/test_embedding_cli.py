@@ -73,8 +73,12 @@ def test_integration_reads_two_widths_and_probes_each_teacher(scored):
     summary = json.loads(found.stdout)
     assert summary["teachers_kind"] == "embedding" and summary["teachers"] == ["general", "domain"]
     details = summary["details"]
+    own = {each["name"]: each["own"] for each in summary["per_teacher"]}
+    assert {name: found["width"] for name, found in own.items()} == {"general": 32, "domain": 48}
+    # short texts, known words
+    assert {name: found["coverage"] for name, found in own.items()} == {"general": 1.0, "domain": 1.0}
+    # printed in details too, as before (deprecated)
     assert details["widths"] == {"general": 32, "domain": 48}
-    assert details["coverage"] == {"general": 1.0, "domain": 1.0}  # short texts, known words
     assert sum(summary["wins"].values()) == summary["num_texts"] == 64
     rows = details["eval"]["rows"]
     assert set(rows) == {"general", "domain", "concatenation", "average"}

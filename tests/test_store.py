@@ -231,7 +231,11 @@ def test_a_v9_store_keeps_each_teachers_facts_in_one_record(tmp_path):
              "labels": ["x", "y", "z"], "overlapping_labels": [], "margin_quantiles": {},
              "margin_histogram": [], "conflict_threshold": 0.1, "conflicts": 1,
              "teachers_kind": "multi-task",
-             "details": {"tasks": {"t": {"summary": {"teachers": ["a"], "wins": {"a": 3}}}}}}
+             # what only a kind recorded per teacher: an encoder's, a multi-label task's
+             "details": {"coverage": {"a": 0.5, "b": 1.0}, "widths": {"a": 8}, "pairs": 2,
+                         "tasks": {"t": {"summary": {
+                             "teachers": ["a"], "wins": {"a": 3},
+                             "details": {"label_histograms": {"a": {"x": [1, 2]}}}}}}}}
     with sqlite3.connect(path) as db:
         db.executescript(V1_DDL)
         for _, step in MIGRATIONS[1:9]:
@@ -244,16 +248,22 @@ def test_a_v9_store_keeps_each_teachers_facts_in_one_record(tmp_path):
         found = store.integration("i")["summary"]
     assert found["per_teacher"] == [  # the routing's estimates less `won`, which repeated wins
         {"name": "b", "wins": 6, "score_key": "kb", "labels": ["x"], "accuracy": 0.75,
-         "routing": {"share": None, "split": None, **HISTOGRAMS}},
+         "routing": {"share": None, "split": None, **HISTOGRAMS}, "own": {"coverage": 1.0}},
         {"name": "a", "wins": 4, "score_key": "ka", "labels": ["y", "z"], "accuracy": 0.5,
-         "dropout": {"acts": True}, "routing": {"share": 0.4, "split": 0.5, **HISTOGRAMS}}]
+         "dropout": {"acts": True}, "routing": {"share": 0.4, "split": 0.5, **HISTOGRAMS},
+         "own": {"coverage": 0.5, "width": 8}}]
     assert found["routing"] == {"name": "rank", "labeled_texts": 0}
-    assert found["details"]["tasks"]["t"]["summary"] == {"per_teacher": [{"name": "a", "wins": 3}]}
+    assert found["details"]["tasks"]["t"]["summary"] == {"details": {}, "per_teacher": [
+        {"name": "a", "wins": 3, "own": {"label_histograms": {"x": [1, 2]}}}]}
+    assert set(found["details"]) == {"pairs", "tasks"}
     summary = IntegrationSummary.from_dict(found)
     assert not set(LEGACY_VIEWS) & set(found)  # each fact is kept once
     for view in LEGACY_VIEWS:  # and reads back as it was stored before
         assert getattr(summary, view) == older[view], view
-    assert summary.printed()["routing"] == older["routing"]
+    printed = summary.printed()
+    assert printed["routing"] == older["routing"]
+    assert {key: printed["details"][key] for key in ("coverage", "widths")} == {
+        key: older["details"][key] for key in ("coverage", "widths")}
 
 
 def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):

@@ -88,16 +88,15 @@ def _integration(store: Store) -> None:
     margins = [1 - abs(a - b) for _, _, (a, b) in PAIRS]
     summary = IntegrationSummary(
         num_texts=len(TEXTS),
-        per_teacher=teacher_facts(["general", "domain"], ["score-general", "score-domain"],
-                                  [6, 4]),
+        per_teacher=teacher_facts(
+            ["general", "domain"], ["score-general", "score-domain"], [6, 4],
+            own={"general": {"width": 384, "coverage": 1.0, "dispersion_median": 0.004},
+                 "domain": {"width": 768, "coverage": 0.8, "dispersion_median": 0.011}}),
         labels=["similar", "not similar"], overlapping_labels=[],
         margin_quantiles={"0.0": min(margins), "0.5": sorted(margins)[2], "1.0": max(margins)},
         margin_histogram=[0] * 6 + [0, 1, 0, 0, 0, 0, 1, 0, 1, 0, 0, 1, 1, 0],
         conflict_threshold=1.0, conflicts=len(PAIRS), teachers_kind="embedding",
         details={"texts": len(TEXTS), "weighting": "mc",
-                 "widths": {"general": 384, "domain": 768},
-                 "coverage": {"general": 1.0, "domain": 0.8},
-                 "dispersion_median": {"general": 0.004, "domain": 0.011},
                  "pairs": len(PAIRS), "eval": {"texts": len(TEXTS), "rows": PROBES}})
     record_integration(store, KEY, summary, IntegrationSettings(method="mc"))
     rows = []

@@ -413,6 +413,10 @@ class TeacherFacts(Record):
     # what the routing estimated of it (None where the integration routes nothing itself: a
     # sentence encoder's, a multi-task integration's, whose tasks each record their own)
     routing: TeacherRouting | None = optional(record=TeacherRouting)
+    # what only its kind records of it, as the summary's `details` for the integration: a
+    # sentence encoder's width, coverage and dispersion, a multi-label teacher's confidence
+    # histogram per label it owns (OWN_DETAILS)
+    own: dict | None = optional()
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -499,6 +503,12 @@ class IntegrationSummary(Record):
             found["routing"] = {**found["routing"], "teachers": {
                 facts.name: {"won": facts.wins, **facts.routing.to_dict()}
                 for facts in self.per_teacher if facts.routing is not None}}
+        owned = {detail: {facts.name: facts.own[own] for facts in self.per_teacher
+                          if facts.own and own in facts.own}
+                 for detail, own in OWN_DETAILS.items()}
+        if any(owned.values()):
+            found["details"] = {**(found.get("details") or {}),
+                                **{detail: values for detail, values in owned.items() if values}}
         return found
 
 
@@ -507,18 +517,28 @@ class IntegrationSummary(Record):
 # them, for scripts that read them (kiwb reads per_teacher). Deprecated: to go in kiwb 0.3.
 LEGACY_VIEWS = ("teachers", "score_keys", "wins", "teacher_labels", "teacher_accuracy",
                 "teacher_dropout")
+# What a summary's `details` held per teacher before version 10 (teacher -> value each), as
+# the key of each teacher's `own` that holds it now: a sentence encoder's width, the share of
+# the pool it covers, its median dispersion under dropout and its stability histogram; a
+# multi-label teacher's confidence histogram per label it owns. `kiwb integrate --json` still
+# prints them in details (deprecated with LEGACY_VIEWS).
+OWN_DETAILS = {"widths": "width", "coverage": "coverage", "dispersion_median": "dispersion_median",
+               "stability_histograms": "stability_histogram",
+               "label_histograms": "label_histograms"}
 
 
 def teacher_facts(teachers: Sequence[str], score_keys: Sequence[str], wins: Sequence[int], *,
                   labels: Sequence[Sequence[str]] | None = None,
                   accuracy: Mapping[str, float] | None = None,
-                  routing: Mapping[str, TeacherRouting] | None = None) -> list[TeacherFacts]:
+                  routing: Mapping[str, TeacherRouting] | None = None,
+                  own: Mapping[str, dict] | None = None) -> list[TeacherFacts]:
     """Each teacher's facts from what an integration works out teacher by teacher, in the
-    teachers' order (`labels` in that order too; `accuracy` and `routing` by name)."""
+    teachers' order (`labels` in that order too; `accuracy`, `routing` and `own` by name)."""
     return [TeacherFacts(name=name, score_key=key, wins=int(won),
                          labels=None if labels is None else list(labels[index]),
                          accuracy=None if accuracy is None else accuracy.get(name),
-                         routing=None if routing is None else routing.get(name))
+                         routing=None if routing is None else routing.get(name),
+                         own=None if own is None else own.get(name))
             for index, (name, key, won) in enumerate(zip(teachers, score_keys, wins, strict=True))]
 
 

@@ -400,13 +400,20 @@ def _name_the_routing_once(db: sqlite3.Connection) -> None:
 # what a summary held per teacher before version 10, as the TeacherFacts key that holds it now
 _V10_TEACHER_FACTS = {"score_keys": "score_key", "wins": "wins", "teacher_labels": "labels",
                       "teacher_accuracy": "accuracy", "teacher_dropout": "dropout"}
+# what a summary's details held per teacher before version 10, as the key of the teacher's
+# `own` that holds it now (records.OWN_DETAILS; a released step keeps its own copy)
+_V10_OWN_DETAILS = {"widths": "width", "coverage": "coverage",
+                    "dispersion_median": "dispersion_median",
+                    "stability_histograms": "stability_histogram",
+                    "label_histograms": "label_histograms"}
 
 
 def per_teacher_of(summary: dict) -> dict:
     """A summary as version 10 stores it: its per-teacher mappings (teachers, score_keys, wins,
-    teacher_labels, teacher_accuracy, teacher_dropout, and the routing details' teachers, less
-    the `won` that repeated wins) folded into one record per teacher, `per_teacher`, in the
-    teachers' order; a multi-task integration's own tasks' too."""
+    teacher_labels, teacher_accuracy, teacher_dropout, the routing details' teachers less the
+    `won` that repeated wins, and what its kind's details held per teacher) folded into one
+    record per teacher, `per_teacher`, in the teachers' order; a multi-task integration's own
+    tasks' too."""
     tasks = (summary.get("details") or {}).get("tasks") or {}
     for task in tasks.values():
         if isinstance(task, dict) and isinstance(task.get("summary"), dict):
@@ -418,6 +425,13 @@ def per_teacher_of(summary: dict) -> dict:
     if isinstance(routing, dict):
         mappings["routing"] = {name: {key: value for key, value in found.items() if key != "won"}
                                for name, found in (routing.pop("teachers", None) or {}).items()}
+    details = summary.get("details")
+    if isinstance(details, dict):  # what only its kind recorded per teacher
+        owned = {_V10_OWN_DETAILS[detail]: details.pop(detail) for detail in list(details)
+                 if detail in _V10_OWN_DETAILS and isinstance(details[detail], dict)}
+        mappings["own"] = {name: {own: values[name] for own, values in owned.items()
+                                  if name in values}
+                           for name in {name for values in owned.values() for name in values}}
     teachers = summary.pop("teachers", None) or list(mappings["wins"])
     summary["per_teacher"] = [
         {"name": name, "wins": int(mappings["wins"].get(name, 0)),

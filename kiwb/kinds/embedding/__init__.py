@@ -121,8 +121,9 @@ class EmbeddingWords(ResultWording):
     def integrated_line(self, summary) -> str | None:
         details = summary.details or {}
         steadiest = ", ".join(f"{teacher} {count:,}" for teacher, count in summary.wins.items())
-        covered = ", ".join(f"{teacher} {100 * share:.0f}%"
-                            for teacher, share in (details.get("coverage") or {}).items())
+        covered = ", ".join(f"{facts.name} {100 * facts.own['coverage']:.0f}%"
+                            for facts in summary.per_teacher
+                            if facts.own and "coverage" in facts.own)
         return (f"Integrated {summary.num_texts:,} texts ({details.get('weighting')} pair "
                 f"weighting): steadiest teacher per text {steadiest}; covered {covered}; "
                 f"{summary.conflicts:,} conflicting pairs listed")

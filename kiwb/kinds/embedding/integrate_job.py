@@ -76,16 +76,13 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
     wins = torch.bincount(reliable.argmax(0)[covered], minlength=len(pool.teachers))
     margins = np.asarray([1.0 - min(1.0, pair.disagreement) for pair in pairs] or [1.0])
     stability = 1.0 - pool.dispersion
-    details = {
-        "texts": len(pool.texts), "weighting": settings.method,
-        "widths": dict(zip(pool.teachers, pool.widths, strict=True)),
-        "coverage": {name: float(share) for name, share in
-                     zip(pool.teachers, coverage.mean(1).tolist(), strict=True)},
-        "dispersion_median": {name: float(values.median()) for name, values in
-                              zip(pool.teachers, pool.dispersion, strict=True)},
-        "stability_histograms": {name: stability_histogram(values) for name, values in
-                                 zip(pool.teachers, stability, strict=True)},
-        "pairs": len(pairs)}
+    details = {"texts": len(pool.texts), "weighting": settings.method, "pairs": len(pairs)}
+    own = {name: {"width": width, "coverage": float(share),
+                  "dispersion_median": float(dispersion.median()),
+                  "stability_histogram": stability_histogram(steadiness)}
+           for name, width, share, dispersion, steadiness in zip(
+               pool.teachers, pool.widths, coverage.mean(1).tolist(), pool.dispersion, stability,
+               strict=True)}
     if evaluation is not None:
         details["eval"] = evaluation
     if judged is not None:
@@ -93,7 +90,7 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
                                  "places_taken": judged["places_taken"]}
     return IntegrationSummary(
         num_texts=len(pool.texts),
-        per_teacher=teacher_facts(pool.teachers, pool.score_keys, wins.tolist()),
+        per_teacher=teacher_facts(pool.teachers, pool.score_keys, wins.tolist(), own=own),
         labels=[SIMILAR, NOT_SIMILAR], overlapping_labels=[],
         margin_quantiles={str(q): float(np.quantile(margins, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margins),

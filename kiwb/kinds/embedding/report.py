@@ -22,11 +22,10 @@ def integration_tables(integration, probe_names: dict[str, str],
         head.add_column(column, justify="left" if column == "teacher" else "right")
     total = max(summary.num_texts, 1)
     for facts in summary.per_teacher:
-        teacher = facts.name
-        head.add_row(teacher, str((details.get("widths") or {}).get(teacher, "–")),
-                     _percent((details.get("coverage") or {}).get(teacher)),
+        own = facts.own or {}
+        head.add_row(facts.name, str(own.get("width", "–")), _percent(own.get("coverage")),
                      f"{facts.wins:,} ({_percent(facts.wins / total)})",
-                     f"{(details.get('dispersion_median') or {}).get(teacher, 0.0):.2e}")
+                     f"{own.get('dispersion_median', 0.0):.2e}")
     tables = [head]
     rows = (details.get("eval") or {}).get("rows") or {}
     if rows:

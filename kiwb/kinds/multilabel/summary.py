@@ -109,13 +109,12 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
     margin_values = margin.numpy() if len(margin) else np.zeros(1)
     wins = torch.bincount(_shared_pairs(scores, result.routed), minlength=len(data.teachers))
     confidence = scores.mc_confidence if settings.use_mc else scores.det_confidence
+    # each teacher's confidence on each label it owns, over the pool's texts
+    own = {name: {"label_histograms": {label: unit_histogram(confidence[number][:, column])
+                                       for column, label in enumerate(data.union)
+                                       if scores.owners[number, column]}}
+           for number, name in enumerate(data.teachers)}
     details = {"texts": len(data.texts), "labels": len(data.union),
-               # each teacher's confidence on each label it owns, over the pool's texts
-               "label_histograms": {
-                   name: {label: unit_histogram(confidence[number][:, column])
-                          for column, label in enumerate(data.union)
-                          if scores.owners[number, column]}
-                   for number, name in enumerate(data.teachers)},
                "confidence": "MC dropout" if settings.use_mc else "plain",
                "shared_labels": [label for label, shared in
                                  zip(data.union, scores.shared.tolist(), strict=True) if shared],
@@ -125,7 +124,7 @@ def label_summary(data: LabelData, pool: LabelPool, settings: IntegrationSetting
     summary = IntegrationSummary(
         num_texts=len(data.texts),
         per_teacher=teacher_facts(data.teachers, data.score_keys, wins.tolist(),
-                                  labels=data.label_sets, routing=routed),
+                                  labels=data.label_sets, routing=routed, own=own),
         labels=data.union, overlapping_labels=details["shared_labels"],
         margin_quantiles={str(q): float(np.quantile(margin_values, q)) for q in MARGIN_QUANTILES},
         margin_histogram=unit_histogram(margin_values),

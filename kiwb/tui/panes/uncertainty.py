@@ -137,8 +137,10 @@ class UncertaintyPane(Pane):
         """Per teacher and label it owns, its confidence over the pool (an integration of
         teachers that answer per label records them: multi-label); hidden otherwise."""
         plot = self.query_one("#label-confidence", Plot)
-        details = self.summary.details if self.summary is not None else None
-        found = (details or {}).get("label_histograms")
+        details = (self.summary.details if self.summary is not None else None) or {}
+        found = {facts.name: facts.own["label_histograms"]
+                 for facts in (self.summary.per_teacher if self.summary is not None else ())
+                 if "label_histograms" in (facts.own or {})}
         plot.display = bool(found)
         if not found:
             return
@@ -326,7 +328,7 @@ def task_rows(task: dict) -> int:
     if summary is None:
         return 2
     if task["kind"] == MULTI_LABEL_TASK:
-        histograms = (summary.get("details") or {}).get("label_histograms") or {}
+        histograms = label_histograms(summary)
         return 1 + sum(len(labels) + 1 for labels in histograms.values())
     return 1 + 2 * len(_routed(summary))
 
@@ -344,7 +346,7 @@ def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
                 f"{'texts' if task['kind'] == SINGLE_LABEL_TASK else 'pairs'}")
     column = max(width - 28, 8)
     if task["kind"] == MULTI_LABEL_TASK:
-        histograms = (summary.get("details") or {}).get("label_histograms") or {}
+        histograms = label_histograms(summary)
         for teacher, labels in histograms.items():
             text.append(f"\n  {teacher}", "bold")
             for label, counts in labels.items():
@@ -359,6 +361,14 @@ def task_block(name: str, task: dict, width: int, styles: PlotStyles) -> Text:
         text.append("\n" + " " * 27)
         text.append_text(plots.sparkline(entry["histogram_elsewhere"], column, style=styles.alt))
     return text
+
+
+def label_histograms(summary: dict) -> dict[str, dict[str, list[int]]]:
+    """teacher -> label -> its confidence histogram on that label, of a multi-task
+    integration's multi-label task (its summary as stored); empty where none is recorded."""
+    return {facts["name"]: facts["own"]["label_histograms"]
+            for facts in summary.get("per_teacher") or ()
+            if "label_histograms" in (facts.get("own") or {})}
 
 
 def _routed(summary: dict) -> list[dict]:
