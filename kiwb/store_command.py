@@ -105,9 +105,10 @@ def prune(args: argparse.Namespace) -> int:
     if not unneeded:
         stdout.print(f"Nothing to remove in integrations/ ({kept_line}).", highlight=False)
         return 0
-    removed = unneeded if args.dry_run else kept_targets.prune(found)
-    size = sum(item.size for item in removed)
-    stdout.print(f"{'Would remove' if args.dry_run else 'Removed'} {len(removed)} files of "
+    if not args.dry_run:
+        kept_targets.remove(unneeded)
+    size = sum(item.size for item in unneeded)
+    stdout.print(f"{'Would remove' if args.dry_run else 'Removed'} {len(unneeded)} files of "
                  f"integrations/ ({_megabytes(size)}) no run needs; {kept_line}. A run that reads "
                  "an integration whose targets are gone works them out again.",
                  highlight=False, soft_wrap=True)

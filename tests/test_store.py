@@ -168,6 +168,18 @@ def test_a_v5_store_has_its_records_renamed_keys_rewritten(tmp_path):
         assert store.done_shards("k1") == {0}  # the rest untouched
 
 
+def _store_at_version(path, version: int, summary: dict) -> None:
+    """A store as `version` built it, holding one integration ('i') of `summary`: the next open
+    migrates it."""
+    with sqlite3.connect(path) as db:
+        db.executescript(V1_DDL)
+        for _, step in MIGRATIONS[1:version]:
+            step(db)
+        db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(version),))
+        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
+                   (json.dumps(summary),))
+
+
 def test_a_v8_store_names_each_routing_once(tmp_path):
     """Version 9: a routing accuracy no longer names its routing. An integration names it in
     its routing details (a multi-task one's tasks too); a run in its train.start, taken from
@@ -186,13 +198,8 @@ def test_a_v8_store_names_each_routing_once(tmp_path):
                                                                     "routing": "stacked"}}),
               ("b", "train.eval", {"step": 5, "routing_accuracy": {"mc_dropout": 0.5,
                                                                    "plain_confidence": 0.4}})]
+    _store_at_version(path, 8, summary)
     with sqlite3.connect(path) as db:
-        db.executescript(V1_DDL)
-        for _, step in MIGRATIONS[1:8]:
-            step(db)
-        db.execute("UPDATE meta SET value = '8' WHERE key = 'schema_version'")
-        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
-                   (json.dumps(summary),))
         for run, kind, data in events:
             db.execute("INSERT INTO events (job_id, run, ts, kind, data_json) "
                        "VALUES (NULL, ?, 2.0, ?, ?)", (run, kind, json.dumps(data)))
@@ -236,13 +243,7 @@ def test_a_v9_store_keeps_each_teachers_facts_in_one_record(tmp_path):
                          "tasks": {"t": {"summary": {
                              "teachers": ["a"], "wins": {"a": 3},
                              "details": {"label_histograms": {"a": {"x": [1, 2]}}}}}}}}
-    with sqlite3.connect(path) as db:
-        db.executescript(V1_DDL)
-        for _, step in MIGRATIONS[1:9]:
-            step(db)
-        db.execute("UPDATE meta SET value = '9' WHERE key = 'schema_version'")
-        db.execute("INSERT INTO integrations VALUES ('i', 'unlabeled', '{}', ?, 1.0)",
-                   (json.dumps(older),))
+    _store_at_version(path, 9, older)
     with Store(path) as store:
         assert store.schema_version == SCHEMA_VERSION == 10
         found = store.integration("i")["summary"]

@@ -62,9 +62,7 @@ def _pinned_by_runs(root: Path) -> list[tuple[str, str]]:
     return pinned
 
 
-def prune(found: list[KeptTargets]) -> list[KeptTargets]:
-    """Remove the files nothing needs; returns those removed."""
-    removed = [item for item in found if item.kept_for is None]
-    for item in removed:
+def remove(unneeded: list[KeptTargets]) -> None:
+    """Remove the files nothing needs (kept_for None)."""
+    for item in unneeded:
         item.path.unlink(missing_ok=True)
-    return removed
