@@ -265,6 +265,9 @@ def test_a_v9_store_keeps_each_teachers_facts_in_one_record(tmp_path):
     assert printed["routing"] == older["routing"]
     assert {key: printed["details"][key] for key in ("coverage", "widths")} == {
         key: older["details"][key] for key in ("coverage", "widths")}
+    assert printed["deprecated"] == {  # named for scripts, which go to per_teacher
+        "keys": [*LEGACY_VIEWS, "routing.teachers", "details.widths", "details.coverage"],
+        "removed_in": "kiwb 0.3", "read_instead": "per_teacher"}
 
 
 def test_a_v3_store_gets_instances_and_jobs_of_any_kind(tmp_path):

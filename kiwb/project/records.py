@@ -496,7 +496,8 @@ class IntegrationSummary(Record):
 
     def printed(self) -> dict[str, Any]:
         """The JSON `kiwb integrate --json` prints: the record, with LEGACY_VIEWS beside it (and
-        the routing's per-teacher details where they were, each with the units it won)."""
+        the routing's per-teacher details where they were, each with the units it won, and
+        OWN_DETAILS in `details`), and `deprecated` naming those keys."""
         views = {name: value for name in LEGACY_VIEWS if (value := getattr(self, name)) is not None}
         found = {**self.to_dict(), **views}
         if self.routing is not None:
@@ -506,9 +507,14 @@ class IntegrationSummary(Record):
         owned = {detail: {facts.name: facts.own[own] for facts in self.per_teacher
                           if facts.own and own in facts.own}
                  for detail, own in OWN_DETAILS.items()}
-        if any(owned.values()):
-            found["details"] = {**(found.get("details") or {}),
-                                **{detail: values for detail, values in owned.items() if values}}
+        owned = {detail: values for detail, values in owned.items() if values}
+        if owned:
+            found["details"] = {**(found.get("details") or {}), **owned}
+        # the deprecated keys by name, so that a script can see which it reads before 0.3
+        found["deprecated"] = {
+            "keys": [*views, *(["routing.teachers"] if self.routing is not None else []),
+                     *(f"details.{detail}" for detail in owned)],
+            "removed_in": "kiwb 0.3", "read_instead": "per_teacher"}
         return found
 
 
