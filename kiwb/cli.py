@@ -159,10 +159,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Words other tools use for what a kiwb command does: `kiwb status` is answered with `kiwb jobs`.
+OTHER_TOOLS_WORDS = {"status": "jobs", "ps": "jobs", "log": "logs", "eval": "evaluate",
+                     "run": "train", "fit": "train", "new": "init", "create": "init",
+                     "open": "ui", "stop": "cancel", "kill": "cancel", "classify": "predict"}
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[str]:
+    return list(next(action.choices for action in parser._actions if action.dest == "command"))
+
+
+def unknown_command(word: str, commands: list[str]) -> str | None:
+    """Why `kiwb WORD` cannot run, where WORD is no command and no folder but reads as a command
+    (a bare word: no path separator), with the command it likely meant; None otherwise, and
+    `kiwb WORD` opens (or refuses) the folder WORD as the workbench does."""
+    if os.sep in word or "/" in word or Path(word).exists():
+        return None
+    import difflib
+
+    meant = OTHER_TOOLS_WORDS.get(word.lower()) or next(
+        iter(difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.75)), None)
+    if meant is None:
+        return None
+    return (f"{word!r} is neither a command nor a folder: did you mean kiwb {meant}? (kiwb --help "
+            f"lists the commands; kiwb init {word} creates a project folder of that name)")
+
+
 def _workbench_default(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """`kiwb DIR` means `kiwb ui DIR`; a bare `kiwb` too, when a person runs it in a terminal."""
-    commands = next(action.choices for action in parser._actions if action.dest == "command")
-    if argv and not argv[0].startswith("-") and argv[0] not in commands:
+    if argv and not argv[0].startswith("-") and argv[0] not in _commands(parser):
         return ["ui", *argv]
     if not argv and sys.stdin.isatty() and sys.stdout.isatty():
         return ["ui"]
@@ -171,7 +196,14 @@ def _workbench_default(parser: argparse.ArgumentParser, argv: list[str]) -> list
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    argv = _workbench_default(parser, sys.argv[1:] if argv is None else list(argv))
+    argv = sys.argv[1:] if argv is None else list(argv)
+    mistyped = (unknown_command(argv[0], _commands(parser))
+                if argv and not argv[0].startswith("-") and argv[0] not in _commands(parser)
+                else None)
+    if mistyped is not None:
+        print(f"kiwb: error: {mistyped}", file=sys.stderr)
+        return 2
+    argv = _workbench_default(parser, argv)
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "predict":
         args.texts += extra  # texts may come after options: kiwb predict DIR --run R "a text"

@@ -407,6 +407,32 @@ def test_kiwb_dir_opens_the_workbench(monkeypatch, tmp_path, capsys):
     assert "no such folder" in capsys.readouterr().err
 
 
+def test_a_mistyped_command_is_answered_with_the_command_not_a_folder(monkeypatch, tmp_path,
+                                                                      capsys):
+    """`kiwb status` or `kiwb trian` is no command and no folder: the error names the command
+    meant (another tool's word, or a near spelling) instead of a folder missing; an existing
+    folder of that name still opens, and a word like no command is taken for a folder."""
+    from kiwb import cli
+
+    monkeypatch.chdir(tmp_path)
+    for word, meant in (("status", "jobs"), ("trian", "train"), ("Eval", "evaluate"),
+                        ("dmeo", "demo")):
+        assert cli.main([word]) == 2
+        assert capsys.readouterr().err == (
+            f"kiwb: error: {word!r} is neither a command nor a folder: did you mean kiwb "
+            f"{meant}? (kiwb --help lists the commands; kiwb init {word} creates a project "
+            "folder of that name)\n")
+    assert cli.main(["experiments"]) == 2
+    assert capsys.readouterr().err == ("kiwb: error: experiments: no such folder; create a "
+                                       "project there with: kiwb init experiments\n")
+    opened = []
+    monkeypatch.setattr("kiwb.tui.run", lambda root, theme=None, pane=None: opened.append(root)
+                        or 0)
+    (tmp_path / "status").mkdir()
+    assert cli.main(["status"]) == 0
+    assert opened == [tmp_path / "status"]
+
+
 def test_read_changes_follows_events_by_id_and_reports_a_new_integration(tmp_path):
     from kiwb.project.paths import ProjectPaths
     from kiwb.project.queries import read_changes
