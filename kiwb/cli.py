@@ -35,8 +35,9 @@ def _detach_arg(parser: argparse.ArgumentParser) -> None:
                      help="run the job in this process (it stops if this terminal closes)")
 
 
-def _job_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("job", type=int, help="job id (see kiwb jobs)")
+def _job_args(parser: argparse.ArgumentParser, without: str) -> None:
+    # a string, not type=int: `kiwb logs DIR` (a folder where the id goes) reads as the project
+    parser.add_argument("job", nargs="?", help=f"job id (see kiwb jobs; default: {without})")
     _project_arg(parser)
 
 
@@ -94,11 +95,11 @@ def build_parser() -> argparse.ArgumentParser:
     jobs.add_argument("--json", action="store_true", help="print the jobs as JSON")
 
     logs = commands.add_parser("logs", help="show the log of a background job")
-    _job_args(logs)
+    _job_args(logs, "the newest job")
     logs.add_argument("-f", "--follow", action="store_true", help="keep printing until the job ends")
 
     cancel = commands.add_parser("cancel", help="stop a job after its current batch (twice: at once)")
-    _job_args(cancel)
+    _job_args(cancel, "the job that is running, if only one is")
 
     evaluate = commands.add_parser("evaluate", help="evaluate a run's checkpoint on labeled data")
     _project_arg(evaluate)

@@ -361,13 +361,33 @@ def device_text(job) -> str:
     return " · ".join(part for part in parts if part)
 
 
+def job_and_project(args: argparse.Namespace) -> tuple[int | None, Path]:
+    """`kiwb logs|cancel [JOB] [DIR]`: the job id (None: left to the command) and the project.
+    A first word that is a folder and no number is the project, so `kiwb logs DIR` and
+    `kiwb logs DIR 3` read as a user means them."""
+    job, project = args.job, args.project
+    if job is not None and not job.isdigit() and Path(job).is_dir():
+        job, project = (None if project == Path(".") else str(project)), Path(job)
+    if job is not None and not job.isdigit():
+        raise KiwbError(f"{job!r} is not a job id; give the number kiwb jobs lists: "
+                        f"kiwb {args.command} JOB [DIR]")
+    return (int(job) if job is not None else None), project
+
+
 def cmd_logs(args: argparse.Namespace) -> int:
     import sys
 
     from kiwb.launch import follow_log
 
-    with open_existing_store(args.project) as store:
-        for chunk in follow_log(store.jobs, args.job, follow=args.follow):
+    job, project = job_and_project(args)
+    with open_existing_store(project) as store:
+        if job is None:  # the newest job: the one a user just started
+            jobs = store.jobs.all()
+            if not jobs:
+                raise KiwbError(f"{project}: no jobs yet; start one with: "
+                                + command("score", project))
+            job = jobs[-1].id
+        for chunk in follow_log(store.jobs, job, follow=args.follow):
             sys.stdout.write(chunk)
             sys.stdout.flush()
     return 0
@@ -377,8 +397,17 @@ def cmd_cancel(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
     from kiwb.launch import cancel_job
 
-    with open_existing_store(args.project) as store:
-        stdout.print(cancel_job(store, args.job), highlight=False)
+    job, project = job_and_project(args)
+    with open_existing_store(project) as store:
+        if job is None:  # only when one job runs: cancelling is not to be guessed
+            live = [each for each in store.jobs.all() if each.live]
+            if len(live) != 1:
+                raise KiwbError(f"{project}: no job is running" if not live else
+                                f"{project}: {len(live)} jobs are running ("
+                                + ", ".join(f"{each.id}: {each.label}" for each in live)
+                                + "); name one: kiwb cancel JOB")
+            job = live[0].id
+        stdout.print(cancel_job(store, job), highlight=False)
     return 0
 
 

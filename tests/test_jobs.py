@@ -429,3 +429,46 @@ def test_kiwb_jobs_shows_the_gpu_and_memory_a_job_recorded(tmp_path):
     worker.kill()
     worker.wait()
     assert "cuda:0 · 2.2 GB peak" in shown and "cuda:1 · NVIDIA H100 · 7.5 GB" in shown
+
+
+def test_logs_and_cancel_read_the_folder_first_and_leave_the_job_out(tmp_path, capsys):
+    """`kiwb logs DIR` shows the newest job's log and `kiwb cancel DIR` stops the one job that
+    runs (a real process): the folder may come where the job id goes, as in every other
+    command; a word that is no job id nor a folder is refused in one line."""
+    from kiwb import cli
+
+    root = tmp_path / "project"
+    assert cli.main(["init", str(root)]) == 0
+    worker = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        with Store(ProjectPaths(root).store) as store:
+            ids = []
+            for number in (1, 2):  # the first ends before the second starts, as a rerun
+                log = root / f"job{number}.log"
+                log.write_text(f"the log of job {number}\n")
+                ids.append(store.jobs.create("score", ScoreSpec.shared_run, {}))
+                store.jobs.attach(ids[-1], pid=worker.pid, log_path=str(log))
+                store.jobs.started(ids[-1], {})
+                store.jobs.beat(ids[-1])  # a worker that handles SIGTERM, as a real one
+                if number == 1:
+                    store.jobs.end(ids[0], "finished", {})
+            assert [job.live for job in store.jobs.all()] == [False, True]
+        capsys.readouterr()
+        assert cli.main(["logs", str(root)]) == 0
+        assert capsys.readouterr().out == "the log of job 2\n"  # the newest
+        assert cli.main(["logs", str(root), str(ids[0])]) == 0  # the folder, then the job
+        assert cli.main(["logs", str(ids[0]), str(root)]) == 0  # the job, then the folder
+        assert capsys.readouterr().out == "the log of job 1\n" * 2
+        assert cli.main(["logs", "first", str(root)]) == 2
+        assert capsys.readouterr().err == ("kiwb: error: 'first' is not a job id; give the "
+                                           "number kiwb jobs lists: kiwb logs JOB [DIR]\n")
+        assert cli.main(["cancel", str(root)]) == 0
+        assert capsys.readouterr().out.startswith(f"asked job {ids[1]} (score) to stop")
+        assert worker.wait(timeout=30) == -signal.SIGTERM
+        with Store(ProjectPaths(root).store) as store:
+            store.jobs.end(ids[1], "cancelled", {})
+        assert cli.main(["cancel", str(root)]) == 2
+        assert capsys.readouterr().err == f"kiwb: error: {root}: no job is running\n"
+    finally:
+        if worker.poll() is None:
+            worker.kill()
