@@ -472,3 +472,19 @@ def test_logs_and_cancel_read_the_folder_first_and_leave_the_job_out(tmp_path, c
     finally:
         if worker.poll() is None:
             worker.kill()
+
+
+def test_train_without_a_student_base_is_refused_before_a_job_is_recorded(tmp_path, capsys):
+    """No [training] student and no --student: one line naming kiwb.toml's key and the flag,
+    and no failed job (with a resume hint that cannot help) left in the project."""
+    from kiwb import cli
+
+    root = tmp_path / "project"
+    assert cli.main(["init", str(root)]) == 0
+    capsys.readouterr()
+    assert cli.main(["train", str(root)]) == 2
+    assert capsys.readouterr().err == (
+        f"kiwb: error: {root / 'kiwb.toml'}: [training] student is not set; name a base "
+        "checkpoint (folder or hub id) there or pass --student\n")
+    with Store(ProjectPaths(root).store) as store:
+        assert store.jobs.all() == []

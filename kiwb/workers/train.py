@@ -19,6 +19,7 @@ from kiwb.errors import KiwbError
 from kiwb.kinds import TeacherKind, kind_named
 from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.config import ProjectConfig
+from kiwb.project.job_specs import student_missing
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import (
     BestCheckpoint,
@@ -55,8 +56,7 @@ def prepare(config: ProjectConfig, store: Store, request: TrainRequest,
     """Targets and evaluation data for a run, plus the manifest that pins its inputs, as the
     project's teachers' `kind` (the job's LoadedProject.kind) makes them."""
     if not config.training.student:
-        raise KiwbError(f"{config.file}: [training] student is not set; name a base checkpoint "
-                        "(folder or hub id) there or pass --student")
+        raise KiwbError(student_missing(config))
     tasks = plan_scoring(config, store, kind=kind)
     check_method(config, kind, request.settings.method, request.settings.routing,
                  dataclasses.asdict(request.settings))
