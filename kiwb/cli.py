@@ -103,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", help="evaluate a run's checkpoint on labeled data")
     _project_arg(evaluate)
-    evaluate.add_argument("--run", required=True, help="the run to evaluate")
+    evaluate.add_argument("--run", help="the run to evaluate (default: the newest)")
     evaluate.add_argument("--checkpoint", default="best", help="best (default), last, or a step number")
     evaluate.add_argument("--data", help="labeled data: a file, a saved folder or "
                           "hf://datasets/ORG/NAME (default: the project's [data.eval])")

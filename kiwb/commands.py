@@ -245,6 +245,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     from kiwb.project.job_specs import ExportSpec
 
     load_config(args.project)
+    if not args.run:
+        from kiwb.workers.predict import chosen_run
+
+        args.run = chosen_run(args.project)
     return run_or_launch(args, ExportSpec.from_args(args))
 
 
@@ -529,6 +533,10 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     project = load_project(args.project)
     config = project.config
+    if not args.run:
+        from kiwb.workers.predict import chosen_run
+
+        args.run = chosen_run(config.root)
     if args.data is not None:  # read as the kind reads its eval set, with --data's columns
         from kiwb.kinds.runtimes import runtime_of
         from kiwb.project.config import DatasetConfig

@@ -17,6 +17,7 @@ from cli_helpers import kiwb_env, run_kiwb
 
 from kiwb.demo.corpus import corpus_file, corpus_spec, generate, split_by_label, topic_labels
 from kiwb.demo.recipe import FULL, QUICK, STUDENTS, TEACHERS
+from kiwb.project.run_folder import list_checkpoints
 
 
 def test_corpus_ships_inside_the_package():
@@ -108,7 +109,8 @@ def test_demo_end_to_end_then_reused(tmp_path):
     predicted = run_kiwb("predict", root, "Parliament passed the budget bill after a long debate",
                          cwd=tmp_path)
     assert predicted.stdout.split()[0] in topic_labels()
-    newest = max((p for p in (root / "runs").iterdir() if p.is_dir()), key=lambda p: p.stat().st_mtime)
+    newest = max((p for p in (root / "runs").iterdir() if p.is_dir()),  # its last checkpoint
+                 key=lambda p: list_checkpoints(p)[-1].stat().st_mtime)
     assert f"Run {newest.name}, the newest of {len(STUDENTS)}" in " ".join(predicted.stderr.split())
     results = json.loads((root / "demo-results.json").read_text())
     assert results["recipe"] == QUICK.key() and set(results["students"]) == set(STUDENTS)

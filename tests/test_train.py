@@ -153,7 +153,8 @@ def test_export_round_trip_through_pipeline(scored_project, tmp_path):
     project = _copy_project(scored_project, tmp_path / "proj")
     run_kiwb("train", project, "--run", "soft", "--method", "muki-soft", cwd=tmp_path)
     destination = tmp_path / "student"
-    run_kiwb("export", project, "--run", "soft", "--to", destination, cwd=tmp_path)
+    exported = run_kiwb("export", project, "--to", destination, cwd=tmp_path)  # the only run
+    assert "Run soft, the newest of 1 (--run NAME for another)" in exported.stderr
 
     model = AutoModelForSequenceClassification.from_pretrained(destination)
     assert list(model.config.id2label.values()) == ["sports", "politics", "music", "cooking"]
@@ -364,6 +365,27 @@ def test_which_evaluation_beats_the_best(accuracy, metrics, better):
     assert BestCheckpoint(step=10, accuracy=accuracy).beaten_by(metrics) is better
 
 
+def test_the_run_meant_when_none_is_named_is_the_one_written_last(tmp_path):
+    """kiwb predict, evaluate and export without --run: the run whose newest checkpoint was
+    written last (not the folder touched last, nor a run with no checkpoint yet)."""
+    import os
+
+    from kiwb.project.run_folder import newest_run
+
+    runs = ProjectPaths(tmp_path).runs
+    with pytest.raises(KiwbError, match=rf"^{tmp_path}: no trained runs yet; run: kiwb train "):
+        newest_run(tmp_path)
+    for run, steps, written in (("soft", (10, 20), 300), ("hard", (10,), 200),
+                                ("started", (), 400)):
+        (runs / run).mkdir(parents=True)
+        for step in steps:  # a later step written later
+            folder = ckpt.checkpoints_dir(runs / run) / ckpt.step_name(step)
+            folder.mkdir(parents=True)
+            os.utime(folder, (written + step, written + step))
+    os.utime(runs / "hard", (1000, 1000))  # a folder touched later says nothing
+    assert newest_run(tmp_path) == ("soft", "Run soft, the newest of 2 (--run NAME for another)")
+
+
 def test_the_best_checkpoint_is_the_one_the_newest_checkpoint_names(
         scored_project, tmp_path, monkeypatch):
     """Stored once (kiwb.project.run_folder): a kill between two writes leaves no stale copy, and
@@ -497,9 +519,10 @@ def test_the_cli_around_a_trained_run(scored_project, tmp_path):
 
     held_out = tmp_path / "held_out.csv"
     held_out.write_text("body,topic\nthe striker scored a goal,sports\nthe band played a new song,music\n")
-    report = json.loads(run_kiwb("evaluate", project, "--run", "r", "--checkpoint", "last", "--data", held_out,
-                                 "--text-column", "body", "--label-column", "topic", "--json",
-                                 cwd=tmp_path).stdout)
+    evaluated = run_kiwb("evaluate", project, "--checkpoint", "last", "--data", held_out,
+                         "--text-column", "body", "--label-column", "topic", "--json", cwd=tmp_path)
+    assert "Run r, the newest of 1 (--run NAME for another)" in evaluated.stderr  # no --run given
+    report = json.loads(evaluated.stdout)
     assert report["checkpoint"].startswith("step-") and set(report["per_class_accuracy"]) == set(LABELS)
     assert 0.0 <= report["accuracy"] <= 1.0 and len(report["confusion"]) == len(LABELS)
 

@@ -365,7 +365,7 @@ class ExportSpec(JobSpec):
     """Writing a trained student as a Hugging Face model."""
 
     kind: ClassVar[str] = "export"
-    run: str = flag("--run", "the run to export", required=True, default="")
+    run: str = flag("--run", "the run to export (default: the newest)", default="")
     checkpoint: str = flag("--checkpoint", "best (default), last, or a step number",
                            default="best")
     destination: str | None = flag("--to", "destination folder (default: PROJECT/exports/RUN)",

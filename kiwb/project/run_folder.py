@@ -12,9 +12,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from kiwb.errors import KiwbError
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.records import TrainEval
 from kiwb.project.store import Store
+from kiwb.shell import command
 
 PROGRESS_FILE = "progress.json"
 MANIFEST_NAME = "kiwb-manifest.json"  # an export folder's: what its model was trained on
@@ -34,6 +36,20 @@ def list_checkpoints(run_dir: Path) -> list[Path]:
     if not folder.is_dir():
         return []
     return sorted(p for p in folder.iterdir() if p.is_dir() and p.name.startswith("step-"))
+
+
+def newest_run(root: Path) -> tuple[str, str]:
+    """The run a command means when none is named (kiwb predict, evaluate, export): the one
+    whose newest checkpoint was written last, with the line that says so (for stderr: the
+    answers on stdout stay as they are); KiwbError naming the fix when no run has one."""
+    runs = ProjectPaths(root).runs
+    trained = sorted((checkpoints[-1].stat().st_mtime, folder.name)
+                     for folder in (runs.iterdir() if runs.is_dir() else ())
+                     if folder.is_dir() and (checkpoints := list_checkpoints(folder)))
+    if not trained:
+        raise KiwbError(f"{root}: no trained runs yet; run: {command('train', root)}")
+    run = trained[-1][1]
+    return run, f"Run {run}, the newest of {len(trained)} (--run NAME for another)"
 
 
 def read_progress(checkpoint: Path) -> dict[str, Any]:

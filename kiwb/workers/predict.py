@@ -5,7 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 from kiwb.errors import KiwbError
-from kiwb.shell import command
+
+
+def chosen_run(root: Path) -> str:
+    """The newest run of a project (kiwb.project.run_folder.newest_run), said on stderr: for
+    kiwb predict, evaluate and export given no --run."""
+    from kiwb.console import console
+    from kiwb.project.run_folder import newest_run
+
+    run, line = newest_run(root)
+    console.print(line, highlight=False, markup=False, soft_wrap=True)
+    return run
 
 
 def resolve_model_folder(target: Path, run: str | None) -> Path:
@@ -13,19 +23,10 @@ def resolve_model_folder(target: Path, run: str | None) -> Path:
     if (target / "config.json").is_file():
         return target
     if (target / "kiwb.toml").is_file():
-        from kiwb.project.paths import ProjectPaths
         from kiwb.workers.export import choose_checkpoint
 
         if run is None:
-            runs = sorted((p for p in ProjectPaths(target).runs.glob("*") if p.is_dir()),
-                          key=lambda p: p.stat().st_mtime)
-            if not runs:
-                raise KiwbError(f"{target}: no trained runs yet; run: {command('train', target)}")
-            run = runs[-1].name
-            from kiwb.console import console  # stderr: the answers on stdout stay as they are
-
-            console.print(f"Run {run}, the newest of {len(runs)} (--run NAME for another)",
-                          highlight=False, markup=False, soft_wrap=True)
+            run = chosen_run(target)
         return choose_checkpoint(target, run)
     raise KiwbError(f"{target}: neither a model folder (config.json) nor a kiwb project (kiwb.toml)")
 
