@@ -167,7 +167,31 @@ OTHER_TOOLS_WORDS = {"status": "jobs", "ps": "jobs", "log": "logs", "eval": "eva
 
 
 def _commands(parser: argparse.ArgumentParser) -> list[str]:
-    return list(next(action.choices for action in parser._actions if action.dest == "command"))
+    return list(_subcommands(parser))
+
+
+def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """A parser's subcommands (kiwb's commands, or a command's actions) by name."""
+    return next((action.choices for action in parser._actions
+                 if isinstance(action, argparse._SubParsersAction)), {})
+
+
+# What `kiwb labels` and `kiwb store` do given a folder (or nothing) where the action goes:
+# the action that only reads.
+DEFAULT_ACTIONS = {"labels": "list", "store": "check"}
+
+
+def _default_action(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
+    """`kiwb labels [DIR]` means `kiwb labels list [DIR]`, `kiwb store [DIR]` `kiwb store check
+    [DIR]`."""
+    if not argv or argv[0] not in DEFAULT_ACTIONS:
+        return argv
+    rest = argv[1:]
+    actions = _subcommands(_subcommands(parser)[argv[0]])
+    if not rest or (not rest[0].startswith("-") and rest[0] not in actions
+                    and Path(rest[0]).is_dir()):
+        return [argv[0], DEFAULT_ACTIONS[argv[0]], *rest]
+    return argv
 
 
 def unknown_command(word: str, commands: list[str]) -> str | None:
@@ -204,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     if mistyped is not None:
         print(f"kiwb: error: {mistyped}", file=sys.stderr)
         return 2
-    argv = _workbench_default(parser, argv)
+    argv = _default_action(parser, _workbench_default(parser, argv))
     args, extra = parser.parse_known_args(argv)
     if extra and args.command == "predict":
         args.texts += extra  # texts may come after options: kiwb predict DIR --run R "a text"

@@ -433,6 +433,28 @@ def test_a_mistyped_command_is_answered_with_the_command_not_a_folder(monkeypatc
     assert opened == [tmp_path / "status"]
 
 
+def test_labels_and_store_given_a_folder_do_what_only_reads(monkeypatch, tmp_path, capsys):
+    """`kiwb labels [DIR]` lists the labels and `kiwb store [DIR]` checks the store, as their
+    `list` and `check` actions do; a word that is no action nor folder is refused as before."""
+    from kiwb import cli
+
+    root = tmp_path / "project"
+    assert cli.main(["init", str(root)]) == 0
+    monkeypatch.chdir(root)
+    for default, explicit in ((["labels", str(root)], ["labels", "list", str(root)]),
+                              (["labels"], ["labels", "list"]),
+                              (["store", str(root)], ["store", "check", str(root)]),
+                              (["store"], ["store", "check"])):
+        capsys.readouterr()
+        assert cli.main(explicit) == 0
+        shown = capsys.readouterr().out
+        assert cli.main(default) == 0
+        assert capsys.readouterr().out == shown != ""
+    with pytest.raises(SystemExit) as refused:
+        cli.main(["labels", "nothere"])
+    assert refused.value.code == 2 and "invalid choice: 'nothere'" in capsys.readouterr().err
+
+
 def test_read_changes_follows_events_by_id_and_reports_a_new_integration(tmp_path):
     from kiwb.project.paths import ProjectPaths
     from kiwb.project.queries import read_changes
