@@ -424,10 +424,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from kiwb.kinds.runtimes import runtime_of
     from kiwb.workers.predict import folder_kind, resolve_model_folder
 
+    folder = resolve_model_folder(args.model, args.run)  # a wrong folder: before any typing
+    if not args.texts and sys.stdin.isatty():  # else a terminal would wait without a word
+        from kiwb.console import console
+
+        console.print("Type the texts, one per line; Ctrl-D to classify them", highlight=False)
     texts = args.texts or [line.strip() for line in sys.stdin if line.strip()]
     if not texts:
         raise KiwbError("no texts to classify; pass them as arguments or one per line on stdin")
-    folder = resolve_model_folder(args.model, args.run)
     try:
         lines = runtime_of(kind_named(folder_kind(folder))).predict(folder, texts, args.top)
     except KiwbError:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tiny import TEACHER_A_LABELS, tiny_bert_config, wordpiece_tokenizer
+from tiny import TEACHER_A_LABELS, build_teacher, tiny_bert_config, wordpiece_tokenizer
 
 DEVICE_FORMS = "auto, cpu, cuda, cuda:N or mps"  # every device refusal lists them
 SMALL_SCORING = 'mc_passes = 2\nshard_size = 16\ndevice = "cpu"\n'
@@ -386,6 +386,28 @@ def test_predict_in_a_terminal_of_80_columns_keeps_the_text_off_the_scores_line(
     printed = pipe.export_text()
     assert printed.count("\n") == 1 and printed.startswith("politics ")
     assert printed.endswith("passed the budget bill after a long debate on the new taxes\n")
+
+
+def test_predict_given_no_texts_in_a_terminal_says_what_it_waits_for(tmp_path):
+    """Texts typed into a terminal (a real pseudo-terminal on stdin, ended by Ctrl-D): kiwb
+    asks for them first, where it would otherwise wait without a word, then classifies them."""
+    import pty
+
+    model = build_teacher(tmp_path / "model", "bert", TEACHER_A_LABELS, trained=False)
+    typing, terminal = pty.openpty()
+    try:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "kiwb", "predict", str(model)], stdin=terminal,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"})
+        os.write(typing, b"the striker scored a late goal\n\x04")  # a line, then Ctrl-D
+        out, err = process.communicate(timeout=180)
+    finally:
+        os.close(terminal)
+        os.close(typing)
+    assert process.returncode == 0, err
+    assert "Type the texts, one per line; Ctrl-D to classify them" in err
+    assert out.split()[0] in TEACHER_A_LABELS and "the striker scored a late goal" in out
 
 
 def test_a_text_with_tabs_or_line_breaks_is_shown_on_one_line():
