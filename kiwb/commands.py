@@ -15,11 +15,24 @@ RECENT_JOBS = 10  # ended jobs that `kiwb jobs` shows without --all
 LOG_LINES_SHOWN = 8
 
 
-def _from_cwd(path: str) -> str:
-    """Paths typed on the command line are relative to the shell's folder, not the project's."""
-    from pathlib import Path
+DATA_HUB = "hf://datasets/ORG/NAME for a Hub data set"  # how kiwb.toml names one
 
-    return str(Path(path).resolve()) if Path(path).exists() else path
+
+def _from_cwd(path: str, option: str, hub: str = "a Hub id like org/model") -> str:
+    """Paths typed on the command line are relative to the shell's folder, not the project's:
+    one found is written whole. One missing that is plainly a local path (./, ../, /, ~, or
+    folders within folders) is refused here, as typed: kiwb.toml would read it from the
+    project's folder and name a path the user never meant. Anything else (a Hub id like
+    org/model, hf://...) is kept as typed."""
+    found = Path(path).expanduser()
+    if found.exists():
+        return str(found.resolve())
+    local = "://" not in path and (path.startswith((".", "/", "~"))
+                                   or len(Path(path).parts) > 2)
+    if local:
+        raise KiwbError(f"{option}{path}: no such file or folder from {Path.cwd()}; give a path "
+                        f"from this folder, or {hub}")
+    return path
 
 
 def _teacher_option(value: str):
@@ -28,7 +41,7 @@ def _teacher_option(value: str):
     name, sep, path = value.partition("=")
     if not sep or not name or not path:
         raise KiwbError(f"--teacher {value!r}: write it as NAME=PATH, e.g. --teacher news=./models/news")
-    return TeacherConfig(name=name, path=_from_cwd(path))
+    return TeacherConfig(name=name, path=_from_cwd(path, f"--teacher {name}="))
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -37,14 +50,17 @@ def cmd_init(args: argparse.Namespace) -> int:
     from kiwb.project.paths import ProjectPaths
 
     root = args.project.resolve()
-    unlabeled = DatasetConfig(path=_from_cwd(args.unlabeled), text_column=args.text_column) if args.unlabeled else None
+    unlabeled = (DatasetConfig(path=_from_cwd(args.unlabeled, "--unlabeled ", DATA_HUB),
+                               text_column=args.text_column) if args.unlabeled else None)
     evaluation = (
-        DatasetConfig(path=_from_cwd(args.eval), text_column=args.text_column, label_column=args.label_column)
+        DatasetConfig(path=_from_cwd(args.eval, "--eval ", DATA_HUB), text_column=args.text_column,
+                      label_column=args.label_column)
         if args.eval else None
     )
     written = write_new_project(
         root, name=args.name or root.name, teachers=[_teacher_option(t) for t in args.teacher],
-        unlabeled=unlabeled, eval=evaluation, student=args.student and _from_cwd(args.student),
+        unlabeled=unlabeled, eval=evaluation,
+        student=args.student and _from_cwd(args.student, "--student "),
         force=args.force,
     )
     ProjectPaths(root).make_layout()
@@ -204,7 +220,7 @@ def cmd_integrate(args: argparse.Namespace) -> int:
 def cmd_train(args: argparse.Namespace) -> int:
     from kiwb.project.job_specs import TrainSpec
 
-    spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student))
+    spec = TrainSpec.from_args(args, student=args.student and _from_cwd(args.student, "--student "))
     if (served := serve_other_rank(args, spec, "kiwb.workers.train_ranks",
                                    "run_train_follower")) is not None:
         return served

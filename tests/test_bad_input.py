@@ -292,13 +292,25 @@ def test_labels_override_makes_a_generic_teacher_usable(cli_runs):
     assert len(score_files(project)) == 2 * 2 * 3
 
 
-def test_init_refuses_a_missing_checkpoint_without_writing(tmp_path, teachers_dir, data_dir):
-    result = run_kiwb(
-        "init", "proj", "--teacher", f"a={teachers_dir / 'teacher_a'}", "--teacher", "b=./nope",
-        "--unlabeled", data_dir / "unlabeled.jsonl", cwd=tmp_path,
-    )
-    assert_refused(result, "kiwb.toml", "teachers[2].path", "nope", "does not exist")
-    assert not (tmp_path / "proj" / "kiwb.toml").exists()
+@pytest.mark.parametrize(("option", "missing", "instead"), [
+    ("--teacher", "b=./nope", "a Hub id like org/model"),
+    ("--teacher", "b=models/teachers/b", "a Hub id like org/model"),  # not org/name: a path
+    ("--unlabeled", "./texts.csv", "hf://datasets/ORG/NAME for a Hub data set"),
+    ("--student", "~/no-such-base", "a Hub id like org/model")])
+def test_init_refuses_a_missing_path_as_typed_without_writing(tmp_path, teachers_dir, data_dir,
+                                                               option, missing, instead):
+    """A path typed from the shell's folder, missing, is named as typed and where it was looked
+    for (kiwb.toml would read it from the project's folder: a path the user never meant)."""
+    given = {"--teacher": [f"a={teachers_dir / 'teacher_a'}"],
+             "--unlabeled": [data_dir / "unlabeled.jsonl"], "--student": []}
+    given[option] = [*given[option], missing] if option == "--teacher" else [missing]
+    options = [word for flag, values in given.items() for value in values for word in (flag, value)]
+    if option != "--teacher":
+        options += ["--teacher", f"b={teachers_dir / 'teacher_b'}"]
+    result = run_kiwb("init", "proj", *options, cwd=tmp_path)
+    assert_refused(result, f"{option} {missing}: no such file or folder from {tmp_path}; give a "
+                           f"path from this folder, or {instead}")
+    assert not (tmp_path / "proj").exists()
 
 
 def test_init_refuses_an_existing_project_unless_forced(tmp_path, teachers_dir, data_dir):
