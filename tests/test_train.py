@@ -427,7 +427,8 @@ def test_the_best_checkpoint_is_the_one_the_newest_checkpoint_names(
 def test_the_resume_hint_of_a_train_job_that_failed_before_its_first_checkpoint_works(
         scored_project, tmp_path, student_base):
     project = _copy_project(scored_project, tmp_path / "proj")
-    student = tmp_path / "student"  # not there yet: the job fails before its first checkpoint
+    student = tmp_path / "student"  # empty yet: the job fails before its first checkpoint
+    student.mkdir()
     failed = run_kiwb("train", project, "--run", "r", "--epochs", "1", "--student", student,
                       cwd=tmp_path, check=False)
     assert failed.returncode == 2
@@ -435,7 +436,7 @@ def test_the_resume_hint_of_a_train_job_that_failed_before_its_first_checkpoint_
     hint = next(line.split("resume with: ", 1)[1] for line in jobs.splitlines() if "resume with: " in line)
     assert "--resume" in hint
 
-    shutil.copytree(student_base, student)
+    shutil.copytree(student_base, student, dirs_exist_ok=True)
     resumed = run_kiwb(*shlex.split(hint)[1:], cwd=tmp_path)
     assert "Run r has no checkpoint yet; starting it from step 0" in resumed.stderr
     assert ckpt.list_checkpoints(ProjectPaths(project).run_dir("r"))[-1].name == ckpt.step_name(10)
