@@ -92,7 +92,7 @@ def test_problem_type_reads_a_sigmoid_head_as_multi_label_or_single_label(tmp_pa
 
 
 def test_each_kind_takes_its_own_methods():
-    from kiwb.kinds import SEQUENCE, TOKEN
+    from kiwb.kinds import EMBEDDING, SEQUENCE, TOKEN
     from kiwb.kinds.multilabel import MULTI_LABEL
 
     for method in ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised"):
@@ -106,6 +106,15 @@ def test_each_kind_takes_its_own_methods():
         SEQUENCE.check_method("ant")
     with pytest.raises(ValueError, match="method 'uhc' does not apply to multi-label"):
         MULTI_LABEL.check_method("uhc")
+    with pytest.raises(ValueError, match=r"^unknown method 'muki-hrd': did you mean muki-hard\? "
+                                         r"\(choose one of muki-hard, muki-soft, vanilla-kd, uhc "
+                                         r"\(or supervised\)\)$"):
+        SEQUENCE.check_method("muki-hrd")  # a typo, not another kind's method
+    with pytest.raises(ValueError, match=r"^unknown method 'maskot': did you mean maskout\? "
+                                         r"\(choose a pair weighting: mc, maskout, equal\)$"):
+        EMBEDDING.check_method("maskot")
+    with pytest.raises(ValueError, match=r"^method 'mean' does not apply to single-label"):
+        SEQUENCE.check_method("mean")  # near none of theirs, and another kind's
 
 
 @pytest.mark.slow

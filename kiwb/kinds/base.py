@@ -28,13 +28,26 @@ kiwb/kinds/__init__.py and its runtime to `RUNTIMES` in kiwb/kinds/runtimes.py.
 
 from __future__ import annotations
 
+import difflib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kiwb.core.choices import DEFAULT_ROUTING, INTEGRATION_METHODS, OWN_SCORE_ROUTINGS, SUPERVISED
+from kiwb.core.choices import (
+    DEFAULT_ROUTING,
+    INTEGRATION_METHODS,
+    KNOWN_TRAINING_METHODS,
+    MULTITASK_METHODS,
+    OWN_SCORE_ROUTINGS,
+    PAIR_WEIGHTINGS,
+    SUPERVISED,
+)
+
+# Every kind's methods (an embedding kind's are its pair weightings): a name among them is
+# another kind's, not a typo.
+ALL_METHODS = frozenset((*KNOWN_TRAINING_METHODS, *MULTITASK_METHODS, *PAIR_WEIGHTINGS))
 
 
 @dataclass(frozen=True)
@@ -232,8 +245,19 @@ class JobBehaviour:
     def check_method(self, title: str, method: str) -> None:
         """ValueError in one line when `method` (or `supervised`) is not one of this kind's."""
         if method != SUPERVISED and method not in self.methods:
-            raise ValueError(f"method {method!r} does not apply to {title} teachers; "
-                             f"choose one of {', '.join(self.methods)} (or supervised)")
+            raise ValueError(method_refusal(method, title, (*self.methods, SUPERVISED),
+                                            f"choose one of {', '.join(self.methods)} (or "
+                                            "supervised)"))
+
+
+def method_refusal(method: str, title: str, methods: Sequence[str], choose: str) -> str:
+    """Why `method` cannot run for a kind's teachers (`methods`: the kind's), ending with
+    `choose`: a method of another kind does not apply to them; one kiwb has nowhere and spelt
+    near one of theirs is a typo, said so."""
+    near = difflib.get_close_matches(method, methods, n=1, cutoff=0.75)
+    if near and method not in ALL_METHODS:
+        return f"unknown method {method!r}: did you mean {near[0]}? ({choose})"
+    return f"method {method!r} does not apply to {title} teachers; {choose}"
 
 
 def _toml(value: Any) -> str:

@@ -23,6 +23,7 @@ from kiwb.kinds.base import (
     ResultWording,
     TeacherKind,
     TeacherKnowledge,
+    method_refusal,
 )
 
 POOLING_KEY = "kiwb_pooling"  # a kiwb embedding student's pooling, in its config.json
@@ -167,8 +168,8 @@ class EmbeddingJobs(JobBehaviour):
 
     def check_method(self, title: str, method: str) -> None:
         if method not in self.methods:
-            raise ValueError(f"method {method!r} does not apply to {title} teachers; "
-                             f"choose a pair weighting: {', '.join(self.methods)}")
+            raise ValueError(method_refusal(method, title, self.methods,
+                                            f"choose a pair weighting: {', '.join(self.methods)}"))
 
     def conflict_labels(self, details, labels) -> list[str]:
         return [SIMILAR, NOT_SIMILAR]
