@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import re
 import sqlite3
 import sys
 from pathlib import Path
@@ -41,8 +43,26 @@ def _job_args(parser: argparse.ArgumentParser, without: str) -> None:
     _project_arg(parser)
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, whose refusal of a choice (a routing, an action) ends with the one
+    meant where the word given is spelt near one; its subcommands' parsers are of this class
+    too (add_subparsers makes them of the parent's)."""
+
+    def error(self, message: str):
+        refused = re.search(r"invalid choice: (.+?) \(choose from (.+)\)$", message)
+        if refused:
+            def bare(word: str) -> str:
+                return word.strip().strip("'\"")
+
+            near = difflib.get_close_matches(bare(refused.group(1)),
+                                             [bare(word) for word in refused.group(2).split(",")],
+                                             n=1, cutoff=0.75)
+            message += f"; did you mean {near[0]}?" if near else ""
+        super().error(message)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog="kiwb",
         description="Knowledge Integration WorkBench: merge teacher classifiers into one "
         "student using Monte-Carlo-dropout uncertainty (MUKI).",
@@ -200,8 +220,6 @@ def unknown_command(word: str, commands: list[str]) -> str | None:
     `kiwb WORD` opens (or refuses) the folder WORD as the workbench does."""
     if os.sep in word or "/" in word or Path(word).exists():
         return None
-    import difflib
-
     meant = OTHER_TOOLS_WORDS.get(word.lower()) or next(
         iter(difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.75)), None)
     if meant is None:

@@ -433,6 +433,21 @@ def test_a_mistyped_command_is_answered_with_the_command_not_a_folder(monkeypatc
     assert opened == [tmp_path / "status"]
 
 
+@pytest.mark.parametrize(("words", "meant"), [
+    (["integrate", "--routing", "rnak"], "rank"), (["labels", "exprt"], "export"),
+    (["store", "chek"], "check"), (["integrate", "--routing", "zzz"], None)])
+def test_a_misspelt_choice_is_answered_with_the_one_meant(capsys, words, meant):
+    """argparse's refusal of a choice, with the choice spelt near the word given (none when
+    nothing is near)."""
+    from kiwb import cli
+
+    with pytest.raises(SystemExit) as refused:
+        cli.main(words)
+    error = capsys.readouterr().err.splitlines()[-1]
+    assert refused.value.code == 2 and f"invalid choice: '{words[-1]}'" in error
+    assert error.endswith(f"; did you mean {meant}?" if meant else ")")
+
+
 def test_labels_and_store_given_a_folder_do_what_only_reads(monkeypatch, tmp_path, capsys):
     """`kiwb labels [DIR]` lists the labels and `kiwb store [DIR]` checks the store, as their
     `list` and `check` actions do; a word that is no action nor folder is refused as before."""
