@@ -229,7 +229,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     config, store = open_project(args.project)
     store.close()
     project = LoadedProject.of(config)
-    spec.check_before_start(project.config)  # refused here, before a job is started for it
+    spec.check_routing(project.config)  # refused here, before a job is started for it
     return run_or_launch(args, spec.named(project.config.integration,
                                           project.kind.jobs.default_routing))
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from kiwb.errors import ConfigError
-from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec
+from kiwb.project.job_specs import IntegrateSpec, JobSpec, MergeSpec, TrainSpec, student_missing
 from kiwb.project.teacher_kinds import (
     LoadedProject,
     check_method,
@@ -19,7 +19,8 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> LoadedProject | 
     """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
     integrate or train job whose method (given, or the project's [integration] method) the
     teachers' kind does not take, a train job given a [training] setting its kind never applies
-    (--feature-weight outside multi-task projects), reporting to a tracker not installed, or
+    (--feature-weight outside multi-task projects) or no student base to start from,
+    reporting to a tracker not installed, or
     resuming with other settings; a refused job leaves no row. A project that cannot be read
     here is left to the job, which records why. Returns the project as read here (None where
     the job kind reads none), for a job run in this process to go on with."""
@@ -45,6 +46,8 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> LoadedProject | 
         from kiwb.project.merge_check import check_merge_start
 
         check_merge_start(config, spec.init_from_merge)
+    if isinstance(spec, TrainSpec) and not (spec.student or config.training.student):
+        raise ConfigError(student_missing(config))  # no base to start from: no job to fail
     if isinstance(spec, TrainSpec):  # a tracker's package missing: now, not after training
         from kiwb.project.tracker_check import tracker_problem
 

@@ -265,14 +265,6 @@ class TrainSpec(job_options("train", IntegrationConfig, TrainingConfig)):
     def device_list(self) -> list[str] | None:
         return device_list(self.devices)
 
-    def check_before_start(self, config) -> None:
-        """What `kiwb train` and the workbench's train form refuse before a job is recorded
-        for it: no student base to start from (neither --student nor [training] student), and
-        a routing the project cannot use (check_routing; `config` as it says)."""
-        if not (self.student or config.training.student):
-            raise KiwbError(student_missing(config))
-        self.check_routing(config)
-
     def resume_command(self, project: str) -> str:
         return dataclasses.replace(self, resume=True).command(project)
 
@@ -287,8 +279,8 @@ class TrainSpec(job_options("train", IntegrationConfig, TrainingConfig)):
 
 
 def student_missing(config) -> str:
-    """Why a run cannot start without a student base, and the fix (kiwb train refuses it before
-    a job; the job, for a kiwb.toml edited since)."""
+    """Why a run cannot start without a student base, and the fix (refused before a job is
+    recorded, kiwb.project.job_checks; by the job too, for a kiwb.toml edited since)."""
     return (f"{config.file}: [training] student is not set; name a base checkpoint (folder or "
             "hub id) there or pass --student")
 

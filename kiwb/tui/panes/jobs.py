@@ -236,7 +236,7 @@ class JobsPane(Pane):
                 devices=_devices(values["devices"]),
                 init_from_merge=values["init_from_merge"].strip() or None,
                 resume=values["resume"])
-            spec.check_before_start(config)
+            spec.check_routing(config)
             # named as `kiwb train` names it: by every setting it resolves to, kiwb.toml's
             # transfer and the rest the form does not show included
             return launcher.launch(root, spec.named(integration, kind.jobs.default_routing))
