@@ -228,9 +228,16 @@ def unknown_command(word: str, commands: list[str]) -> str | None:
             f"lists the commands; kiwb init {word} creates a project folder of that name)")
 
 
+def _folder_word(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """The first word where it is no command and no option: the folder of `kiwb DIR`."""
+    if argv and not argv[0].startswith("-") and argv[0] not in _commands(parser):
+        return argv[0]
+    return None
+
+
 def _workbench_default(parser: argparse.ArgumentParser, argv: list[str]) -> list[str]:
     """`kiwb DIR` means `kiwb ui DIR`; a bare `kiwb` too, when a person runs it in a terminal."""
-    if argv and not argv[0].startswith("-") and argv[0] not in _commands(parser):
+    if _folder_word(parser, argv) is not None:
         return ["ui", *argv]
     if not argv and sys.stdin.isatty() and sys.stdout.isatty():
         return ["ui"]
@@ -240,9 +247,8 @@ def _workbench_default(parser: argparse.ArgumentParser, argv: list[str]) -> list
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else list(argv)
-    mistyped = (unknown_command(argv[0], _commands(parser))
-                if argv and not argv[0].startswith("-") and argv[0] not in _commands(parser)
-                else None)
+    word = _folder_word(parser, argv)
+    mistyped = unknown_command(word, _commands(parser)) if word is not None else None
     if mistyped is not None:
         print(f"kiwb: error: {mistyped}", file=sys.stderr)
         return 2
