@@ -437,7 +437,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     from kiwb.console import stdout
     from kiwb.kinds import kind_named
-    from kiwb.kinds.runtimes import runtime_of
+    from kiwb.workers.kind_runtimes import runtime_of
     from kiwb.workers.predict import folder_kind, resolve_model_folder
 
     folder = resolve_model_folder(args.model, args.run)  # a wrong folder: before any typing
@@ -558,8 +558,8 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
         args.run = chosen_run(config.root)
     if args.data is not None:  # read as the kind reads its eval set, with --data's columns
-        from kiwb.kinds.runtimes import runtime_of
         from kiwb.project.config import DatasetConfig
+        from kiwb.workers.kind_runtimes import runtime_of
 
         spec = config.data.eval
         pairs = spec.pair_column if spec else None  # an embedding project's retrieval probe

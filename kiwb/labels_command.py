@@ -118,9 +118,9 @@ def export_labels(args: argparse.Namespace) -> int:
 def import_labels(args: argparse.Namespace) -> int:
     from kiwb.console import stdout
     from kiwb.kinds import kind_named
-    from kiwb.kinds.runtimes import runtime_of
     from kiwb.project.label_files import file_format, read_label_file
     from kiwb.project.labels import give_labels, label_count, replace_all
+    from kiwb.workers.kind_runtimes import runtime_of
     from kiwb.workers.project_inputs import project_kind
 
     file_format(args.file)

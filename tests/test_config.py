@@ -82,7 +82,8 @@ def test_routing_auto_is_the_teachers_kinds(project: Path) -> None:
     """[integration] routing defaults to auto: the kind's (single-label teachers keep "auto",
     chosen per project when they integrate; confidence: token); a routing kiwb.toml names is
     kept whatever the kind."""
-    from kiwb.kinds import SEQUENCE, TOKEN
+    from kiwb.kinds import KINDS, SEQUENCE
+    TOKEN = KINDS["token"]
 
     write_toml(project, 'name = "p"\n')
     config = load_config(project)

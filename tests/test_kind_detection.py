@@ -92,8 +92,9 @@ def test_problem_type_reads_a_sigmoid_head_as_multi_label_or_single_label(tmp_pa
 
 
 def test_each_kind_takes_its_own_methods():
-    from kiwb.kinds import EMBEDDING, SEQUENCE, TOKEN
-    from kiwb.kinds.multilabel import MULTI_LABEL
+    from kiwb.kinds import KINDS, SEQUENCE
+    EMBEDDING, TOKEN = KINDS["embedding"], KINDS["token"]
+    MULTI_LABEL = KINDS["multi-label"]
 
     for method in ("muki-hard", "muki-soft", "vanilla-kd", "uhc", "supervised"):
         SEQUENCE.check_method(method)

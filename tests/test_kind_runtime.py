@@ -5,15 +5,17 @@ whether it takes more options."""
 
 from __future__ import annotations
 
+import importlib
 import inspect
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from kiwb.kinds import KINDS
+from kiwb.kinds import DEFAULT_KIND, KINDS, described_kinds
 from kiwb.kinds.runtime import KindRuntime, RuntimeDefaults
-from kiwb.kinds.runtimes import RUNTIMES, runtime_of
+from kiwb.workers.kind_runtimes import RUNTIMES, runtime_of
 
 METHODS = [name for name, value in vars(KindRuntime).items()
            if inspect.isfunction(value) and not name.startswith("_")]
@@ -33,6 +35,56 @@ def test_every_described_kind_has_one_runtime_and_each_runtime_is_its_kinds():
     for name, runtime in RUNTIMES.items():
         assert runtime.kind is KINDS[name]
         assert runtime_of(KINDS[name]) is runtime  # made once, not per call
+
+
+def test_every_package_under_kinds_is_a_described_kind():
+    """KINDS lists no kind twice and misses none: one per package, the default kind first."""
+    folder = Path(importlib.import_module("kiwb.kinds").__file__).parent
+    packages = sorted(path.parent.name for path in folder.glob("*/__init__.py"))
+    assert sorted(kind.checkpoints.__module__.rsplit(".", 1)[1]
+                  for kind in KINDS.values()) == packages
+    assert next(iter(KINDS)) == DEFAULT_KIND
+
+
+def _write_kind(folder: Path, name: str, kind_name: str | None) -> None:
+    """A kind package under `folder`: a sequence kind's parts under another name."""
+    (folder / name).mkdir()
+    (folder / name / "__init__.py").write_text(
+        "from kiwb.kinds.base import TeacherKind\n"
+        "from kiwb.kinds.sequence import SequenceCheckpoints, SequenceJobs, SequenceWords\n"
+        + (f"KIND = TeacherKind({kind_name!r}, SequenceCheckpoints(), SequenceWords(), "
+           "SequenceJobs())\n" if kind_name else "NOT_A_KIND = 1\n"), encoding="utf-8")
+
+
+def test_adding_a_kind_is_a_package_and_one_runtime_line(tmp_path, monkeypatch):
+    """A package with its KIND is a kind by being there (no list of descriptions to add it to);
+    the jobs refuse it until its runtime is registered, naming the one line to add."""
+    (tmp_path / "more_kinds").mkdir()
+    (tmp_path / "more_kinds" / "__init__.py").write_text("", encoding="utf-8")
+    (tmp_path / "more_kinds" / "notes.py").write_text("X = 1\n", encoding="utf-8")  # a module
+    _write_kind(tmp_path / "more_kinds", "toy", "toy")
+    _write_kind(tmp_path / "more_kinds", "another", "another")
+    _write_kind(tmp_path / "more_kinds", "plain", DEFAULT_KIND)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = described_kinds(importlib.import_module("more_kinds"))
+    assert list(found) == [DEFAULT_KIND, "another", "toy"]  # the default first, then by name
+    assert found["toy"].title == KINDS[DEFAULT_KIND].title
+    with pytest.raises(LookupError, match=r"'toy' kind has no runtime: add its runtime class to "
+                                          r"RUNTIMES in kiwb/workers/kind_runtimes\.py"):
+        runtime_of(found["toy"])
+
+    (tmp_path / "twin_kinds").mkdir()
+    (tmp_path / "twin_kinds" / "__init__.py").write_text("", encoding="utf-8")
+    _write_kind(tmp_path / "twin_kinds", "one", "toy")
+    _write_kind(tmp_path / "twin_kinds", "two", "toy")
+    with pytest.raises(ImportError, match=r"two packages under twin_kinds describe the kind "
+                                          r"'toy': give each kind a name of its own"):
+        described_kinds(importlib.import_module("twin_kinds"))
+
+    _write_kind(tmp_path / "more_kinds", "stray", None)
+    with pytest.raises(ImportError, match=r"more_kinds\.stray is a package under more_kinds but "
+                                          r"holds no KIND"):
+        described_kinds(importlib.import_module("more_kinds"))
 
 
 def test_the_protocol_lists_the_jobs_calls():
@@ -71,7 +123,7 @@ def test_describing_the_kinds_loads_no_model_library():
     """The CLI and the workbench read every description; only a job loads a runtime."""
     found = subprocess.run(
         [sys.executable, "-c", "import sys, kiwb.kinds, kiwb.kinds.runtime, kiwb.tui.app; "
-         "print(sorted({'torch', 'transformers', 'datasets', 'kiwb.kinds.runtimes'} "
+         "print(sorted({'torch', 'transformers', 'datasets', 'kiwb.workers.kind_runtimes'} "
          "& set(sys.modules)))"], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"
 
@@ -80,7 +132,7 @@ def test_the_runtimes_load_torch_only_for_a_jobs_work():
     """Reading a kind's data sets and checking its labels (the CLI's label commands) loads no
     model library: each runtime imports its torch work inside the methods that need it."""
     found = subprocess.run(
-        [sys.executable, "-c", "import sys, kiwb.kinds.runtimes, kiwb.workers.project_inputs; "
+        [sys.executable, "-c", "import sys, kiwb.workers.kind_runtimes, kiwb.workers.project_inputs; "
          "print(sorted({'torch', 'transformers'} & set(sys.modules)))"],
         capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "[]"

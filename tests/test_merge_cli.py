@@ -15,9 +15,11 @@ from tiny import build_teacher, make_texts, write_jsonl
 from tiny_merge import build_merge_family
 
 from kiwb.core.choices import MERGE_SCALE_GRID, TIES_TOP_K_GRID
-from kiwb.kinds import SEQUENCE, TOKEN
+from kiwb.kinds import KINDS, SEQUENCE
 from kiwb.project.paths import ProjectPaths
 from kiwb.project.run_folder import read_best
+
+TOKEN = KINDS["token"]
 
 # Each module of kiwb runs in the README's test command (`-m "not slow"`): one test here
 # stays out of the slow mark for that; the others run in CI.

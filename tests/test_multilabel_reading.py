@@ -10,7 +10,7 @@ import torch
 from tiny import make_texts, tiny_bert_config, wordpiece_tokenizer, write_jsonl
 
 from kiwb.errors import DataError
-from kiwb.kinds.multilabel import MULTI_LABEL
+from kiwb.kinds.multilabel import KIND as MULTI_LABEL
 from kiwb.kinds.multilabel.data import check_known_labels, load_label_set_table, load_role_table
 from kiwb.kinds.multilabel.scoring import label_batch_scores
 from kiwb.kinds.multilabel.uncertainty import binary_entropy, mc_label_confidence

@@ -14,13 +14,15 @@ from typing import ClassVar
 import pytest
 
 from kiwb.errors import ConfigError
-from kiwb.kinds import MULTI_LABEL, SEQUENCE, TOKEN
+from kiwb.kinds import KINDS, SEQUENCE
 from kiwb.project.config_schema import IntegrationConfig, ProjectConfig, TrainingConfig, _setting
 from kiwb.project.job_specs import TrainSpec, default_run_name, job_options
 from kiwb.project.records import IntegrationSettings
 from kiwb.project.setting_form import TRAIN_FORM, TRAINING_FORM, form_overrides, form_settings
 from kiwb.project.setting_knobs import Flag, Shown, unless_supervised
 from kiwb.project.teacher_kinds import check_method, check_training_overrides
+
+MULTI_LABEL, TOKEN = KINDS["multi-label"], KINDS["token"]
 
 
 @dataclass(frozen=True)

@@ -671,6 +671,45 @@ async def test_accuracy_pane_compares_runs_and_shows_one_in_detail(project):
 
 
 @run_async
+async def test_accuracy_pane_opens_on_the_best_run_and_keeps_the_users_pick(tmp_path):
+    """A baseline trained first (the demo's vanilla-kd) is not what the pane opens on: the
+    cursor follows the best run until the user moves it, then stays where they put it."""
+    project = synthetic_project(tmp_path / "proj", trained=False)
+    with Store(ProjectPaths(project).store) as store:
+        write_run(project, store, run="vanilla-kd", method="vanilla-kd", accuracies=(0.3, 0.35))
+    app = workbench(project)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = table(app, "#runs-table")
+        curves = app.screen.query_one("#curves", Plot)
+        await wait_for(pilot, lambda: "vanilla-kd" in text_of(curves), what="the one run")
+        with Store(ProjectPaths(project).store) as store:  # a better run ends while it is open
+            write_run(project, store, run="muki-hard", accuracies=(0.5, 0.75))
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: "muki-hard · step" in text_of(curves), what="the best run")
+        assert cells(runs)[runs.cursor_row][0] == "muki-hard"
+        runs.move_cursor(row=[row[0] for row in cells(runs)].index("vanilla-kd"))  # the user's
+        await pilot.pause()
+        with Store(ProjectPaths(project).store) as store:
+            write_run(project, store, run="muki-soft", method="muki-soft", accuracies=(0.6, 0.8))
+        app.screen.refresh_now()
+        await wait_for(pilot, lambda: "muki-soft" in [row[0] for row in cells(runs)],
+                       what="the third run")
+        await pilot.pause()
+        assert cells(runs)[runs.cursor_row][0] == "vanilla-kd"
+        assert "vanilla-kd" in text_of(curves)
+    app = workbench(project)  # opened again: on the best of the three
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.press("5")
+        runs = table(app, "#runs-table")
+        await wait_for(pilot, lambda: runs.row_count == 6, what="three runs and three baselines")
+        await pilot.pause()
+        assert [row[0] for row in cells(runs)][:3] == ["vanilla-kd", "muki-hard", "muki-soft"]
+        assert cells(runs)[runs.cursor_row][0] == "muki-soft"
+        assert "muki-soft · step 20/20" in text_of(app.screen.query_one("#curves", Plot))
+
+
+@run_async
 async def test_accuracy_runs_table_widens_its_columns_as_a_run_is_evaluated(tmp_path):
     project = synthetic_project(tmp_path / "proj", integrated=False, trained=False)
     with Store(ProjectPaths(project).store) as store:   # the run has just started
@@ -945,3 +984,19 @@ async def test_a_vanished_teacher_folder_is_shown_in_place_and_the_teacher_remov
     assert [t.name for t in load_config(project).teachers] == ["a"]
     with Store(ProjectPaths(project).store) as store:
         assert [job.kind for job in store.jobs.all()] == []
+
+
+def test_the_teachers_pane_says_a_heads_kind_as_the_checkpoint_reads():
+    """A multi-label head is a *ForSequenceClassification class too: its problem_type, read into
+    the teacher's kind, says multi-label, not the first kind sharing the class's suffix."""
+    from kiwb.tui.inspect import TeacherSummary
+    from kiwb.tui.panes.teachers import short_architecture
+
+    def shown(architecture: str, kind: str) -> str:
+        return short_architecture(TeacherSummary("t", "p", architecture=architecture, kind=kind))
+
+    assert shown("BertForSequenceClassification", "sequence") == "Bert"
+    assert shown("BertForSequenceClassification", "multi-label") == "Bert (multi-label)"
+    assert shown("RobertaForTokenClassification", "token") == "Roberta (NER)"
+    assert shown("BertForTokenClassification", "sequence") == "BertForTokenClassification"
+    assert shown("", "sequence") == "–"

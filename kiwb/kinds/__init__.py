@@ -5,28 +5,54 @@
   multi-label  sigmoid text classifiers (problem_type multi_label_classification), per label
   multi-task   several tasks per text (kiwb.toml [[tasks]]), one output slice per task
   embedding    sentence encoders (kiwb.toml [embedding]), merged pair by pair (SimME)
+
+Every package here is a kind: its __init__.py holds KIND, its torch-free description, and
+KINDS finds it by being there. What the jobs run for it, its runtime, is the one line a new
+kind adds to a registry (kiwb/workers/kind_runtimes.py), where a tool can follow the jobs
+into the kind's code.
 """
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
+import sys
 from collections.abc import Mapping, Sequence
+from types import ModuleType
 
 from kiwb.kinds.base import TeacherKind, TeacherKnowledge
-from kiwb.kinds.embedding import EMBEDDING
-from kiwb.kinds.multilabel import MULTI_LABEL
-from kiwb.kinds.multitask import MULTI_TASK
 from kiwb.kinds.sequence import KIND as SEQUENCE
-from kiwb.kinds.token import KIND as TOKEN
 
-# Sequence first: a sequence classifier is single-label unless its problem_type says otherwise.
-KINDS: dict[str, TeacherKind] = {kind.name: kind for kind in (SEQUENCE, TOKEN, MULTI_LABEL,
-                                                              MULTI_TASK, EMBEDDING)}
 DEFAULT_KIND = SEQUENCE.name  # a project's kind while nothing says another
 
-__all__ = ["DEFAULT_KIND", "EMBEDDING", "KINDS", "MULTI_LABEL", "MULTI_TASK", "SEQUENCE", "TOKEN", "TeacherKind",
-           "TeacherKnowledge",
-           "head_kind", "kind_named", "kind_of_checkpoint", "common_kind", "declared_kind",
-           "unmatched_checkpoint"]
+
+def described_kinds(package: ModuleType) -> dict[str, TeacherKind]:
+    """The KIND of every package inside `package`, by name: the default kind first (tables and
+    refusals list it first), the others by name. A package without a KIND is refused, naming
+    it: a folder under kiwb/kinds/ is a kind or nothing."""
+    found = []
+    for module in pkgutil.iter_modules(package.__path__, f"{package.__name__}."):
+        if not module.ispkg:
+            continue
+        kind = getattr(importlib.import_module(module.name), "KIND", None)
+        if not isinstance(kind, TeacherKind):
+            raise ImportError(f"{module.name} is a package under {package.__name__} but holds no "
+                              "KIND (a TeacherKind): give it one, or move it out of "
+                              f"{package.__name__}")
+        found.append(kind)
+    names = [kind.name for kind in found]
+    if shared := sorted({name for name in names if names.count(name) > 1}):
+        raise ImportError(f"two packages under {package.__name__} describe the kind "
+                          f"{shared[0]!r}: give each kind a name of its own")
+    return {kind.name: kind for kind in sorted(found, key=lambda k: (k.name != DEFAULT_KIND,
+                                                                       k.name))}
+
+
+KINDS: dict[str, TeacherKind] = described_kinds(sys.modules[__name__])
+
+__all__ = ["DEFAULT_KIND", "KINDS", "SEQUENCE", "TeacherKind", "TeacherKnowledge",
+           "common_kind", "declared_kind", "described_kinds", "head_kind", "kind_named",
+           "kind_of_checkpoint", "unmatched_checkpoint"]
 
 
 def kind_named(name: str | None) -> TeacherKind:

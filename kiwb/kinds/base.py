@@ -22,8 +22,8 @@ holds every runtime to the Protocol). The sequence kind's runtime is the classif
 paths the other kinds build on (its student.py: SequenceStudent). A kind is read from the
 teachers (`architectures` in config.json: the model class names the head; a sequence
 classifier's `problem_type` says single-label or multi-label) and must be the same for every
-teacher of a project. To add one: write its package, add KIND to `KINDS` in
-kiwb/kinds/__init__.py and its runtime to `RUNTIMES` in kiwb/kinds/runtimes.py.
+teacher of a project. To add one: write its package (kiwb.kinds.KINDS finds it by its KIND)
+and add its runtime to `RUNTIMES` in kiwb/workers/kind_runtimes.py.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ class ResultWording:
 
 
 class JobBehaviour:
-    """What the shared jobs do for a kind (its runtime, kiwb.kinds.runtimes, does the work):
+    """What the shared jobs do for a kind (its runtime, kiwb.workers.kind_runtimes, does the work):
     what scoring keeps, the integration methods and routings it takes, and what labels,
     transfer and merging may do with it."""
 
@@ -273,7 +273,7 @@ class TeacherKind:
     (`checkpoints`, a CheckpointReading), how its results are worded (`words`, a
     ResultWording), and what the shared jobs may do with it (`jobs`, a JobBehaviour). A kind
     subclasses each part, giving its attributes without a default and overriding what differs.
-    What the jobs call for the kind's work is its runtime (kiwb.kinds.runtimes)."""
+    What the jobs call for the kind's work is its runtime (kiwb.workers.kind_runtimes)."""
 
     def __init__(self, name: str, checkpoints: CheckpointReading, words: ResultWording,
                  jobs: JobBehaviour):

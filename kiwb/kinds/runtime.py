@@ -4,11 +4,11 @@ Each kind's package has a torch-free description (`KIND`, kiwb/kinds/base.py: wh
 the workbench read) and one runtime class, in its `worker.py`, that implements `KindRuntime`:
 scoring a shard, reading a data set, integrating, preparing training (with its Student,
 kiwb.workers.student_contract), evaluating and predicting, and the optional hooks of
-`RuntimeDefaults`. kiwb.kinds.runtimes holds one runtime per kind, made once; the shared jobs
-call its methods as plain Python, so a reader (or a tool) follows a call from the CLI into the
-kind's code without a string in between. A runtime reads its data sets and checks at import,
-and imports its torch work inside the methods that need it: the CLI's data and label commands
-go through it without loading a model library. tests/test_kind_runtime.py holds every kind's
+`RuntimeDefaults`. kiwb.workers.kind_runtimes holds one runtime per kind, made once; the
+shared jobs call its methods as plain Python, so a reader (or a tool) follows a call from the
+CLI into the kind's code without a string in between. A runtime reads its data sets and checks
+at import, and imports its torch work inside the methods that need it: the CLI's data and
+label commands go through it without loading a model library. tests/test_kind_runtime.py holds every kind's
 runtime to this Protocol: its methods, their parameters by name and in order, and their
 defaults.
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import torch
 
 from kiwb.kinds import kind_named
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.workers.data import TextTable
+from kiwb.workers.kind_runtimes import runtime_of
 
 
 def evaluate_checkpoint(checkpoint: Path, table: TextTable, device: torch.device,

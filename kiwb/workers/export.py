@@ -10,7 +10,6 @@ from kiwb.core.learning_check import check_of
 from kiwb.core.routing_check import RoutingCheck
 from kiwb.errors import KiwbError
 from kiwb.kinds import kind_named
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.export_destination import check_writable
 from kiwb.project.paths import ProjectPaths
@@ -21,6 +20,7 @@ from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import dropout_card_lines
 from kiwb.workers.hub_card import card_metadata
+from kiwb.workers.kind_runtimes import runtime_of
 from kiwb.workers.runtime import load_classifier
 
 

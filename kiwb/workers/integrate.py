@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import dataclasses
 
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.records import IntegrationRecord, IntegrationSettings
 from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import LoadedProject, check_method
+from kiwb.workers.kind_runtimes import runtime_of
 from kiwb.workers.score import plan_scoring
 
 

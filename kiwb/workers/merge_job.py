@@ -20,7 +20,6 @@ from kiwb.core.choices import (
 )
 from kiwb.errors import KiwbError
 from kiwb.kinds import TeacherKind, kind_named
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import atomic_directory, recover_interrupted_writes
 from kiwb.project.head_clash import head_clash_lines
 from kiwb.project.job_specs import MergeSpec
@@ -30,6 +29,7 @@ from kiwb.project.run_manifest import RunManifest
 from kiwb.shell import command
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.job import JobSession, Outcome
+from kiwb.workers.kind_runtimes import runtime_of
 
 
 @dataclasses.dataclass(frozen=True)

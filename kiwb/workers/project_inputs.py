@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from kiwb.errors import DataError, TeacherError
 from kiwb.kinds import TeacherKind, declared_kind, kind_named
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.config import ProjectConfig
 from kiwb.project.config_schema import DATASET_ROLES
 from kiwb.project.teacher_kinds import project_kind
 from kiwb.workers.data import TextTable, row_name
+from kiwb.workers.kind_runtimes import runtime_of
 from kiwb.workers.teachers import TeacherInfo, inspect_teacher
 
 

@@ -12,7 +12,6 @@ from kiwb.console import console
 from kiwb.core.histograms import unit_histogram
 from kiwb.errors import ConfigError, KiwbError
 from kiwb.kinds import DEFAULT_KIND, KINDS, TeacherKind
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.atomic import recover_interrupted_writes
 from kiwb.project.config import ProjectConfig
 from kiwb.project.fingerprint import settings_key
@@ -21,6 +20,7 @@ from kiwb.project.records import ScoreJobSummary, ScoreShard
 from kiwb.project.shard_files import write_shard_file
 from kiwb.project.store import Store
 from kiwb.workers.dropout_check import check_teacher_dropout
+from kiwb.workers.kind_runtimes import runtime_of
 from kiwb.workers.project_inputs import inspect_teachers, load_datasets
 from kiwb.workers.representation import capture_problem
 from kiwb.workers.representation_sets import (

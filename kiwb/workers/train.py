@@ -17,7 +17,6 @@ from kiwb.core.target_fit import FIT_FLOOR
 from kiwb.core.training_defaults import resolve_learning_rate, total_steps
 from kiwb.errors import KiwbError
 from kiwb.kinds import TeacherKind, kind_named
-from kiwb.kinds.runtimes import runtime_of
 from kiwb.project.config import ProjectConfig
 from kiwb.project.job_specs import student_missing
 from kiwb.project.paths import ProjectPaths
@@ -37,6 +36,7 @@ from kiwb.project.store import Store
 from kiwb.project.teacher_kinds import check_method
 from kiwb.workers import checkpoints as ckpt
 from kiwb.workers.dropout_check import recorded_dropout
+from kiwb.workers.kind_runtimes import runtime_of
 from kiwb.workers.runtime import FittedBatch, agreed_training_precision, training_precision_for
 from kiwb.workers.score import plan_scoring
 from kiwb.workers.trackers import Trackers

@@ -176,7 +176,7 @@ class EmbeddingJobs(JobBehaviour):
 
 
 # Sentence encoders: one embedding per text, compared by cosine.
-EMBEDDING = TeacherKind("embedding", EmbeddingCheckpoints(), EmbeddingWords(), EmbeddingJobs())
+KIND = TeacherKind("embedding", EmbeddingCheckpoints(), EmbeddingWords(), EmbeddingJobs())
 
 
 def _probes_text(metrics) -> str:

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from kiwb import __version__
-from kiwb.kinds.embedding import EMBEDDING, POOLING_KEY
+from kiwb.kinds.embedding import KIND, POOLING_KEY
 from kiwb.project.atomic import atomic_directory
 from kiwb.project.run_folder import MANIFEST_NAME, evaluation_of
 from kiwb.workers.hub_card import card_metadata
@@ -31,7 +31,7 @@ def export_encoder(project_root: Path, run: str, destination: Path, source: Path
     pooling = getattr(model.config, POOLING_KEY, None) or "mean"
     max_length = int((manifest.get("training") or {}).get("max_length") or 128)
     export_manifest = {
-        "kiwb_version": __version__, "kind": EMBEDDING.name, "run": run,
+        "kiwb_version": __version__, "kind": KIND.name, "run": run,
         "checkpoint": source.name, "step": progress["step"], "pooling": pooling,
         "width": int(model.config.hidden_size), "teachers": manifest.get("teachers"),
         "method": manifest.get("method"), "embedding": manifest.get("embedding"),
@@ -78,7 +78,7 @@ def encoder_card(manifest: dict, root: Path | None = None) -> str:
                              tags=("sentence-transformers",), root=root)
     lines = ["---", metadata.rstrip("\n"), "---", "",
              f"# Sentence encoder from kiwb run `{manifest['run']}`", "",
-             f"{EMBEDDING.words.card['summary']} trained without labels by "
+             f"{KIND.words.card['summary']} trained without labels by "
              "[kiwb](https://pypi.org/project/kiwb/): every pair of texts is placed as the "
              "teachers place it, each teacher counting on the texts it covers"
              + (", by how steady it stays on them under Monte-Carlo dropout."
@@ -102,7 +102,7 @@ def encoder_card(manifest: dict, root: Path | None = None) -> str:
     else:
         lines.append("No evaluation set was configured, or this checkpoint was saved between "
                      "evaluations.")
-    lines += ["", "## Use", "", "```python", *EMBEDDING.words.card["use"].split("\n"), "```", "",
+    lines += ["", "## Use", "", "```python", *KIND.words.card["use"].split("\n"), "```", "",
               "Without sentence-transformers:", "", "```python",
               "import torch", "from transformers import AutoModel, AutoTokenizer", "",
               'path = "PATH/TO/THIS/FOLDER"',

@@ -10,7 +10,7 @@ import torch
 
 from kiwb.console import console
 from kiwb.core.histograms import BINS, unit_histogram
-from kiwb.kinds.embedding import EMBEDDING, NOT_SIMILAR, PAIR_JOINER, SIMILAR
+from kiwb.kinds.embedding import KIND, NOT_SIMILAR, PAIR_JOINER, SIMILAR
 from kiwb.kinds.embedding.conflicts import PairConflict, conflicting_pairs
 from kiwb.kinds.embedding.probes import averaged, concatenated, probe_figures
 from kiwb.kinds.embedding.stored_pool import EncoderScores, encoder_scores, judged_coverage
@@ -58,7 +58,7 @@ def integration_key(pool: EncoderScores, settings: IntegrationSettings, section,
     """The integration's key: the score sets, the weighting, [embedding]'s coverage and
     conflict settings and the judgements given. A training run pins it: its targets are the
     teachers' embeddings under the coverage these same inputs decide."""
-    return settings_key({"kind": EMBEDDING.name, "scores": pool.score_keys,
+    return settings_key({"kind": KIND.name, "scores": pool.score_keys,
                          "weighting": settings.method, "min_kept_share": section.min_kept_share,
                          "min_known_share": section.min_known_share,
                          "conflict_pairs": section.conflict_pairs,
@@ -97,7 +97,7 @@ def embedding_summary(pool: EncoderScores, coverage: torch.Tensor, pairs: list[P
         # every listed pair is a conflict: the threshold takes all but pairs one teacher alone
         # covers (no spread), which the Conflicts pane's margin filter then leaves out
         conflict_threshold=1.0, conflicts=int((margins < 1.0).sum()) if pairs else 0,
-        teachers_kind=EMBEDDING.name, details=details)
+        teachers_kind=KIND.name, details=details)
 
 
 def stability_histogram(stability: torch.Tensor) -> dict:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kiwb.errors import TeacherError
 from kiwb.kinds import head_kind
-from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding import KIND
 from kiwb.kinds.embedding.encoders import classifier_keys, encoder_refusal, read_pooling_rule
 from kiwb.project.config import ProjectConfig, TeacherConfig
 from kiwb.workers.teachers import TeacherInfo, read_model_config
@@ -31,7 +31,7 @@ def inspect_encoder(config: ProjectConfig, teacher: TeacherConfig) -> TeacherInf
     except ValueError as error:
         raise TeacherError(f"teacher {name!r}: {folder} {error}") from None
     return TeacherInfo(name, folder, (), architectures[0] if architectures else "",
-                       model_config.model_type, teacher.trust_remote_code, EMBEDDING.name,
+                       model_config.model_type, teacher.trust_remote_code, KIND.name,
                        pooling=rule.pooling, width=getattr(model_config, "hidden_size", None),
                        reads_up_to=rule.max_length)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import torch
 
 from kiwb.errors import KiwbError
-from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding import KIND
 from kiwb.kinds.embedding.integrate_job import integration_key
 from kiwb.kinds.embedding.stored_pool import encoder_scores, judged_coverage
 from kiwb.kinds.embedding.student import EmbeddingStudent, TargetLayout
@@ -45,7 +45,7 @@ def prepare_embedding(config: ProjectConfig, store: Store, request,
                                eval_partners, config.training.max_length)
     pool_table = by_role["unlabeled"][0].table
     manifest = RunManifest(
-        kind=EMBEDDING.name,
+        kind=KIND.name,
         teachers=[{"name": t.teacher.name, "hash": teacher_content_hash(t.teacher, store),
                    "width": t.teacher.width, "pooling": t.teacher.pooling}
                   for t in by_role["unlabeled"]],

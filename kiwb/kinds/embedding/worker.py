@@ -4,7 +4,7 @@ sentence-transformers folder."""
 
 from __future__ import annotations
 
-from kiwb.kinds.embedding import EMBEDDING
+from kiwb.kinds.embedding import KIND
 from kiwb.kinds.embedding.data import load_role_table
 from kiwb.kinds.embedding.teachers import inspect_encoders
 from kiwb.kinds.runtime import RuntimeDefaults
@@ -14,7 +14,7 @@ class EmbeddingRuntime(RuntimeDefaults):
     """Its data sets and checks are read at import (no torch: the CLI's data and label
     commands use them); each of its jobs' methods imports its torch work on first call."""
 
-    kind = EMBEDDING
+    kind = KIND
     load_table = staticmethod(load_role_table)
     inspect_teachers = staticmethod(inspect_encoders)
 

@@ -1,6 +1,6 @@
 """The multi-label kind: sigmoid classifiers with partly shared labels (ANT, thesis ch. 4).
 
-MULTI_LABEL below describes it: how a checkpoint is recognised (problem_type
+KIND below describes it: how a checkpoint is recognised (problem_type
 multi_label_classification) and read, the methods it takes. Its worker side: per-label
 uncertainty (uncertainty.py), scoring (scoring.py), data with a list of labels per text
 (data.py), the per-label integrators (integration.py), the label-dependency transfer
@@ -101,5 +101,5 @@ def _owners_said(details) -> str:
 
 
 # Any number of labels per text, from a sigmoid *ForSequenceClassification head.
-MULTI_LABEL = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(),
+KIND = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(),
                           MultiLabelJobs())

@@ -10,7 +10,7 @@ import torch
 
 from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
-from kiwb.kinds.multilabel import MULTI_LABEL
+from kiwb.kinds.multilabel import KIND
 from kiwb.kinds.multilabel.check import OWNERS_MEAN
 from kiwb.kinds.multilabel.data import check_known_labels
 from kiwb.kinds.multilabel.integrate_job import stored_label_integration
@@ -77,7 +77,7 @@ def prepare_multilabel(config: ProjectConfig, store: Store, request, tasks: list
             if record is not None and summary.routing_accuracy is not None:
                 eval_routing = summary.routing_accuracy.to_dict()
     manifest = RunManifest(
-        kind=MULTI_LABEL.name,
+        kind=KIND.name,
         teachers=pinned_teachers(by_role["unlabeled"], store),
         labels=union, method=settings.pinned(), student=config.training.student,
         data=pool_table.fingerprint, given_labels=given_labels,

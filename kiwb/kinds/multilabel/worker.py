@@ -4,7 +4,7 @@ checked against the teachers' labels before scoring."""
 
 from __future__ import annotations
 
-from kiwb.kinds.multilabel import MULTI_LABEL
+from kiwb.kinds.multilabel import KIND
 from kiwb.kinds.multilabel.data import check_tables, load_role_table
 from kiwb.kinds.runtime import RuntimeDefaults
 
@@ -13,7 +13,7 @@ class MultiLabelRuntime(RuntimeDefaults):
     """Its data sets and checks are read at import (no torch: the CLI's data and label
     commands use them); each of its jobs' methods imports its torch work on first call."""
 
-    kind = MULTI_LABEL
+    kind = KIND
     load_table = staticmethod(load_role_table)
     check_data = staticmethod(check_tables)
 

@@ -107,4 +107,4 @@ class MultiTaskJobs(JobBehaviour):
 
 
 # Several tasks per text, each a slice of one classifier's outputs.
-MULTI_TASK = TeacherKind("multi-task", MultiTaskCheckpoints(), MultiTaskWords(), MultiTaskJobs())
+KIND = TeacherKind("multi-task", MultiTaskCheckpoints(), MultiTaskWords(), MultiTaskJobs())

@@ -11,7 +11,7 @@ import torch
 from kiwb.core.choices import SUPERVISED
 from kiwb.errors import KiwbError
 from kiwb.kinds.multilabel.losses import prior_log_odds
-from kiwb.kinds.multitask import MULTI_TASK
+from kiwb.kinds.multitask import KIND
 from kiwb.kinds.multitask.data import gold_of
 from kiwb.kinds.multitask.heads import output_name
 from kiwb.kinds.multitask.integrate_job import (
@@ -90,7 +90,7 @@ def prepare_multitask(config: ProjectConfig, store: Store, request, tasks: list[
             head_bias[columns] = prior_log_odds(
                 taught[:, columns], None if weights is None else weights[:, columns])
     manifest = RunManifest(
-        kind=MULTI_TASK.name,
+        kind=KIND.name,
         teachers=[{"name": t.name, "hash": teacher_content_hash(t, store),
                    "labels": list(t.labels),
                    "tasks": [[h.task, h.start, h.stop] for h in t.heads]} for t in teachers],

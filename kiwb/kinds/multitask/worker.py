@@ -4,7 +4,7 @@ are read with the heads that answer its [[tasks]]."""
 
 from __future__ import annotations
 
-from kiwb.kinds.multitask import MULTI_TASK
+from kiwb.kinds.multitask import KIND
 from kiwb.kinds.multitask.data import load_role_table
 from kiwb.kinds.multitask.teachers import inspect_task_teachers
 from kiwb.kinds.runtime import RuntimeDefaults
@@ -14,7 +14,7 @@ class MultiTaskRuntime(RuntimeDefaults):
     """Its data sets and checks are read at import (no torch: the CLI's data and label
     commands use them); each of its jobs' methods imports its torch work on first call."""
 
-    kind = MULTI_TASK
+    kind = KIND
     load_table = staticmethod(load_role_table)
     inspect_teachers = staticmethod(inspect_task_teachers)
 

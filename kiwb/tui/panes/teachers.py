@@ -188,13 +188,14 @@ def encoder_line(config, usable: list[TeacherSummary]) -> Text:
 
 
 def short_architecture(summary: TeacherSummary) -> str:
-    """The model class without its head's suffix; an NER head is said as such."""
+    """The model class without its head's suffix, and the kind read from the checkpoint where
+    the class alone does not say it (NER, multi-label: a sequence classifier's problem_type)."""
     name = summary.architecture
-    for kind in KINDS.values():
-        if name.endswith(kind.checkpoints.architecture_suffix):
-            short = name[: -len(kind.checkpoints.architecture_suffix)]
-            return short + (f" ({kind.words.short_title})" if kind.words.short_title else "")
-    return name or "–"
+    kind = KINDS.get(summary.kind)
+    if kind is None or not name.endswith(kind.checkpoints.architecture_suffix):
+        return name or "–"
+    short = name[: -len(kind.checkpoints.architecture_suffix)]
+    return short + (f" ({kind.words.short_title})" if kind.words.short_title else "")
 
 
 def detail(summary: TeacherSummary) -> Text:
