@@ -50,6 +50,10 @@ class AccuracyPane(Pane):
         self.summary: IntegrationSummary | None = None
         self.show_funnel = False  # w: the selected run's class funnel in place of its classes
         self.figures = ("accuracy", "macro-F1")  # the columns' figures: the teachers' kind's
+        # The row the pane put the cursor on: while it is still there, the cursor follows the
+        # best run (the pane opens on it, not on the first run, often a baseline's); once the
+        # user moves it, it stays where they put it.
+        self.placed_row = 0
 
     def compose(self) -> ComposeResult:
         table = Table(id="runs-table", cursor_type="row")
@@ -100,7 +104,13 @@ class AccuracyPane(Pane):
         rows.update(baseline_rows(self.summary))
         rows.update(task_baseline_rows(self.summary))
         rows.update(probe_baseline_rows(self.summary))
-        sync_rows(self.main_widget(), rows)
+        table = self.main_widget()
+        sync_rows(table, rows)
+        best = best_run_row(self.runs, [row.key.value for row in table.ordered_rows])
+        if best is not None and table.cursor_row == self.placed_row:
+            if best != table.cursor_row:
+                table.move_cursor(row=best, animate=False)
+            self.placed_row = best
         self._show_run()
 
     def action_funnel(self) -> None:
@@ -219,6 +229,16 @@ def funnel_table(run: RunHistory) -> RichTable | Group | None:
                                for row in rows],
                               title=f"Recall on {run.funnel.labeled.where}", left=left)
     return Group(pool, Text(""), recall)
+
+
+def best_run_row(runs: Runs, order: list[str]) -> int | None:
+    """The row of the run whose kept checkpoint scores highest (the first of the highest), or
+    None while no run is evaluated. `order`: the table's row keys, top down."""
+    scored = [(run.best_eval.accuracy, run.run) for run in runs if run.best_eval is not None]
+    if not scored:
+        return None
+    top = max(figure for figure, _ in scored)
+    return min(order.index(name) for figure, name in scored if figure == top and name in order)
 
 
 def is_merge(run: RunHistory) -> bool:
