@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import re
 import sqlite3
@@ -11,7 +10,7 @@ import sys
 from pathlib import Path
 
 from kiwb import __version__
-from kiwb.errors import KiwbError
+from kiwb.errors import KiwbError, spelt_near
 from kiwb.project.job_specs import (
     ExportSpec,
     IntegrateSpec,
@@ -54,10 +53,9 @@ class ArgumentParser(argparse.ArgumentParser):
             def bare(word: str) -> str:
                 return word.strip().strip("'\"")
 
-            near = difflib.get_close_matches(bare(refused.group(1)),
-                                             [bare(word) for word in refused.group(2).split(",")],
-                                             n=1, cutoff=0.75)
-            message += f"; did you mean {near[0]}?" if near else ""
+            near = spelt_near(bare(refused.group(1)),
+                              [bare(word) for word in refused.group(2).split(",")])
+            message += f"; did you mean {near}?" if near else ""
         super().error(message)
 
 
@@ -220,8 +218,7 @@ def unknown_command(word: str, commands: list[str]) -> str | None:
     `kiwb WORD` opens (or refuses) the folder WORD as the workbench does."""
     if os.sep in word or "/" in word or Path(word).exists():
         return None
-    meant = OTHER_TOOLS_WORDS.get(word.lower()) or next(
-        iter(difflib.get_close_matches(word.lower(), commands, n=1, cutoff=0.75)), None)
+    meant = OTHER_TOOLS_WORDS.get(word.lower()) or spelt_near(word.lower(), commands)
     if meant is None:
         return None
     return (f"{word!r} is neither a command nor a folder: did you mean kiwb {meant}? (kiwb --help "

@@ -28,7 +28,6 @@ and add its runtime to `RUNTIMES` in kiwb/workers/kind_runtimes.py.
 
 from __future__ import annotations
 
-import difflib
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -44,6 +43,7 @@ from kiwb.core.choices import (
     PAIR_WEIGHTINGS,
     SUPERVISED,
 )
+from kiwb.errors import spelt_near
 
 # Every kind's methods (an embedding kind's are its pair weightings): a name among them is
 # another kind's, not a typo.
@@ -254,9 +254,9 @@ def method_refusal(method: str, title: str, methods: Sequence[str], choose: str)
     """Why `method` cannot run for a kind's teachers (`methods`: the kind's), ending with
     `choose`: a method of another kind does not apply to them; one kiwb has nowhere and spelt
     near one of theirs is a typo, said so."""
-    near = difflib.get_close_matches(method, methods, n=1, cutoff=0.75)
+    near = spelt_near(method, methods)
     if near and method not in ALL_METHODS:
-        return f"unknown method {method!r}: did you mean {near[0]}? ({choose})"
+        return f"unknown method {method!r}: did you mean {near}? ({choose})"
     return f"method {method!r} does not apply to {title} teachers; {choose}"
 
 

@@ -8,9 +8,9 @@ kiwb.workers.student_contract), evaluating and predicting, and the optional hook
 shared jobs call its methods as plain Python, so a reader (or a tool) follows a call from the
 CLI into the kind's code without a string in between. A runtime reads its data sets and checks
 at import, and imports its torch work inside the methods that need it: the CLI's data and
-label commands go through it without loading a model library. tests/test_kind_runtime.py holds every kind's
-runtime to this Protocol: its methods, their parameters by name and in order, and their
-defaults.
+label commands go through it without loading a model library. tests/test_kind_runtime.py
+holds every kind's runtime to this Protocol: its methods, their parameters by name and in
+order, and their defaults.
 
 This module stays torch-free (the names in its annotations are only read by type checkers).
 """

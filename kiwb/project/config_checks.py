@@ -5,7 +5,6 @@ Nothing here looks at the disk (that is `kiwb.project.environment`)."""
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 import operator
 import re
@@ -16,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from kiwb.core.choices import FEW_LABEL_ROUTINGS, READS_REPRESENTATION, ROUTINGS
-from kiwb.errors import ConfigError
+from kiwb.errors import ConfigError, spelt_near
 from kiwb.kinds import declared_kind, kind_named
 from kiwb.project.config_render import optional_inner, table_type, toml_fields, toml_value
 from kiwb.project.config_schema import (
@@ -90,8 +89,8 @@ def _refuse_unknown_keys(table: dict[str, Any], known: list[str], loc: _Loc) -> 
                 continue
             raise loc.error(key, REMOVED_KEYS[loc.section][key])
         if key not in known:
-            close = difflib.get_close_matches(key, known, n=1)
-            fix = f'did you mean "{close[0]}"?' if close else "remove it or correct its spelling"
+            close = spelt_near(key, known, cutoff=0.6)
+            fix = f'did you mean "{close}"?' if close else "remove it or correct its spelling"
             raise loc.error(key, f"is not a known key; {fix} (known: {', '.join(known)})")
 
 
@@ -192,8 +191,8 @@ def _check_rules(value: Any, f: dataclasses.Field, loc: _Loc) -> Any:
     if choices and value in (rules.removed or {}):
         raise loc.error(f.name, f"= {toml_value(value)} was removed: {rules.removed[value]}")
     if choices and value not in choices:
-        close = difflib.get_close_matches(value, choices, n=1)
-        fix = f'; did you mean "{close[0]}"?' if close else _fix(f)
+        close = spelt_near(value, choices, cutoff=0.6)
+        fix = f'; did you mean "{close}"?' if close else _fix(f)
         listed = ", ".join(toml_value(choice) for choice in choices)
         raise loc.error(f.name, f"must be one of {listed}, got {_describe(value)}{fix}")
     if rules.pattern is not None and not re.fullmatch(rules.pattern, value):

@@ -19,9 +19,8 @@ def check_before_recording(spec: JobSpec, config_file: Path) -> LoadedProject | 
     """Refuse, before a job is recorded, what no worker could run: a misspelt device, or an
     integrate or train job whose method (given, or the project's [integration] method) the
     teachers' kind does not take, a train job given a [training] setting its kind never applies
-    (--feature-weight outside multi-task projects) or no student base to start from,
-    reporting to a tracker not installed, or
-    resuming with other settings; a refused job leaves no row. A project that cannot be read
+    (--feature-weight outside multi-task projects) or no student base to start from, reporting
+    to a tracker not installed, or resuming with other settings; a refused job leaves no row. A project that cannot be read
     here is left to the job, which records why. Returns the project as read here (None where
     the job kind reads none), for a job run in this process to go on with."""
     spec.check()

@@ -2,8 +2,9 @@
 
 Its description needs none (every package under kiwb/kinds/ is a kind, kiwb.kinds.KINDS finds
 it); what the jobs run for it does, so that the jobs reach the kind's code by plain imports a
-reader and a tool can follow. Worker side: it names every kind's worker code. The CLI, the
-project and the workbench read the descriptions and never import this.
+reader and a tool can follow. Worker side: it names every kind's worker code. The project and
+the workbench read the descriptions and never import this; the CLI does only inside the
+commands that run a kind's work (predict, evaluate --data, labels import).
 """
 
 from __future__ import annotations

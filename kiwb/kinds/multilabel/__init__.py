@@ -101,5 +101,4 @@ def _owners_said(details) -> str:
 
 
 # Any number of labels per text, from a sigmoid *ForSequenceClassification head.
-KIND = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(),
-                          MultiLabelJobs())
+KIND = TeacherKind("multi-label", MultiLabelCheckpoints(), MultiLabelWords(), MultiLabelJobs())
